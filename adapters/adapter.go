@@ -1,0 +1,135 @@
+// Package adapters holds the adapter contract (the Go form of IAgentAdapter),
+// the registry of adapter types, the built-in adapter definitions (embedded
+// YAML) and the loader for user adapter files in .vibeteam/adapters.
+package adapters
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/vibeteam/vibeteam/handlers"
+)
+
+// Mode is a task's execution mode.
+type Mode string
+
+const (
+	Interactive Mode = "interactive"
+	Headless    Mode = "headless"
+)
+
+// LaunchConfig is everything needed to start one agent process.
+type LaunchConfig struct {
+	Command string
+	Args    []string
+	Cwd     string            // the task's cwd as given to the adapter (may be empty)
+	Env     map[string]string // merged over vibeteam's own environment by the runner
+	Cols    int               // PTY size (interactive or UsePTY)
+	Rows    int
+	UsePTY  bool // run in a PTY even in headless mode, without state automation
+	// CloseStdin (headless, without a PTY): close the process's stdin as
+	// soon as it starts. Agent CLIs given the prompt in argv still read a
+	// piped stdin: codex exec waits for EOF before doing anything, claude -p
+	// waits 3 s for data. Adapters whose CLI must be fed on stdin leave it
+	// false.
+	CloseStdin bool
+}
+
+// State is one named pattern matched against an interactive task's rendered
+// screen. States are tried in declared order; the first match wins.
+type State struct {
+	Name    string
+	Pattern *regexp.Regexp
+}
+
+// Handler is one auto-policy rule: when When matches the screen, send Send,
+// or apply the named standard handler Use (e.g. "pressEnter", "select:1").
+type Handler struct {
+	When *regexp.Regexp
+	Send string
+	Use  string
+}
+
+// AutoPolicy is applied with --auto-approve.
+type AutoPolicy struct {
+	InjectArgs []string
+	Handlers   []Handler
+}
+
+// Options construct one adapter instance for one task.
+type Options struct {
+	Cwd  string
+	Env  map[string]string
+	Name string // display name; defaults to the task id (callers pass it)
+}
+
+// Adapter is one instance of an adapter type, created per task so parallel
+// tasks never share state.
+type Adapter interface {
+	Type() string // registered type name, e.g. "claude"
+	Name() string // instance display name
+	// LaunchConfig builds the command for mode: argv = args + extraArgs +
+	// prompt (or + flag prompt). It does not add AutoPolicy.InjectArgs; the
+	// caller appends them when --auto-approve is given.
+	LaunchConfig(mode Mode, prompt string, extraArgs []string) (LaunchConfig, error)
+	States() []State
+	AutoPolicy() *AutoPolicy // nil when the adapter has none
+	QuietPeriod() time.Duration
+	InactivityTimeout() time.Duration // 0: none
+}
+
+// State names with a meaning to the engine. A state whose name starts with
+// "interaction_" (other than StateIdle) is a question the agent is asking:
+// the auto policy answers it, or the user is asked. Any other name (such as
+// StateWorking) only says what the agent is doing and needs no answer; it
+// exists so a busy screen that still shows the idle prompt is not taken for
+// idle, since Go regexps have no lookahead to exclude it.
+const (
+	StateIdle    = "interaction_idle"
+	StateWorking = "working"
+)
+
+// NeedsAnswer reports whether s is a question for the auto policy or the user.
+func (s State) NeedsAnswer() bool {
+	return strings.HasPrefix(s.Name, "interaction_") && s.Name != StateIdle
+}
+
+// Action returns what h does for ctx, or nil when h.When does not match
+// ctx.Screen. The handler named by Use sees ctx with Match set to the text
+// When matched.
+func (h Handler) Action(ctx handlers.Context) *handlers.Action {
+	if h.When == nil {
+		return nil
+	}
+	loc := h.When.FindStringIndex(ctx.Screen)
+	if loc == nil {
+		return nil
+	}
+	ctx.Match = ctx.Screen[loc[0]:loc[1]]
+	if h.Send != "" {
+		return &handlers.Action{Keys: h.Send, Description: fmt.Sprintf("send %q", h.Send)}
+	}
+	f, err := handlers.Lookup(h.Use)
+	if err != nil {
+		// Loaded files are validated; only a Handler built in Go code with
+		// a bad Use gets here, and it simply does not apply.
+		return nil
+	}
+	return f(ctx)
+}
+
+// Action returns the action of the first handler that applies to ctx, or
+// nil when none does (then the user is asked). A nil policy has none.
+func (p *AutoPolicy) Action(ctx handlers.Context) *handlers.Action {
+	if p == nil {
+		return nil
+	}
+	for _, h := range p.Handlers {
+		if a := h.Action(ctx); a != nil {
+			return a
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package adapters
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/handlers"
+)
+
+func TestBuiltinsLoad(t *testing.T) {
+	files, err := builtinFS.ReadDir("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry()
+	if len(files) != len(r.Names()) {
+		t.Fatalf("%d files, %d adapters", len(files), len(r.Names()))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f.Name(), ".yaml")
+		data, _ := builtinFS.ReadFile("builtin/" + f.Name())
+		d, err := parseDefinition(f.Name(), data)
+		if err != nil {
+			t.Errorf("%s: %v", f.Name(), err)
+			continue
+		}
+		if d.name != name {
+			t.Errorf("%s: name %q differs from the file name", f.Name(), d.name)
+		}
+		if d.description == "" {
+			t.Errorf("%s: no description", f.Name())
+		}
+		for _, m := range []Mode{Interactive, Headless} {
+			if _, ok := d.modes[m]; !ok {
+				t.Errorf("%s: no %s mode", f.Name(), m)
+			}
+		}
+		for _, s := range d.states {
+			if s.Pattern == nil {
+				t.Errorf("%s: state %s has no pattern", f.Name(), s.Name)
+			}
+		}
+	}
+}
+
+// The argv each built-in produces: what users see in `vibeteam preview` and
+// what the real CLIs were checked against.
+func TestBuiltinArgv(t *testing.T) {
+	cases := []struct {
+		adapter string
+		mode    Mode
+		want    []string
+	}{
+		{"claude", Headless, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "hi"}},
+		{"claude", Interactive, []string{"claude", "hi"}},
+		{"codex", Headless, []string{"codex", "exec", "--json", "--skip-git-repo-check", "hi"}},
+		{"codex", Interactive, []string{"codex", "hi"}},
+		{"gemini", Headless, []string{"gemini", "--output-format", "json", "--skip-trust", "-p", "hi"}},
+		{"gemini", Interactive, []string{"gemini", "-i", "hi"}},
+		{"opencode", Headless, []string{"opencode", "run", "--format", "json", "hi"}},
+		{"opencode", Interactive, []string{"opencode", "--prompt", "hi"}},
+		{"shell", Headless, []string{"sh", "-c", "hi"}},
+		{"shell", Interactive, []string{"sh", "-c", "hi"}},
+	}
+	r := NewRegistry()
+	for _, c := range cases {
+		lc, err := mustNew(t, r, c.adapter).LaunchConfig(c.mode, "hi", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := append([]string{lc.Command}, lc.Args...); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s: %q, want %q", c.adapter, c.mode, got, c.want)
+		}
+		if lc.UsePTY != (c.mode == Interactive) {
+			t.Errorf("%s %s: UsePTY %v", c.adapter, c.mode, lc.UsePTY)
+		}
+		if lc.CloseStdin != (c.mode == Headless) {
+			t.Errorf("%s %s: CloseStdin %v", c.adapter, c.mode, lc.CloseStdin)
+		}
+	}
+}
+
+func TestBuiltinInjectArgs(t *testing.T) {
+	want := map[string][]string{
+		"claude":   {"--allowedTools", "Bash Edit Write Read Glob Grep WebFetch"},
+		"codex":    {"--sandbox", "workspace-write"},
+		"gemini":   {"--approval-mode", "yolo", "--skip-trust"},
+		"opencode": nil,
+		"shell":    nil,
+	}
+	r := NewRegistry()
+	for name, w := range want {
+		var got []string
+		if p := mustNew(t, r, name).AutoPolicy(); p != nil {
+			got = p.InjectArgs
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: injectArgs %q, want %q", name, got, w)
+		}
+	}
+}
+
+func TestShellRunsWithExtraArgsAsOptions(t *testing.T) {
+	lc, err := mustNew(t, NewRegistry(), "shell").LaunchConfig(Headless, "echo hi", []string{"-e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lc.Args, []string{"-c", "-e", "echo hi"}) {
+		t.Errorf("args %q", lc.Args)
+	}
+}
+
+// firstState is what the engine does: the first declared state whose
+// pattern matches the screen.
+func firstState(states []State, screen string) string {
+	for _, s := range states {
+		if s.Pattern.MatchString(screen) {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// The screens in testdata/screens were rendered (hinshun/vt10x, 120x40) from
+// the real CLIs in a PTY, driven against a fake model server: Claude Code
+// 2.1.197, Codex 0.169.0, Gemini CLI 0.61.0.
+func TestBuiltinStatesOnRealScreens(t *testing.T) {
+	cases := []struct {
+		adapter, screen, state, keys string // keys: what --auto-approve sends
+	}{
+		{"claude", "claude_trust.txt", "interaction_trust", "1"},
+		{"claude", "claude_api_key.txt", "interaction_api_key", "1"},
+		{"claude", "claude_idle.txt", StateIdle, ""},
+		{"claude", "claude_working.txt", StateWorking, ""},
+		{"claude", "claude_permission.txt", "interaction_permission", "1"},
+		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
+		{"codex", "codex_trust.txt", "interaction_trust", "\r"},
+		{"codex", "codex_idle.txt", StateIdle, ""},
+		{"codex", "codex_typing.txt", "", ""},
+		{"codex", "codex_working.txt", StateWorking, ""},
+		{"codex", "codex_approval.txt", "interaction_approval", "\r"},
+		{"codex", "codex_idle_after_tool.txt", StateIdle, ""},
+		{"gemini", "gemini_trust.txt", "interaction_trust", ""}, // --skip-trust avoids it under --auto-approve
+		{"gemini", "gemini_idle_after_trust_restart.txt", StateIdle, ""},
+		{"gemini", "gemini_model_access.txt", "", ""},
+	}
+	r := NewRegistry()
+	for _, c := range cases {
+		data, err := os.ReadFile(filepath.Join("testdata", "screens", c.screen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		screen := string(data)
+		a := mustNew(t, r, c.adapter)
+		got := firstState(a.States(), screen)
+		if got != c.state {
+			t.Errorf("%s: state %q, want %q", c.screen, got, c.state)
+		}
+		var keys string
+		if act := a.AutoPolicy().Action(handlers.Context{TaskID: "t", State: got, Screen: screen}); act != nil {
+			keys = act.Keys
+		}
+		if keys != c.keys {
+			t.Errorf("%s: auto-approve sends %q, want %q", c.screen, keys, c.keys)
+		}
+	}
+}
+
+func TestBuiltinStatesOrder(t *testing.T) {
+	// Every state that asks a question comes before working and idle in
+	// claude and codex: a dialog drawn over the idle prompt must win.
+	for _, name := range []string{"claude", "codex"} {
+		seenPassive := false
+		for _, s := range mustNew(t, NewRegistry(), name).States() {
+			if !s.NeedsAnswer() {
+				seenPassive = true
+			} else if seenPassive {
+				t.Errorf("%s: question %s after working/idle", name, s.Name)
+			}
+		}
+	}
+}
+
+func TestStateNeedsAnswer(t *testing.T) {
+	for name, want := range map[string]bool{
+		StateIdle: false, StateWorking: false, "interaction_handler": true, "interaction_trust": true, "busy": false,
+	} {
+		if got := (State{Name: name}).NeedsAnswer(); got != want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+}
+
+// seen is what the adaptersTestCapture handler was last called with.
+var seen handlers.Context
+
+// Registered once per test binary: a second Register of a name panics, and
+// tests may run more than once (-count).
+func init() {
+	handlers.Register("adaptersTestCapture", func(string) (handlers.Func, error) {
+		return func(ctx handlers.Context) *handlers.Action {
+			seen = ctx
+			return &handlers.Action{Keys: "c"}
+		}, nil
+	})
+}
+
+func TestHandlerAction(t *testing.T) {
+	p := &AutoPolicy{Handlers: []Handler{
+		{When: regexp.MustCompile(`never`), Send: "x"},
+		{When: regexp.MustCompile(`Continue \(y/n\)`), Use: "adaptersTestCapture"},
+		{When: regexp.MustCompile(`Continue`), Send: "y\r"},
+	}}
+	ctx := handlers.Context{TaskID: "t", State: "interaction_handler", Screen: "a\nContinue (y/n)\n"}
+	if a := p.Action(ctx); a == nil || a.Keys != "c" {
+		t.Fatalf("got %+v", a)
+	}
+	if seen.Match != "Continue (y/n)" || seen.TaskID != "t" || seen.State != "interaction_handler" {
+		t.Errorf("handler saw %+v", seen)
+	}
+	if a := p.Action(handlers.Context{Screen: "Continue?"}); a == nil || a.Keys != "y\r" || a.Description == "" {
+		t.Errorf("send: %+v", a)
+	}
+	if a := p.Action(handlers.Context{Screen: "nothing here"}); a != nil {
+		t.Errorf("no match: %+v", a)
+	}
+	var nilPolicy *AutoPolicy
+	if nilPolicy.Action(ctx) != nil {
+		t.Error("nil policy")
+	}
+	bad := Handler{When: regexp.MustCompile(`x`), Use: "noSuchHandler"}
+	if bad.Action(handlers.Context{Screen: "x"}) != nil {
+		t.Error("a handler with an unknown Use must not apply")
+	}
+}

@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// detachKey ends :attach (Ctrl-]).
+const detachKey = 0x1d
+
+// prompter asks the person at the controlling terminal about tasks that
+// wait, one at a time, oldest first.
+type prompter struct {
+	tty  *os.File
+	disp *display
+	ctrl *core.SessionController
+
+	mu      sync.Mutex
+	queue   []waitingTask
+	wake    chan struct{}
+	asking  string
+	done    chan struct{}
+	stopped bool
+}
+
+type waitingTask struct {
+	id, name, adapter, state, excerpt string
+}
+
+// openTTY opens the controlling terminal, so prompts work with stdin piped.
+func openTTY() (*os.File, error) {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !term.IsTerminal(int(f.Fd())) {
+		f.Close()
+		return nil, fmt.Errorf("/dev/tty is not a terminal")
+	}
+	return f, nil
+}
+
+func newPrompter(tty *os.File, disp *display) *prompter {
+	return &prompter{tty: tty, disp: disp, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// enqueue is called from the event handler when a task starts waiting.
+func (p *prompter) enqueue(e core.Event) {
+	w := waitingTask{id: e.Task, state: fmt.Sprint(e.Fields["state"]), excerpt: fmt.Sprint(e.Fields["excerpt"])}
+	w.name, _ = e.Fields["name"].(string)
+	w.adapter, _ = e.Fields["adapter"].(string)
+	p.mu.Lock()
+	for i, q := range p.queue {
+		if q.id == w.id {
+			p.queue[i] = w
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.queue = append(p.queue, w)
+	busy := p.asking != ""
+	p.mu.Unlock()
+	if busy {
+		// Announced now, asked after the current one.
+		fmt.Fprintf(p.tty, "\a\n(%s is waiting too; it is next)\n", w.name)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run asks until ctx ends. The read of the terminal is unblocked by closing
+// it, so run returns promptly when the session ends.
+func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
+	defer close(p.done)
+	p.ctrl = ctrl
+	go func() {
+		<-ctx.Done()
+		p.mu.Lock()
+		p.stopped = true
+		p.mu.Unlock()
+		_ = p.tty.SetReadDeadline(past)
+	}()
+	in := bufio.NewReader(p.tty)
+	for {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return
+		}
+		if len(p.queue) == 0 {
+			p.mu.Unlock()
+			select {
+			case <-p.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		w := p.queue[0]
+		p.queue = p.queue[1:]
+		p.asking = w.id
+		p.mu.Unlock()
+		if ctrl.Executor.TaskStatus(w.id) != state.TaskWaitingForUser {
+			p.setAsking("")
+			continue
+		}
+		if !p.ask(in, w) {
+			p.setAsking("")
+			return
+		}
+		p.setAsking("")
+	}
+}
+
+func (p *prompter) setAsking(id string) {
+	p.mu.Lock()
+	p.asking = id
+	p.mu.Unlock()
+}
+
+// ask shows the panel and applies one answer. It returns false when the
+// terminal is gone.
+func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
+	p.disp.hold()
+	defer p.disp.release()
+	t := p.tty
+	fmt.Fprintf(t, "\n── %s (%s) needs you: %s ──\n", w.name, w.adapter, w.state)
+	for _, l := range strings.Split(w.excerpt, "\n") {
+		fmt.Fprintf(t, "│ %s\n", l)
+	}
+	fmt.Fprintln(t, "── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit")
+	for {
+		fmt.Fprint(t, "reply › ")
+		line, err := in.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		line = strings.TrimRight(line, "\r\n")
+		ex := p.ctrl.Executor
+		var sendErr error
+		switch line {
+		case "":
+			sendErr = ex.Send(w.id, "\r")
+		case ":up":
+			sendErr = ex.Send(w.id, "\x1b[A")
+		case ":down":
+			sendErr = ex.Send(w.id, "\x1b[B")
+		case ":esc":
+			sendErr = ex.Send(w.id, "\x1b")
+		case ":tab":
+			sendErr = ex.Send(w.id, "\t")
+		case ":done":
+			sendErr = ex.CompleteTask(w.id)
+		case ":quit":
+			ex.Park(w.id, "parked at the prompt")
+			return true
+		case ":attach":
+			sendErr = p.attach(w)
+		default:
+			if strings.HasPrefix(line, ":") && len(line) > 1 {
+				fmt.Fprintf(t, "unknown command %s\n", line)
+				continue
+			}
+			if len([]rune(line)) == 1 {
+				sendErr = ex.Send(w.id, line)
+			} else {
+				sendErr = ex.SendLine(w.id, line)
+			}
+		}
+		if sendErr != nil {
+			fmt.Fprintf(t, "%v\n", sendErr)
+			if ex.TaskStatus(w.id) != state.TaskWaitingForUser {
+				return true
+			}
+			continue
+		}
+		return true
+	}
+}
+
+// attach hands the task's terminal to the person until Ctrl-].
+func (p *prompter) attach(w waitingTask) error {
+	ex := p.ctrl.Executor
+	pt, err := ex.Terminal(w.id)
+	if err != nil {
+		return err
+	}
+	fd := int(p.tty.Fd())
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return err
+	}
+	defer term.Restore(fd, old)
+	fmt.Fprintf(p.tty, "\x1b[2J\x1b[H(attached to %s; Ctrl-] detaches)\r\n", w.name)
+	if cols, rows, err := term.GetSize(fd); err == nil {
+		_ = pt.Resize(cols, rows)
+	}
+	_, _ = io.WriteString(p.tty, strings.ReplaceAll(pt.Screen(), "\n", "\r\n"))
+	pt.Mirror(p.tty)
+	defer pt.Mirror(nil)
+	ex.Attached(w.id)
+
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	stop := make(chan struct{})
+	resized := make(chan struct{})
+	go func() {
+		defer close(resized)
+		for {
+			select {
+			case <-winch:
+				if cols, rows, err := term.GetSize(fd); err == nil {
+					_ = pt.Resize(cols, rows)
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-resized }()
+
+	buf := make([]byte, 1024)
+	for {
+		n, err := p.tty.Read(buf)
+		if err != nil {
+			return nil
+		}
+		chunk := buf[:n]
+		if i := strings.IndexByte(string(chunk), detachKey); i >= 0 {
+			if i > 0 {
+				_ = pt.Send(string(chunk[:i]))
+			}
+			fmt.Fprint(p.tty, "\r\n(detached)\r\n")
+			return nil
+		}
+		if err := pt.Send(string(chunk)); err != nil {
+			return nil
+		}
+		select {
+		case <-pt.Done():
+			return nil
+		default:
+		}
+	}
+}
+
+// past is a read deadline that unblocks a pending read at once.
+var past = time.Unix(1, 0)

@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+var baseDirFlag = &ucli.StringFlag{Name: "base-dir", Usage: "project directory holding .vibeteam/ (default: the git top-level, else the current directory)", EnvVars: []string{"VIBETEAM_BASE_DIR"}}
+
+// executionFlags are shared by run and resume.
+func executionFlags() []ucli.Flag {
+	return []ucli.Flag{
+		baseDirFlag,
+		&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts (repeatable)"},
+		&ucli.BoolFlag{Name: "auto-approve", Usage: "append each adapter's autoPolicy.injectArgs and answer prompts with its handlers"},
+		&ucli.BoolFlag{Name: "headless", Usage: "run every task headless (CI: no TTY, no prompts); each task then needs a prompt"},
+		&ucli.StringFlag{Name: "events", Usage: "write JSONL events to `FILE` (- for stdout)"},
+		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "mirror task output on stderr, prefixed by task name"},
+		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}},
+		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person: `ask` at the terminal (park when there is none), park (exit 3), or fail (exit 1)"},
+		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
+	}
+}
+
+func runCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "run",
+		Usage:     "run a workflow file, a named workflow (.vibeteam/workflows/NAME.yaml) or a built-in one (demo)",
+		ArgsUsage: "FILE|NAME",
+		Flags:     executionFlags(),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitUsage, "run needs exactly one workflow file or name (see vibeteam run --help)")
+			}
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			reg, err := loadRegistry(base)
+			if err != nil {
+				return err
+			}
+			def, err := loadDefinition(c.Args().First(), base, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")})
+			if err != nil {
+				return err
+			}
+			vars, err := render.ParseSets(c.StringSlice("set"))
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			if _, err := engine.RenderPrompts(def, vars); err != nil {
+				return exitf(ExitUsage, "%s: %v", def.Source, err)
+			}
+			return execute(c, streams, reg, runOptions(c, base, vars), func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+				return o.Start(def, opts)
+			})
+		},
+	}
+}
+
+func resumeCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "resume",
+		Usage:     "continue a stopped, failed or parked session at its current stage (DONE tasks are skipped)",
+		ArgsUsage: "ID",
+		Flags:     executionFlags(),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitUsage, "resume needs a session id (see vibeteam sessions)")
+			}
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			reg, err := loadRegistry(base)
+			if err != nil {
+				return err
+			}
+			id := c.Args().First()
+			mgr := state.NewManager(base)
+			sess, err := mgr.Load(id)
+			if err != nil {
+				return sessionLoadError(err)
+			}
+			if sess.Status == state.StatusCompleted {
+				fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
+				return nil
+			}
+			vars, err := render.ParseSets(c.StringSlice("set"))
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			// The stored definition is checked again: adapters may have changed
+			// since, and --headless needs prompts.
+			if errs := workflow.Validate(sess.WorkflowDefinition, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")}); len(errs) > 0 {
+				return exitf(ExitUsage, "session %s: %v", id, errs)
+			}
+			merged := map[string]string{}
+			for k, v := range sess.Vars {
+				merged[k] = v
+			}
+			for k, v := range vars {
+				merged[k] = v
+			}
+			if _, err := engine.RenderPrompts(sess.WorkflowDefinition, merged); err != nil {
+				return exitf(ExitUsage, "session %s: %v", id, err)
+			}
+			return execute(c, streams, reg, runOptions(c, base, vars), func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+				return o.Resume(id, opts)
+			})
+		},
+	}
+}
+
+func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOptions {
+	return core.RunOptions{
+		BaseDir:       base,
+		Vars:          vars,
+		AutoApprove:   c.Bool("auto-approve"),
+		ForceHeadless: c.Bool("headless"),
+		Grace:         c.Duration("grace"),
+		KeepSessions:  c.Int("keep-sessions"),
+		Interaction:   c.String("on-interaction"),
+	}
+}
+
+// sessionLoadError turns a failed session load into a message that helps.
+func sessionLoadError(err error) error {
+	var nf *state.NotFoundError
+	if errors.As(err, &nf) {
+		msg := fmt.Sprintf("no session %q", nf.ID)
+		if len(nf.Nearest) > 0 {
+			msg += "; nearest: " + strings.Join(nf.Nearest, ", ")
+		} else {
+			msg += " (vibeteam sessions lists them)"
+		}
+		return exitf(ExitUsage, "%s", msg)
+	}
+	return exitf(ExitUsage, "%v", err)
+}
+
+// loadDefinition resolves FILE|NAME (a file, .vibeteam/workflows/NAME.*, or
+// a built-in workflow) and loads it; problems exit 2 naming file:line:col.
+func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Definition, error) {
+	path, err := workflow.Resolve(arg, base)
+	if err != nil {
+		var nf *workflow.NotFoundError
+		if errors.As(err, &nf) {
+			if data, source, ok := builtin.Workflow(arg); ok {
+				def, perr := workflow.Parse(data, source, opts)
+				if perr != nil {
+					return nil, exitf(ExitUsage, "%v", perr)
+				}
+				return def, nil
+			}
+			return nil, exitf(ExitUsage, "%v (built-in workflows: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
+		}
+		return nil, exitf(ExitUsage, "%v", err)
+	}
+	def, err := workflow.LoadFile(path, opts)
+	if err != nil {
+		return nil, exitf(ExitUsage, "%v", err)
+	}
+	return def, nil
+}
+
+// execute creates the controller, runs it with signal handling and the
+// display, and maps the outcome to an exit code.
+func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
+	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	defer disp.close()
+
+	// Who answers a task that needs a person: the terminal, if there is one.
+	var prompt *prompter
+	switch mode := c.String("on-interaction"); mode {
+	case engine.InteractionAsk:
+		if tty, err := openTTY(); err == nil && !c.Bool("headless") {
+			defer tty.Close()
+			prompt = newPrompter(tty, disp)
+			disp.prompter = prompt
+		} else {
+			opts.Interaction = engine.InteractionPark
+		}
+	case engine.InteractionPark, engine.InteractionFail:
+	default:
+		return exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
+	}
+
+	orch := core.NewOrchestrator(reg, disp.handle)
+	ctrl, err := start(orch, opts)
+	if err != nil {
+		var locked *state.LockedError
+		if errors.As(err, &locked) {
+			return exitf(ExitUsage, "%v", err)
+		}
+		if errors.Is(err, core.ErrAlreadyCompleted) {
+			fmt.Fprintln(streams.Err, err)
+			return nil
+		}
+		var nf *state.NotFoundError
+		if errors.As(err, &nf) {
+			return sessionLoadError(err)
+		}
+		return exitf(ExitFailed, "%v", err)
+	}
+	disp.attach(ctrl)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var (
+		sigMu  sync.Mutex
+		gotSig os.Signal
+	)
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		select {
+		case s := <-sigs:
+			sigMu.Lock()
+			gotSig = s
+			sigMu.Unlock()
+			disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s", s, ctrl.ID))
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	var promptDone chan struct{}
+	if prompt != nil {
+		promptDone = prompt.done
+		go prompt.run(ctx, ctrl)
+	}
+	out, err := ctrl.Run(ctx)
+	cancel()
+	<-watcherDone
+	if promptDone != nil {
+		<-promptDone
+	}
+	disp.finish()
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	sess := ctrl.Session()
+	switch out.Status {
+	case state.StatusCompleted:
+		fmt.Fprintf(streams.Err, "session %s completed (%s)\n", sess.ID, time.Since(sess.StartTime).Round(10*time.Millisecond))
+		return nil
+	case state.StatusCancelled:
+		sigMu.Lock()
+		s := gotSig
+		sigMu.Unlock()
+		code := ExitInterrupted
+		if s == syscall.SIGTERM {
+			code = 143
+		}
+		return exitf(code, "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
+	case state.StatusWaiting, state.StatusBlocked, state.StatusPendingMerge:
+		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
+	default:
+		return exitf(ExitFailed, "%s\nsession %s failed; after fixing it: vibeteam resume %s", failureReport(sess, out.FailedTask), sess.ID, sess.ID)
+	}
+}
+
+// failureReport says which task failed, how, and its last output lines.
+func failureReport(sess *state.Session, taskID string) string {
+	rec := sess.Tasks[taskID]
+	if rec == nil {
+		return fmt.Sprintf("task %s failed", taskID)
+	}
+	var b strings.Builder
+	how := rec.Error
+	if rec.ExitCode != nil {
+		how = "exit code " + strconv.Itoa(*rec.ExitCode)
+	}
+	fmt.Fprintf(&b, "task %s failed: %s", taskID, how)
+	if rec.Reason != "" && rec.Reason != "exit" {
+		fmt.Fprintf(&b, " (%s)", rec.Reason)
+	}
+	if len(rec.OutputTail) > 0 {
+		tail := rec.OutputTail
+		if len(tail) > 10 {
+			tail = tail[len(tail)-10:]
+		}
+		fmt.Fprintf(&b, "\nlast output of %s:\n", taskID)
+		for _, l := range tail {
+			fmt.Fprintf(&b, "  | %s\n", l)
+		}
+	}
+	if rec.LogPath != "" {
+		fmt.Fprintf(&b, "full log: %s", rec.LogPath)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// sessionSummary is one row of `vibeteam sessions --json`.
+type sessionSummary struct {
+	ID        string    `json:"id"`
+	Workflow  string    `json:"workflow"`
+	Goal      string    `json:"goal"`
+	Status    string    `json:"status"`
+	Stage     int       `json:"stage"`  // current stage index
+	Stages    int       `json:"stages"` // number of stages
+	Done      int       `json:"tasksDone"`
+	Tasks     int       `json:"tasks"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Running   bool      `json:"running"`
+}
+
+func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
+	sum := sessionSummary{ID: s.ID, Workflow: s.Workflow, Goal: s.Goal, Status: string(s.Status), Stage: s.CurrentStageIndex, UpdatedAt: s.UpdatedAt, Running: mgr.Running(s.ID)}
+	if s.WorkflowDefinition != nil {
+		sum.Stages = len(s.WorkflowDefinition.Stages())
+	}
+	for _, st := range s.TaskStatus {
+		sum.Tasks++
+		if st == state.TaskDone {
+			sum.Done++
+		}
+	}
+	return sum
+}
+
+func sessionsCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:  "sessions",
+		Usage: "list sessions, newest first (running ones are marked)",
+		Flags: []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+		Action: func(c *ucli.Context) error {
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			mgr := state.NewManager(base)
+			list, err := mgr.List()
+			if err != nil {
+				return exitf(ExitFailed, "%v", err)
+			}
+			rows := make([]sessionSummary, 0, len(list))
+			for _, s := range list {
+				rows = append(rows, summarize(mgr, s))
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintf(streams.Err, "no sessions under %s\n", mgr.Root())
+				return nil
+			}
+			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS\tUPDATED\tGOAL")
+			for _, r := range rows {
+				status := r.Status
+				if r.Running {
+					status += " (running)"
+				}
+				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Workflow, status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), trunc(r.Goal, 50))
+			}
+			return tw.Flush()
+		},
+	}
+}

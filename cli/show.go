@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+func showCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "show",
+		Usage:     "show one session: tasks, statuses, exit codes, last output lines, log locations",
+		ArgsUsage: "ID",
+		Flags:     []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print the session file's JSON"}},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitUsage, "show needs a session id (see vibeteam sessions)")
+			}
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			mgr := state.NewManager(base)
+			s, err := mgr.Load(c.Args().First())
+			if err != nil {
+				return sessionLoadError(err)
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(s)
+			}
+			out := streams.Out
+			sum := summarize(mgr, s)
+			status := string(s.Status)
+			if sum.Running {
+				status += " (running)"
+			}
+			fmt.Fprintf(out, "session   %s\nworkflow  %s\n", s.ID, s.Workflow)
+			if s.Goal != "" {
+				fmt.Fprintf(out, "goal      %s\n", s.Goal)
+			}
+			fmt.Fprintf(out, "status    %s\nstage     %d/%d\nstarted   %s\nupdated   %s\n", status, min(sum.Stage+1, sum.Stages), sum.Stages,
+				s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+			if s.Error != "" {
+				fmt.Fprintf(out, "error     %s\n", s.Error)
+			}
+			fmt.Fprintf(out, "events    %s\n", mgr.EventLogPath(s.ID))
+			for i, st := range s.WorkflowDefinition.Stages() {
+				marker := " "
+				if i == s.CurrentStageIndex {
+					marker = ">"
+				}
+				fmt.Fprintf(out, "\n%s stage %d %s\n", marker, i+1, st.ID)
+				for _, t := range st.Tasks {
+					rec := s.Tasks[t.ID]
+					line := fmt.Sprintf("    %-20s %-10s %-17s", t.DisplayName(), t.Adapter, s.TaskStatus[t.ID])
+					if rec != nil {
+						if rec.ExitCode != nil {
+							line += fmt.Sprintf(" exit %d", *rec.ExitCode)
+						}
+						if rec.Reason != "" && rec.Reason != "exit" {
+							line += " (" + rec.Reason + ")"
+						}
+						if rec.StartedAt != nil && rec.EndedAt != nil {
+							line += " " + rec.EndedAt.Sub(*rec.StartedAt).Round(10*time.Millisecond).String()
+						}
+					}
+					fmt.Fprintln(out, strings.TrimRight(line, " "))
+					if rec == nil {
+						continue
+					}
+					if rec.Error != "" {
+						fmt.Fprintf(out, "      error: %s\n", rec.Error)
+					}
+					tail := rec.OutputTail
+					if len(tail) > 5 {
+						tail = tail[len(tail)-5:]
+					}
+					for _, l := range tail {
+						fmt.Fprintf(out, "      | %s\n", l)
+					}
+					if rec.LogPath != "" {
+						fmt.Fprintf(out, "      log: %s\n", rec.LogPath)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}

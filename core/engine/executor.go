@@ -1,0 +1,435 @@
+// Package engine holds the WorkflowExecutor: it walks a definition's steps
+// (stages of parallel tasks today), starts each task through a runner,
+// records every state change in the session and emits events.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// Event types emitted by the executor.
+const (
+	EvStageStarted   = "stage_started"
+	EvStageCompleted = "stage_completed"
+	EvTaskStarted    = "task_started"
+	EvTaskOutput     = "task_output"
+	EvTaskInput      = "task_input"
+	EvTaskStatus     = "task_status"
+	EvTaskFinished   = "task_finished"
+	EvSessionState   = "session_state"
+)
+
+// Overall session states derived from the tasks.
+const (
+	OverallRunning     = "RUNNING"
+	OverallAwaiting    = "AWAITING_INTERACTION"
+	OverallIdle        = "IDLE"
+	OverallError       = "ERROR"
+	defaultTailLines   = 20
+	stoppedReason      = "stopped"
+	cancelledReason    = "cancelled"
+	timeoutReason      = "timeout"
+	startFailedReason  = "start_failed"
+	exitReason         = "exit"
+	signalReason       = "signal"
+	inactivityReason   = "inactivity_timeout"
+	completedByUser    = "completed_by_user"
+	interactionParked  = "interaction_parked"
+	interactionFailure = "interaction_failed"
+)
+
+// Options configure one executor.
+type Options struct {
+	Registry      *adapters.Registry
+	Manager       *state.Manager
+	AutoApprove   bool
+	ForceHeadless bool
+	Grace         time.Duration // SIGTERM → SIGKILL; default runner.DefaultGrace
+	TailLines     int
+	Emit          func(state.Event) // called synchronously; must not block for long
+	Interaction   string            // ask | park | fail (default park: never hang)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Status     state.Status
+	FailedTask string // the task whose failure ended the run
+	Reason     string
+}
+
+// Executor runs one session's workflow. It owns the session value: every
+// mutation happens under mu and is followed by a save.
+type Executor struct {
+	opts Options
+	sess *state.Session
+
+	mu      sync.Mutex
+	overall string
+	active  map[string]*taskRun
+	kept    []*taskRun // DONE with keepAlive: stopped when the run ends
+
+	cancelRun  context.CancelFunc
+	parkStatus state.Status
+	parkTask   string
+	parkReason string
+}
+
+// New returns an executor for sess (new or reloaded for resume).
+func New(sess *state.Session, opts Options) *Executor {
+	if opts.Grace <= 0 {
+		opts.Grace = runner.DefaultGrace
+	}
+	if opts.Interaction == "" {
+		opts.Interaction = InteractionPark
+	}
+	if opts.TailLines <= 0 {
+		opts.TailLines = defaultTailLines
+	}
+	if sess.TaskStatus == nil {
+		sess.TaskStatus = map[string]state.TaskStatus{}
+	}
+	if sess.Tasks == nil {
+		sess.Tasks = map[string]*state.TaskRecord{}
+	}
+	for _, st := range sess.WorkflowDefinition.Stages() {
+		for _, t := range st.Tasks {
+			if _, ok := sess.TaskStatus[t.ID]; !ok {
+				sess.TaskStatus[t.ID] = state.TaskPending
+			}
+		}
+	}
+	return &Executor{opts: opts, sess: sess, active: map[string]*taskRun{}}
+}
+
+// Session returns the session; read it only when the executor is not running
+// or through Snapshot.
+func (x *Executor) Session() *state.Session { return x.sess }
+
+// RenderPrompts renders every task prompt of def with vars, so a missing
+// variable is reported before anything starts.
+func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	var errs []string
+	for _, st := range def.Stages() {
+		for _, t := range st.Tasks {
+			p, err := render.Prompt(t.ID, t.Prompt, vars, def.Goal)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			out[t.ID] = p
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return out, nil
+}
+
+// Run executes the workflow from the session's current stage until it
+// completes, fails or ctx is cancelled. The session is saved on every change.
+func (x *Executor) Run(ctx context.Context) (Outcome, error) {
+	prompts, err := RenderPrompts(x.sess.WorkflowDefinition, x.sess.Vars)
+	if err != nil {
+		return Outcome{}, err
+	}
+	stages := x.sess.WorkflowDefinition.Stages()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer x.stopKept()
+	x.mu.Lock()
+	x.cancelRun = cancel
+	x.sess.Status = state.StatusRunning
+	x.sess.EndTime = nil
+	x.sess.Error = ""
+	x.saveLocked()
+	x.mu.Unlock()
+
+	for i := x.sess.CurrentStageIndex; i < len(stages); i++ {
+		st := stages[i]
+		x.mu.Lock()
+		x.sess.CurrentStageIndex = i
+		x.saveLocked()
+		x.mu.Unlock()
+		x.emit(EvStageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
+
+		failed, reason := x.runStage(ctx, st, prompts)
+		x.mu.Lock()
+		parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
+		x.mu.Unlock()
+		if parked != "" {
+			return x.finish(parked, ptask, preason), nil
+		}
+		if ctx.Err() != nil {
+			return x.finish(state.StatusCancelled, "", "interrupted"), nil
+		}
+		if failed != "" {
+			return x.finish(state.StatusFailed, failed, reason), nil
+		}
+		x.emit(EvStageCompleted, "", map[string]any{"stage": st.ID, "index": i})
+	}
+	x.mu.Lock()
+	x.sess.CurrentStageIndex = len(stages)
+	x.mu.Unlock()
+	return x.finish(state.StatusCompleted, "", ""), nil
+}
+
+func (x *Executor) finish(status state.Status, failedTask, reason string) Outcome {
+	x.mu.Lock()
+	now := time.Now()
+	x.sess.Status = status
+	x.sess.EndTime = &now
+	switch {
+	case failedTask != "" && status == state.StatusFailed:
+		x.sess.Error = fmt.Sprintf("task %q failed: %s", failedTask, reason)
+	case reason != "" && status != state.StatusCancelled:
+		x.sess.Error = reason
+	}
+	x.saveLocked()
+	x.mu.Unlock()
+	return Outcome{Status: status, FailedTask: failedTask, Reason: reason}
+}
+
+// runStage starts every task of st that is not DONE and waits for all of
+// them. The first failure stops the others.
+func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[string]string) (failedTask, reason string) {
+	stageCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		failOnce sync.Once
+	)
+	for _, t := range st.Tasks {
+		if x.status(t.ID) == state.TaskDone {
+			continue
+		}
+		wg.Add(1)
+		go func(t workflow.Task) {
+			defer wg.Done()
+			if ok, why := x.runTask(stageCtx, t, prompts[t.ID]); !ok && stageCtx.Err() == nil {
+				failOnce.Do(func() {
+					failedTask, reason = t.ID, why
+					cancel()
+				})
+			}
+		}(t)
+	}
+	wg.Wait()
+	return failedTask, reason
+}
+
+func (x *Executor) status(taskID string) state.TaskStatus {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.sess.TaskStatus[taskID]
+}
+
+// setStatus records a task status change, saves, and emits the task and
+// derived session state events.
+func (x *Executor) setStatus(taskID string, st state.TaskStatus, fields map[string]any) {
+	x.mu.Lock()
+	x.sess.TaskStatus[taskID] = st
+	x.saveLocked()
+	overall := x.deriveLocked()
+	changed := overall != x.overall
+	x.overall = overall
+	x.mu.Unlock()
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["status"] = string(st)
+	x.emit(EvTaskStatus, taskID, fields)
+	if changed {
+		x.emit(EvSessionState, "", map[string]any{"state": overall})
+	}
+}
+
+// deriveLocked computes the overall state from the task statuses.
+func (x *Executor) deriveLocked() string {
+	var running, waiting, failed bool
+	for _, s := range x.sess.TaskStatus {
+		switch s {
+		case state.TaskError:
+			failed = true
+		case state.TaskWaitingForUser:
+			waiting = true
+		case state.TaskRunning:
+			running = true
+		}
+	}
+	switch {
+	case failed:
+		return OverallError
+	case waiting:
+		return OverallAwaiting
+	case running:
+		return OverallRunning
+	}
+	return OverallIdle
+}
+
+// Overall returns the current derived session state.
+func (x *Executor) Overall() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.deriveLocked()
+}
+
+func (x *Executor) saveLocked() {
+	if x.opts.Manager == nil {
+		return
+	}
+	if err := x.opts.Manager.Save(x.sess); err != nil {
+		x.emitLocked("error", "", map[string]any{"error": "save session: " + err.Error()})
+	}
+}
+
+func (x *Executor) emit(typ, taskID string, fields map[string]any) {
+	if x.opts.Emit == nil {
+		return
+	}
+	x.opts.Emit(state.Event{Time: time.Now(), Type: typ, Session: x.sess.ID, Task: taskID, Fields: fields})
+}
+
+// emitLocked is emit for callers holding mu; Emit never calls back into the
+// executor, so this is safe.
+func (x *Executor) emitLocked(typ, taskID string, fields map[string]any) { x.emit(typ, taskID, fields) }
+
+func (x *Executor) record(taskID string) *state.TaskRecord {
+	r := x.sess.Tasks[taskID]
+	if r == nil {
+		r = &state.TaskRecord{}
+		x.sess.Tasks[taskID] = r
+	}
+	return r
+}
+
+func (x *Executor) addHistoryLocked(kind, taskID, text string) {
+	x.sess.History = append(x.sess.History, state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text})
+}
+
+// Send queues text for a running task: written to its stdin (headless) or
+// its terminal (interactive).
+func (x *Executor) Send(taskID, text string) error {
+	x.mu.Lock()
+	tr := x.active[taskID]
+	x.mu.Unlock()
+	if tr == nil {
+		return fmt.Errorf("task %q is not running", taskID)
+	}
+	if tr.term != nil {
+		return tr.queueReply(reply{text: text})
+	}
+	return tr.send(text, "user")
+}
+
+// SendLine types text followed by Enter into a running task.
+func (x *Executor) SendLine(taskID, text string) error {
+	x.mu.Lock()
+	tr := x.active[taskID]
+	x.mu.Unlock()
+	if tr == nil {
+		return fmt.Errorf("task %q is not running", taskID)
+	}
+	if tr.term != nil {
+		return tr.queueReply(reply{text: text, enter: true})
+	}
+	return tr.send(text+"\n", "user")
+}
+
+// Terminal returns the PTY of a running interactive task, for attaching.
+func (x *Executor) Terminal(taskID string) (*runner.Terminal, error) {
+	x.mu.Lock()
+	tr := x.active[taskID]
+	x.mu.Unlock()
+	if tr == nil || tr.term == nil {
+		return nil, fmt.Errorf("task %q has no running terminal", taskID)
+	}
+	return tr.term.term, nil
+}
+
+// Attached tells a task that a person typed into its terminal directly, so
+// it no longer waits.
+func (x *Executor) Attached(taskID string) {
+	x.mu.Lock()
+	tr := x.active[taskID]
+	x.mu.Unlock()
+	if tr != nil {
+		_ = tr.queueReply(reply{attached: true})
+	}
+}
+
+// TaskStatus returns a task's current status.
+func (x *Executor) TaskStatus(taskID string) state.TaskStatus { return x.status(taskID) }
+
+// CompleteTask stops an active task's process and marks it DONE (manual
+// completion).
+func (x *Executor) CompleteTask(taskID string) error {
+	x.mu.Lock()
+	tr := x.active[taskID]
+	x.mu.Unlock()
+	if tr == nil {
+		return fmt.Errorf("task %q is not active", taskID)
+	}
+	tr.complete()
+	return nil
+}
+
+// park ends the run with status (waiting, or failed) because task needs a
+// person and none can be asked.
+func (x *Executor) park(status state.Status, taskID, reason string) {
+	x.mu.Lock()
+	if x.parkStatus == "" {
+		x.parkStatus, x.parkTask, x.parkReason = status, taskID, reason
+	}
+	cancel := x.cancelRun
+	x.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Park ends the run as waiting (resumable), e.g. when the person chose
+// :quit at the pause prompt.
+func (x *Executor) Park(taskID, reason string) { x.park(state.StatusWaiting, taskID, reason) }
+
+func (x *Executor) keep(tr *taskRun) {
+	x.mu.Lock()
+	x.kept = append(x.kept, tr)
+	x.mu.Unlock()
+}
+
+// stopKept stops keepAlive processes when the run ends: no child outlives
+// vibeteam.
+func (x *Executor) stopKept() {
+	x.mu.Lock()
+	kept := x.kept
+	x.kept = nil
+	x.mu.Unlock()
+	for _, tr := range kept {
+		tr.proc.Stop(x.opts.Grace)
+	}
+}
+
+// resolveDir makes a task cwd absolute against the base dir.
+func resolveDir(baseDir, cwd string) string {
+	switch {
+	case cwd == "":
+		return baseDir
+	case filepath.IsAbs(cwd):
+		return cwd
+	}
+	return filepath.Join(baseDir, cwd)
+}

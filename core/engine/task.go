@@ -1,0 +1,362 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// taskRun is one attempt of one task.
+type taskRun struct {
+	x       *Executor
+	task    workflow.Task
+	adapter adapters.Adapter
+	mode    adapters.Mode
+	proc    runner.Process
+	log     *state.TaskLog
+	rawLog  *os.File       // raw terminal bytes (PTY tasks only)
+	term    *terminalState // PTY tasks only
+	replies chan reply     // a person's answers, applied by the wait loop
+
+	// completed is closed when the task is declared DONE without waiting for
+	// its process to exit (manual completion, or idle with an empty queue).
+	completed     chan struct{}
+	completeOnce  sync.Once
+	completeCause string
+	keepAlive     bool
+
+	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
+}
+
+// runTask runs one task to its end and reports whether it ended DONE, and if
+// not, why.
+func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) (ok bool, why string) {
+	mode := adapters.Mode(t.ExecutionMode)
+	if x.opts.ForceHeadless || mode == "" {
+		if x.opts.ForceHeadless {
+			mode = adapters.Headless
+		} else {
+			mode = adapters.Interactive
+		}
+	}
+	fail := func(reason, msg string) (bool, string) {
+		now := time.Now()
+		x.mu.Lock()
+		rec := x.record(t.ID)
+		rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
+		x.mu.Unlock()
+		x.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
+		x.emit(EvTaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
+		return false, msg
+	}
+
+	ad, err := x.opts.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName()})
+	if err != nil {
+		return fail(startFailedReason, err.Error())
+	}
+	lc, err := ad.LaunchConfig(mode, prompt, t.ExtraArgs)
+	if err != nil {
+		return fail(startFailedReason, err.Error())
+	}
+	if x.opts.AutoApprove {
+		if pol := ad.AutoPolicy(); pol != nil {
+			lc.Args = append(lc.Args, pol.InjectArgs...)
+		}
+	}
+	spec := runner.Spec{
+		Command: lc.Command,
+		Args:    lc.Args,
+		Dir:     resolveDir(x.sess.BaseDir, lc.Cwd),
+		Env:     lc.Env,
+		Cols:    lc.Cols,
+		Rows:    lc.Rows,
+	}
+
+	logPath := ""
+	var tlog *state.TaskLog
+	if x.opts.Manager != nil {
+		logPath = x.opts.Manager.TaskLogPath(x.sess.ID, t.ID)
+		tlog, err = state.OpenTaskLog(logPath, x.opts.TailLines)
+		if err != nil {
+			return fail(startFailedReason, err.Error())
+		}
+		defer tlog.Close()
+	}
+
+	// The queue survives in the session: a resumed task continues with what
+	// was not yet sent.
+	x.mu.Lock()
+	rec := x.record(t.ID)
+	queue := rec.PendingInputs
+	if rec.Attempts == 0 || queue == nil {
+		queue = append([]string(nil), t.PendingInputs...)
+	}
+	now := time.Now()
+	*rec = state.TaskRecord{
+		Adapter:       t.Adapter,
+		Mode:          string(mode),
+		Argv:          append([]string{lc.Command}, lc.Args...),
+		StartedAt:     &now,
+		LogPath:       logPath,
+		PendingInputs: queue,
+		Attempts:      rec.Attempts + 1,
+	}
+	if prompt != "" {
+		x.addHistoryLocked("prompt", t.ID, prompt)
+	}
+	x.mu.Unlock()
+
+	tr := &taskRun{
+		x: x, task: t, adapter: ad, mode: mode, log: tlog,
+		completed:  make(chan struct{}),
+		keepAlive:  t.KeepAlive,
+		lastOutput: make(chan struct{}, 1),
+		replies:    make(chan reply, 16),
+	}
+	onOutput := func(c runner.Chunk) {
+		if tlog != nil {
+			_, _ = tlog.Write(c.Clean)
+		}
+		select {
+		case tr.lastOutput <- struct{}{}:
+		default:
+		}
+		x.emit(EvTaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
+	}
+
+	var proc runner.Process
+	if mode == adapters.Headless && !lc.UsePTY {
+		proc, err = runner.StartHeadless(spec, onOutput)
+	} else {
+		if logPath != "" {
+			raw := strings.TrimSuffix(logPath, ".log") + ".raw.log"
+			if tr.rawLog, err = os.OpenFile(raw, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
+				return fail(startFailedReason, err.Error())
+			}
+			defer tr.rawLog.Close()
+		}
+		proc, err = x.startTerminal(tr, spec, lc, prompt, onOutput)
+	}
+	if err != nil {
+		return fail(startFailedReason, err.Error())
+	}
+	tr.proc = proc
+
+	x.mu.Lock()
+	rec.Pid = proc.Pid()
+	x.active[t.ID] = tr
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		delete(x.active, t.ID)
+		x.mu.Unlock()
+	}()
+	x.setStatus(t.ID, state.TaskRunning, nil)
+	x.emit(EvTaskStarted, t.ID, map[string]any{
+		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
+		"argv": rec.Argv, "pid": proc.Pid(), "cwd": spec.Dir,
+	})
+
+	if mode == adapters.Headless && !lc.UsePTY {
+		// Headless input is the queue, written up front; stdin is then closed
+		// because CLIs such as `claude -p` wait for EOF.
+		for len(queue) > 0 {
+			if err := tr.send(queue[0]+"\n", "queue"); err != nil {
+				break
+			}
+			queue = tr.popQueue()
+		}
+		_ = proc.CloseInput()
+	}
+
+	return tr.wait(ctx, ad.InactivityTimeout())
+}
+
+// popQueue removes the first queued input and checkpoints the rest.
+func (tr *taskRun) popQueue() []string {
+	x := tr.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rec := x.record(tr.task.ID)
+	if len(rec.PendingInputs) > 0 {
+		rec.PendingInputs = rec.PendingInputs[1:]
+	}
+	x.saveLocked()
+	return append([]string(nil), rec.PendingInputs...)
+}
+
+func (tr *taskRun) send(text, source string) error {
+	if err := tr.proc.Send(text); err != nil {
+		return err
+	}
+	x := tr.x
+	x.mu.Lock()
+	x.addHistoryLocked("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
+	x.saveLocked()
+	x.mu.Unlock()
+	x.emit(EvTaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
+	return nil
+}
+
+// reply is a person's answer to a waiting task.
+type reply struct {
+	text     string
+	enter    bool // type text, pause, then Enter
+	attached bool // the person took the terminal over (keys went directly)
+}
+
+// queueReply hands a person's answer to the wait loop.
+func (tr *taskRun) queueReply(r reply) error {
+	select {
+	case tr.replies <- r:
+		return nil
+	default:
+		return fmt.Errorf("task %q has too many unsent replies", tr.task.ID)
+	}
+}
+
+// applyReply types a person's answer; the task is RUNNING again.
+func (tr *taskRun) applyReply(r reply) {
+	switch {
+	case r.attached:
+	case r.enter:
+		tr.typeLine(r.text, "user")
+	default:
+		if err := tr.send(r.text, "user"); err != nil {
+			return
+		}
+	}
+	if tr.term != nil && tr.term.waitingState != "" {
+		// Do not ask again about the same screen until it has changed.
+		tr.term.lastActed, tr.term.lastActedAt = tr.term.waitingState, time.Now()
+		tr.term.waitingState = ""
+		tr.x.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
+	}
+}
+
+// complete declares the task DONE without waiting for its process.
+func (tr *taskRun) complete() { tr.completeWith(completedByUser) }
+
+func (tr *taskRun) completeWith(cause string) {
+	tr.completeOnce.Do(func() {
+		tr.completeCause = cause
+		close(tr.completed)
+	})
+}
+
+// wait blocks until the task ends: process exit, completion, timeout,
+// inactivity, or cancellation.
+func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, string) {
+	x, t := tr.x, tr.task
+	var timeout <-chan time.Time
+	if t.Timeout > 0 {
+		tm := time.NewTimer(time.Duration(t.Timeout))
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	var idleTimer *time.Timer
+	var idle <-chan time.Time
+	if inactivity > 0 {
+		idleTimer = time.NewTimer(inactivity)
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
+
+	finish := func(st state.TaskStatus, reason string, res *runner.Result, msg string) (bool, string) {
+		now := time.Now()
+		x.mu.Lock()
+		rec := x.record(t.ID)
+		rec.EndedAt = &now
+		rec.Reason = reason
+		rec.Error = msg
+		if res != nil && res.Err == nil && res.Signal == "" {
+			code := res.ExitCode
+			rec.ExitCode = &code
+		}
+		if tr.log != nil {
+			rec.OutputTail = tr.log.Tail()
+		}
+		x.mu.Unlock()
+		fields := map[string]any{"reason": reason}
+		if msg != "" {
+			fields["error"] = msg
+		}
+		if res != nil {
+			fields["exitCode"] = res.ExitCode
+			if res.Signal != "" {
+				fields["signal"] = res.Signal
+			}
+		}
+		x.setStatus(t.ID, st, fields)
+		fin := map[string]any{"status": string(st)}
+		for k, v := range fields {
+			fin[k] = v
+		}
+		x.emit(EvTaskFinished, t.ID, fin)
+		return st == state.TaskDone, msg
+	}
+
+	var detections <-chan runner.Detection
+	if tr.term != nil && tr.term.automate {
+		detections = tr.term.detections
+	}
+	for {
+		select {
+		case d := <-detections:
+			tr.onDetection(d)
+		case r := <-tr.replies:
+			tr.applyReply(r)
+		case <-tr.proc.Done():
+			res := tr.proc.Result()
+			switch {
+			case res.Success():
+				return finish(state.TaskDone, exitReason, &res, "")
+			case res.Err != nil:
+				return finish(state.TaskError, exitReason, &res, res.Err.Error())
+			case res.Signal != "":
+				return finish(state.TaskError, signalReason, &res, "killed by signal "+res.Signal)
+			default:
+				return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
+			}
+		case <-tr.completed:
+			if tr.keepAlive && tr.completeCause != completedByUser {
+				x.keep(tr)
+				x.emit(EvKeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
+				return finish(state.TaskDone, "kept_alive", nil, "")
+			}
+			tr.proc.Stop(x.opts.Grace)
+			return finish(state.TaskDone, tr.completeCause, nil, "")
+		case <-timeout:
+			tr.proc.Stop(x.opts.Grace)
+			res := tr.proc.Result()
+			return finish(state.TaskError, timeoutReason, &res, fmt.Sprintf("timed out after %s", time.Duration(t.Timeout)))
+		case <-idle:
+			tr.proc.Stop(x.opts.Grace)
+			res := tr.proc.Result()
+			return finish(state.TaskError, inactivityReason, &res, fmt.Sprintf("no output for %s", inactivity))
+		case <-tr.lastOutput:
+			if idleTimer != nil {
+				idleTimer.Reset(inactivity)
+			}
+		case <-ctx.Done():
+			tr.proc.Stop(x.opts.Grace)
+			// Stopped, not failed: it re-runs on resume.
+			res := tr.proc.Result()
+			if res.Success() {
+				return finish(state.TaskDone, exitReason, &res, "")
+			}
+			if tr.term != nil && tr.term.waitingState != "" {
+				return finish(state.TaskWaitingForUser, interactionParked, &res, "parked while waiting for a person ("+tr.term.waitingState+")")
+			}
+			return finish(state.TaskPending, stoppedReason, &res, "stopped before it finished")
+		}
+	}
+}

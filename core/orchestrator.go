@@ -1,0 +1,220 @@
+// Package core is the facade the CLI drives: an Orchestrator holding one
+// SessionController per session, each owning its SessionManager and
+// WorkflowExecutor. Nothing here prints or reads the terminal; everything
+// that happens is an Event.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// Event is what the core emits; it is also one line of the JSONL log.
+type Event = state.Event
+
+// Event types emitted by controllers, besides the executor's.
+const (
+	EvSessionStarted  = "session_started"
+	EvSessionResumed  = "session_resumed"
+	EvSessionFinished = "session_finished"
+)
+
+// ErrAlreadyCompleted is returned by Resume for a completed session.
+var ErrAlreadyCompleted = errors.New("session already completed")
+
+// RunOptions are the per-invocation settings shared by run and resume.
+type RunOptions struct {
+	BaseDir       string
+	Vars          map[string]string // --set
+	AutoApprove   bool
+	ForceHeadless bool
+	Grace         time.Duration
+	KeepSessions  int    // prune to this many after a session starts; 0 = no pruning
+	Interaction   string // engine.InteractionAsk | Park | Fail; default park
+}
+
+// Orchestrator holds the controllers of the sessions this process runs.
+type Orchestrator struct {
+	registry *adapters.Registry
+	onEvent  func(Event)
+
+	mu          sync.Mutex
+	controllers map[string]*SessionController
+}
+
+// NewOrchestrator returns an orchestrator whose controllers create adapters
+// from registry and deliver every event to onEvent (may be nil). onEvent is
+// called from many goroutines.
+func NewOrchestrator(registry *adapters.Registry, onEvent func(Event)) *Orchestrator {
+	return &Orchestrator{registry: registry, onEvent: onEvent, controllers: map[string]*SessionController{}}
+}
+
+// Controller returns the controller of a session started or resumed here.
+func (o *Orchestrator) Controller(id string) *SessionController {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.controllers[id]
+}
+
+// Start creates a new session for def, takes its lock and saves it. Run it
+// with the returned controller.
+func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*SessionController, error) {
+	mgr := state.NewManager(opts.BaseDir)
+	id, err := mgr.NewID()
+	if err != nil {
+		return nil, err
+	}
+	lock, err := mgr.Lock(id)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	sess := &state.Session{
+		ID:                 id,
+		Workflow:           def.ID,
+		Goal:               def.Goal,
+		Status:             state.StatusRunning,
+		Vars:               opts.Vars,
+		WorkflowDefinition: def,
+		BaseDir:            opts.BaseDir,
+		StartTime:          now,
+		History:            []state.HistoryEntry{},
+	}
+	c, err := o.newController(mgr, lock, sess, opts, EvSessionStarted)
+	if err != nil {
+		return nil, err
+	}
+	if opts.KeepSessions > 0 {
+		// Pruning never touches a session whose lock is held, so ours is safe.
+		_ = mgr.Prune(opts.KeepSessions)
+	}
+	return c, nil
+}
+
+// Resume reloads a session, takes its lock and prepares to continue it at
+// its current stage. Vars given now override the stored ones.
+func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, error) {
+	mgr := state.NewManager(opts.BaseDir)
+	sess, err := mgr.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Status == state.StatusCompleted {
+		return nil, fmt.Errorf("%w: %s", ErrAlreadyCompleted, id)
+	}
+	lock, err := mgr.Lock(id)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Vars == nil {
+		sess.Vars = map[string]string{}
+	}
+	for k, v := range opts.Vars {
+		sess.Vars[k] = v
+	}
+	sess.BaseDir = opts.BaseDir
+	return o.newController(mgr, lock, sess, opts, EvSessionResumed)
+}
+
+func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
+	elog, err := state.OpenEventLog(mgr.EventLogPath(sess.ID))
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o}
+	c.Executor = engine.New(sess, engine.Options{
+		Registry:      o.registry,
+		Manager:       mgr,
+		AutoApprove:   opts.AutoApprove,
+		ForceHeadless: opts.ForceHeadless,
+		Grace:         opts.Grace,
+		Interaction:   opts.Interaction,
+		Emit:          c.emit,
+	})
+	if err := mgr.Save(sess); err != nil {
+		c.close()
+		return nil, err
+	}
+	o.mu.Lock()
+	o.controllers[sess.ID] = c
+	o.mu.Unlock()
+	c.emit(Event{Time: time.Now(), Type: firstEvent, Session: sess.ID, Fields: map[string]any{
+		"workflow": sess.Workflow, "goal": sess.Goal, "stage": sess.CurrentStageIndex, "pid": os.Getpid(),
+	}})
+	return c, nil
+}
+
+// SessionController runs one session: its executor, its manager, its lock
+// and its event log.
+type SessionController struct {
+	ID       string
+	Manager  *state.Manager
+	Executor *engine.Executor
+
+	orch   *Orchestrator
+	lock   *state.Lock
+	events *state.EventLog
+	once   sync.Once
+}
+
+// Run executes the session until it completes, fails or ctx is cancelled,
+// then releases the lock. The returned outcome says how it ended.
+func (c *SessionController) Run(ctx context.Context) (engine.Outcome, error) {
+	defer c.close()
+	out, err := c.Executor.Run(ctx)
+	if err != nil {
+		return out, err
+	}
+	fields := map[string]any{"status": string(out.Status)}
+	if out.FailedTask != "" {
+		fields["failedTask"] = out.FailedTask
+		fields["reason"] = out.Reason
+	}
+	c.emit(Event{Time: time.Now(), Type: EvSessionFinished, Session: c.ID, Fields: fields})
+	return out, nil
+}
+
+// Session is the controller's session. Read it after Run returns.
+func (c *SessionController) Session() *state.Session { return c.Executor.Session() }
+
+// Send writes text to a running task.
+func (c *SessionController) Send(taskID, text string) error { return c.Executor.Send(taskID, text) }
+
+// CompleteTask marks an active task DONE and stops its process.
+func (c *SessionController) CompleteTask(taskID string) error {
+	return c.Executor.CompleteTask(taskID)
+}
+
+// Close releases the lock and event log of a controller that was never Run.
+func (c *SessionController) Close() { c.close() }
+
+func (c *SessionController) close() {
+	c.once.Do(func() {
+		_ = c.events.Close()
+		_ = c.lock.Release()
+		c.orch.mu.Lock()
+		delete(c.orch.controllers, c.ID)
+		c.orch.mu.Unlock()
+	})
+}
+
+// emit writes to this session's log and forwards to the orchestrator's
+// subscriber. Output chunks are not logged: the task log holds them.
+func (c *SessionController) emit(e Event) {
+	if e.Type != engine.EvTaskOutput {
+		_ = c.events.Write(e)
+	}
+	if c.orch.onEvent != nil {
+		c.orch.onEvent(e)
+	}
+}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// headless runs a process on pipes. Its process group is its own, so a stop
+// reaches the agent's children too.
+type headless struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	inMu     sync.Mutex
+	inClosed bool
+
+	exited chan struct{} // leader reaped
+	done   chan struct{} // leader reaped and output drained
+	result Result
+}
+
+// StartHeadless starts spec on pipes. onOutput is called from the reader
+// goroutines (one per stream) and must not retain Raw.
+func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = mergedEnv(spec.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	// Our own pipes rather than cmd.StdoutPipe: Wait must not wait for
+	// grandchildren that keep the pipe open; we kill the group and then
+	// drain.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
+	}
+	outW.Close()
+	errW.Close()
+
+	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go h.read("stdout", outR, onOutput, &readers)
+	go h.read("stderr", errR, onOutput, &readers)
+	go func() {
+		h.result = resultOf(cmd.Wait())
+		close(h.exited)
+		// Whatever the agent left behind in its group goes with it, so no
+		// orphan outlives the task and the pipes reach EOF.
+		if groupAlive(cmd.Process.Pid) {
+			killGroup(cmd.Process.Pid, syscall.SIGTERM)
+			t := time.AfterFunc(2*time.Second, func() { killGroup(cmd.Process.Pid, syscall.SIGKILL) })
+			readers.Wait()
+			t.Stop()
+		} else {
+			readers.Wait()
+		}
+		h.closeInput()
+		close(h.done)
+	}()
+	return h, nil
+}
+
+func (h *headless) read(stream string, r *os.File, onOutput func(Chunk), wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer r.Close()
+	buf := make([]byte, 32*1024)
+	var (
+		strip Stripper
+		clean []byte
+	)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && onOutput != nil {
+			clean = strip.Strip(clean[:0], buf[:n])
+			onOutput(Chunk{Stream: stream, Raw: buf[:n], Clean: clean})
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *headless) Pid() int { return h.cmd.Process.Pid }
+
+func (h *headless) Send(text string) error {
+	h.inMu.Lock()
+	defer h.inMu.Unlock()
+	if h.inClosed {
+		return fmt.Errorf("input of pid %d is closed", h.Pid())
+	}
+	_, err := io.WriteString(h.stdin, text)
+	return err
+}
+
+func (h *headless) CloseInput() error { return h.closeInput() }
+
+func (h *headless) closeInput() error {
+	h.inMu.Lock()
+	defer h.inMu.Unlock()
+	if h.inClosed {
+		return nil
+	}
+	h.inClosed = true
+	return h.stdin.Close()
+}
+
+func (h *headless) Done() <-chan struct{} { return h.done }
+func (h *headless) Result() Result        { return h.result }
+
+func (h *headless) Stop(grace time.Duration) {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
+	stopGroup(h.Pid(), grace, h.exited)
+	<-h.done
+}

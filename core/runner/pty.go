@@ -1,0 +1,419 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/hinshun/vt10x"
+)
+
+// Defaults of the terminal runner.
+const (
+	DefaultCols        = 120
+	DefaultRows        = 40
+	DefaultQuiet       = 150 * time.Millisecond
+	DefaultMaxInterval = 50 * time.Millisecond
+	// screenBacklog bounds the bytes kept for the virtual terminal between
+	// two state checks. When output outruns it (a firehose, not a TUI), the
+	// screen is rebuilt from the newest bytes only; TUIs redraw far less
+	// than this between checks.
+	screenBacklog = 256 << 10
+	chunkSize     = 64 << 10
+	chunkQueue    = 32
+)
+
+// StatePattern is one named pattern matched against the rendered screen.
+type StatePattern struct {
+	Name    string
+	Pattern *regexp.Regexp
+}
+
+// Detection is a state check whose screen differs from the previous one.
+// State is empty when no pattern matched.
+type Detection struct {
+	State  string
+	Match  string
+	Screen string
+	Seq    uint64 // increases with every detection
+}
+
+// TerminalOptions configure the PTY runner.
+type TerminalOptions struct {
+	States      []StatePattern // nil: no state detection (usePTY headless)
+	Quiet       time.Duration  // check after this much silence
+	MaxInterval time.Duration  // and at most this often while output flows
+	RawLog      io.Writer      // every byte the child wrote; may be nil
+	OnOutput    func(Chunk)    // called from the consumer goroutine
+	OnState     func(Detection)
+}
+
+// Terminal is a process running in a pseudo-terminal.
+type Terminal struct {
+	cmd  *exec.Cmd
+	ptmx *os.File
+	opts TerminalOptions
+
+	writeMu  sync.Mutex
+	attached atomic.Bool                    // a real terminal answers queries while attached
+	mirror   atomic.Pointer[mirrorWriter]   // live copy of the output (attach)
+	screenMu sync.Mutex                     // guards vt, backlog, lastScreen
+	vt       vt10x.Terminal
+	backlog  []byte
+	dropped  bool
+	lastText string
+	seq      uint64
+
+	chunks   chan []byte
+	pool     sync.Pool
+	exited   chan struct{}
+	done     chan struct{}
+	result   Result
+	stopOnce sync.Once
+}
+
+type mirrorWriter struct{ w io.Writer }
+
+// StartTerminal starts spec in a new PTY with its own session and process
+// group. Exactly one goroutine reads the PTY; a second one turns the bytes
+// into logs, events and, at a bounded rate, the rendered screen.
+func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
+	cols, rows := spec.Cols, spec.Rows
+	if cols <= 0 {
+		cols = DefaultCols
+	}
+	if rows <= 0 {
+		rows = DefaultRows
+	}
+	if opts.Quiet <= 0 {
+		opts.Quiet = DefaultQuiet
+	}
+	if opts.MaxInterval <= 0 {
+		opts.MaxInterval = DefaultMaxInterval
+	}
+	env := map[string]string{"TERM": "xterm-256color", "COLUMNS": fmt.Sprint(cols), "LINES": fmt.Sprint(rows)}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = mergedEnv(env)
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	if err != nil {
+		return nil, fmt.Errorf("start %s in a pty: %w", spec.Command, err)
+	}
+	t := &Terminal{
+		cmd:    cmd,
+		ptmx:   ptmx,
+		opts:   opts,
+		vt:     vt10x.New(vt10x.WithSize(cols, rows)),
+		chunks: make(chan []byte, chunkQueue),
+		exited: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go t.read(&wg)
+	go t.consume(&wg)
+	go func() {
+		t.result = resultOf(cmd.Wait())
+		close(t.exited)
+		pid := cmd.Process.Pid
+		if groupAlive(pid) {
+			killGroup(pid, syscall.SIGTERM)
+			time.AfterFunc(2*time.Second, func() { killGroup(pid, syscall.SIGKILL) })
+		}
+		// The reader ends at EIO once every holder of the slave is gone; if
+		// something outside the group still holds it, stop waiting.
+		drained := make(chan struct{})
+		go func() { wg.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(3 * time.Second):
+			_ = ptmx.Close()
+			<-drained
+		}
+		_ = ptmx.Close()
+		close(t.done)
+	}()
+	return t, nil
+}
+
+// read is the PTY's only reader: it hands chunks to the consumer and answers
+// terminal queries, nothing more, so it runs at the speed of the PTY.
+func (t *Terminal) read(wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer close(t.chunks)
+	var carry [8]byte
+	carried := 0
+	for {
+		bp := t.pool.Get().(*[]byte)
+		buf := *bp
+		n, err := t.ptmx.Read(buf)
+		if n > 0 {
+			if !t.attached.Load() && (carried > 0 || bytes.IndexByte(buf[:n], 0x1b) >= 0) {
+				t.answerQueries(carry[:carried], buf[:n])
+			}
+			carried = copy(carry[:], tailOf(buf[:n], len(carry)))
+			*bp = buf[:n]
+			t.chunks <- *bp
+		} else {
+			t.pool.Put(bp)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func tailOf(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// Queries a TUI sends to learn about its terminal; some (codex) wait for the
+// answer, so without a real terminal attached we give one.
+var terminalQueries = []struct{ q, a string }{
+	{"\x1b[6n", ""}, // cursor position: answered from the screen
+	{"\x1b[c", "\x1b[?62;22c"},
+	{"\x1b[0c", "\x1b[?62;22c"},
+	{"\x1b[>c", "\x1b[>1;10;0c"},
+	{"\x1b[5n", "\x1b[0n"},
+	{"\x1b]10;?", "\x1b]10;rgb:ffff/ffff/ffff\x1b\\"},
+	{"\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+}
+
+func (t *Terminal) answerQueries(carry, chunk []byte) {
+	hay := chunk
+	if len(carry) > 0 {
+		hay = append(append(make([]byte, 0, len(carry)+len(chunk)), carry...), chunk...)
+	}
+	for _, tq := range terminalQueries {
+		n := bytes.Count(hay, []byte(tq.q))
+		if n == 0 {
+			continue
+		}
+		// A query wholly inside the carry was answered with the previous chunk.
+		n -= bytes.Count(carry, []byte(tq.q))
+		for i := 0; i < n; i++ {
+			ans := tq.a
+			if ans == "" {
+				ans = t.cursorReport()
+			}
+			_ = t.write([]byte(ans))
+		}
+	}
+}
+
+// cursorReport answers a cursor position query. The screen may lag behind
+// the stream by a few milliseconds; TUIs use the answer to size their
+// viewport, where an approximate row is fine.
+func (t *Terminal) cursorReport() string {
+	t.screenMu.Lock()
+	defer t.screenMu.Unlock()
+	c := t.vt.Cursor()
+	return fmt.Sprintf("\x1b[%d;%dR", c.Y+1, c.X+1)
+}
+
+// consume writes logs, emits output, keeps the screen backlog and runs the
+// state checks: after a quiet period, and at a bounded rate while output
+// keeps flowing (spinners never go quiet).
+func (t *Terminal) consume(wg *sync.WaitGroup) {
+	defer wg.Done()
+	var (
+		strip     Stripper
+		clean     []byte
+		lastCheck time.Time
+		quiet     = time.NewTimer(time.Hour)
+		pending   bool
+	)
+	quiet.Stop()
+	defer quiet.Stop()
+	for {
+		select {
+		case chunk, ok := <-t.chunks:
+			if !ok {
+				return
+			}
+			if t.opts.RawLog != nil {
+				_, _ = t.opts.RawLog.Write(chunk)
+			}
+			if m := t.mirror.Load(); m != nil {
+				_, _ = m.w.Write(chunk)
+			}
+			clean = strip.Strip(clean[:0], chunk)
+			if t.opts.OnOutput != nil {
+				t.opts.OnOutput(Chunk{Stream: "pty", Raw: chunk, Clean: clean})
+			}
+			t.appendBacklog(chunk)
+			b := chunk[:cap(chunk)]
+			t.pool.Put(&b)
+			if t.opts.OnState == nil {
+				continue
+			}
+			pending = true
+			if now := time.Now(); now.Sub(lastCheck) >= t.opts.MaxInterval {
+				lastCheck = now
+				pending = false
+				t.check()
+			}
+			quiet.Reset(t.opts.Quiet)
+		case <-quiet.C:
+			if pending {
+				lastCheck = time.Now()
+				pending = false
+				t.check()
+			}
+		}
+	}
+}
+
+func (t *Terminal) appendBacklog(chunk []byte) {
+	t.screenMu.Lock()
+	defer t.screenMu.Unlock()
+	if len(chunk) >= screenBacklog {
+		t.backlog = append(t.backlog[:0], chunk[len(chunk)-screenBacklog:]...)
+		t.dropped = true
+		return
+	}
+	if len(t.backlog)+len(chunk) > screenBacklog {
+		drop := len(t.backlog) + len(chunk) - screenBacklog
+		t.backlog = append(t.backlog[:0], t.backlog[drop:]...)
+		t.dropped = true
+	}
+	t.backlog = append(t.backlog, chunk...)
+}
+
+// renderLocked brings the virtual terminal up to date and returns its text.
+func (t *Terminal) renderLocked() string {
+	if t.dropped {
+		cols, rows := t.vt.Size()
+		t.vt = vt10x.New(vt10x.WithSize(cols, rows))
+		t.dropped = false
+	}
+	if len(t.backlog) > 0 {
+		_, _ = t.vt.Write(t.backlog)
+		t.backlog = t.backlog[:0]
+	}
+	return screenText(t.vt)
+}
+
+func screenText(vt vt10x.Terminal) string {
+	vt.Lock()
+	defer vt.Unlock()
+	cols, rows := vt.Size()
+	var b strings.Builder
+	line := make([]rune, 0, cols)
+	for y := 0; y < rows; y++ {
+		line = line[:0]
+		for x := 0; x < cols; x++ {
+			r := vt.Cell(x, y).Char
+			if r == 0 {
+				r = ' '
+			}
+			line = append(line, r)
+		}
+		b.WriteString(strings.TrimRight(string(line), " "))
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// check renders the screen and, when it changed since the last check,
+// reports the first matching state.
+func (t *Terminal) check() {
+	t.screenMu.Lock()
+	text := t.renderLocked()
+	if text == t.lastText {
+		t.screenMu.Unlock()
+		return
+	}
+	t.lastText = text
+	t.seq++
+	d := Detection{Screen: text, Seq: t.seq}
+	t.screenMu.Unlock()
+	for _, s := range t.opts.States {
+		if loc := s.Pattern.FindStringIndex(text); loc != nil {
+			d.State, d.Match = s.Name, text[loc[0]:loc[1]]
+			break
+		}
+	}
+	t.opts.OnState(d)
+}
+
+// Screen is the rendered screen now.
+func (t *Terminal) Screen() string {
+	t.screenMu.Lock()
+	defer t.screenMu.Unlock()
+	return t.renderLocked()
+}
+
+// Pid is the child's pid (also its process group and session id).
+func (t *Terminal) Pid() int { return t.cmd.Process.Pid }
+
+func (t *Terminal) write(p []byte) error {
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	_, err := t.ptmx.Write(p)
+	return err
+}
+
+// Send types text into the terminal.
+func (t *Terminal) Send(text string) error { return t.write([]byte(text)) }
+
+// CloseInput is a no-op: a terminal has no end of input short of stopping.
+func (t *Terminal) CloseInput() error { return nil }
+
+// Done is closed once the process has exited and its output is drained.
+func (t *Terminal) Done() <-chan struct{} { return t.done }
+
+// Exited is closed as soon as the process has exited.
+func (t *Terminal) Exited() <-chan struct{} { return t.exited }
+
+// Result is valid after Done.
+func (t *Terminal) Result() Result { return t.result }
+
+// Stop ends the process group: SIGTERM, grace, SIGKILL.
+func (t *Terminal) Stop(grace time.Duration) {
+	t.stopOnce.Do(func() {
+		select {
+		case <-t.exited:
+		default:
+			stopGroup(t.Pid(), grace, t.exited)
+		}
+	})
+	<-t.done
+}
+
+// Resize changes the PTY's window size (the child gets SIGWINCH).
+func (t *Terminal) Resize(cols, rows int) error {
+	t.screenMu.Lock()
+	t.vt.Resize(cols, rows)
+	t.screenMu.Unlock()
+	return pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+}
+
+// Mirror copies live output to w (nil stops it). While mirrored to a real
+// terminal, that terminal answers the child's queries.
+func (t *Terminal) Mirror(w io.Writer) {
+	if w == nil {
+		t.mirror.Store(nil)
+		t.attached.Store(false)
+		return
+	}
+	t.attached.Store(true)
+	t.mirror.Store(&mirrorWriter{w: w})
+}

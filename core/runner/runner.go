@@ -1,0 +1,173 @@
+// Package runner starts agent processes, headless (pipes) or in a
+// pseudo-terminal, and streams their output to the caller.
+package runner
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long a stopped process group gets between SIGTERM and
+// SIGKILL.
+const DefaultGrace = 10 * time.Second
+
+// Spec describes one process to start.
+type Spec struct {
+	Command string
+	Args    []string
+	Dir     string
+	Env     map[string]string // merged over os.Environ()
+	Cols    int
+	Rows    int
+}
+
+// Chunk is one piece of output. Raw and Clean are valid only for the
+// duration of the callback.
+type Chunk struct {
+	Stream string // stdout | stderr | pty
+	Raw    []byte
+	Clean  []byte // Raw without terminal control sequences
+}
+
+// Result is how a process ended.
+type Result struct {
+	ExitCode int    // -1 when killed by a signal or never started
+	Signal   string // e.g. "terminated" when killed by a signal
+	Err      error  // start failure or wait error
+}
+
+// Success reports a clean exit 0.
+func (r Result) Success() bool { return r.Err == nil && r.ExitCode == 0 && r.Signal == "" }
+
+// Process is a started agent process, headless or in a PTY.
+type Process interface {
+	Pid() int
+	// Send writes text to the process's input (stdin or the PTY).
+	Send(text string) error
+	// CloseInput signals end of input (headless: closes stdin).
+	CloseInput() error
+	// Done is closed when the process has exited and its output is drained.
+	Done() <-chan struct{}
+	// Result is valid after Done is closed.
+	Result() Result
+	// Stop sends SIGTERM to the process group, waits up to grace, then
+	// SIGKILLs the group. It returns once the process has been reaped.
+	Stop(grace time.Duration)
+}
+
+// mergedEnv returns os.Environ() with extra applied on top, deterministic
+// order for reproducible records.
+func mergedEnv(extra map[string]string) []string {
+	env := os.Environ()
+	if len(extra) == 0 {
+		return env
+	}
+	idx := make(map[string]int, len(env))
+	for i, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			idx[k] = i
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kv := k + "=" + extra[k]
+		if i, ok := idx[k]; ok {
+			env[i] = kv
+		} else {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// resultOf converts a Wait error into a Result.
+func resultOf(err error) Result {
+	if err == nil {
+		return Result{ExitCode: 0}
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return Result{ExitCode: -1, Signal: ws.Signal().String()}
+		}
+		return Result{ExitCode: ee.ExitCode()}
+	}
+	return Result{ExitCode: -1, Err: err}
+}
+
+// killGroup signals every process of the group led by pid. Errors are
+// ignored: the group may already be gone.
+func killGroup(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, sig)
+	}
+}
+
+// groupAlive reports whether any live process of the group is still there.
+// Zombies do not count: an orphan reparented to an init that does not reap
+// stays in the group as a zombie forever.
+func groupAlive(pid int) bool {
+	if pid <= 0 || syscall.Kill(-pid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain spaces.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+// stopGroup is the shared SIGTERM → grace → SIGKILL sequence. exited is
+// closed when the leader has been reaped.
+func stopGroup(pid int, grace time.Duration, exited <-chan struct{}) {
+	killGroup(pid, syscall.SIGTERM)
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-deadline.C:
+			killGroup(pid, syscall.SIGKILL)
+			<-exited
+			return
+		case <-tick.C:
+			select {
+			case <-exited:
+				if !groupAlive(pid) {
+					return
+				}
+			default:
+			}
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Keys of the flat event form that Fields may not override.
+var reservedEventKeys = map[string]bool{"time": true, "event": true, "session": true, "task": true}
+
+// MarshalJSON writes the flat form
+// {"time":RFC3339Nano,"event":type,"session":id,"task":taskID,...fields}
+// with "task" omitted when empty and fields in sorted key order. Fields that
+// collide with the reserved keys are dropped. A field value that cannot be
+// encoded is written as its fmt %v text: losing one detail is better than
+// losing the whole event.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"time":`)
+	writeJSON(&b, e.Time.Format(time.RFC3339Nano))
+	b.WriteString(`,"event":`)
+	writeJSON(&b, e.Type)
+	b.WriteString(`,"session":`)
+	writeJSON(&b, e.Session)
+	if e.Task != "" {
+		b.WriteString(`,"task":`)
+		writeJSON(&b, e.Task)
+	}
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		if !reservedEventKeys[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteByte(',')
+		writeJSON(&b, k)
+		b.WriteByte(':')
+		v, err := json.Marshal(e.Fields[k])
+		if err != nil {
+			v, _ = json.Marshal(fmt.Sprintf("%v", e.Fields[k]))
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeJSON(b *bytes.Buffer, s string) {
+	v, _ := json.Marshal(s) // a string always marshals
+	b.Write(v)
+}
+
+// UnmarshalJSON reads the flat form back. Every key other than the reserved
+// four lands in Fields, decoded the way encoding/json decodes into any
+// (numbers become float64).
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	var out Event
+	if v, ok := raw["time"]; ok {
+		if err := json.Unmarshal(v, &out.Time); err != nil {
+			return fmt.Errorf("event time: %w", err)
+		}
+	}
+	for key, dst := range map[string]*string{"event": &out.Type, "session": &out.Session, "task": &out.Task} {
+		if v, ok := raw[key]; ok {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return fmt.Errorf("event %s: %w", key, err)
+			}
+		}
+	}
+	for k, v := range raw {
+		if reservedEventKeys[k] {
+			continue
+		}
+		var val any
+		if err := json.Unmarshal(v, &val); err != nil {
+			return fmt.Errorf("event field %s: %w", k, err)
+		}
+		if out.Fields == nil {
+			out.Fields = make(map[string]any, len(raw))
+		}
+		out.Fields[k] = val
+	}
+	*e = out
+	return nil
+}
+
+// EventLog appends events to a JSONL file. It is safe for concurrent use.
+type EventLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenEventLog opens path for appending, creating it (0600) and its parent
+// directories (0700) as needed.
+func OpenEventLog(path string) (*EventLog, error) {
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, fmt.Errorf("open event log: %w", err)
+	}
+	return &EventLog{f: f}, nil
+}
+
+func openAppend(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+	if err != nil {
+		return nil, err
+	}
+	// The mode above only applies to a new file; logs hold agent output and
+	// must stay private even if an older file was created more permissively.
+	// Best effort: a file we can append to but not chmod is still usable.
+	_ = f.Chmod(fileMode)
+	return f, nil
+}
+
+// Write appends e as one line, stamping the current time if e.Time is zero.
+// Each line goes out in a single write(2) on an O_APPEND file, so lines from
+// concurrent writers, even in other processes, do not interleave.
+func (l *EventLog) Write(e Event) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	line, err := e.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return os.ErrClosed
+	}
+	_, err = l.f.Write(line)
+	return err
+}
+
+// Close closes the file. Closing twice is a no-op.
+func (l *EventLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// ReadEvents reads every event of a JSONL log. An unterminated last line is
+// a write cut short by a crash and is ignored. Other malformed lines are
+// skipped too, but then the good events come back together with an error
+// naming the first bad line, so a reader can show what survives.
+func ReadEvents(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var (
+		events  []Event
+		badLine int
+		badErr  error
+	)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return events, fmt.Errorf("read %s: %w", path, err)
+		}
+		complete := len(line) > 0 && line[len(line)-1] == '\n'
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			var e Event
+			if uerr := json.Unmarshal(trimmed, &e); uerr == nil {
+				events = append(events, e)
+			} else if complete && badErr == nil {
+				badLine, badErr = n, uerr
+			}
+		}
+		if err != nil { // io.EOF
+			break
+		}
+	}
+	if badErr != nil {
+		return events, fmt.Errorf("%s:%d: malformed event: %w", path, badLine, badErr)
+	}
+	return events, nil
+}

@@ -1,0 +1,180 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestEventMarshalFlat(t *testing.T) {
+	ts := time.Date(2025, 3, 4, 5, 6, 7, 890, time.UTC)
+	e := Event{Time: ts, Type: "task_done", Session: "ab12cd34", Task: "impl", Fields: map[string]any{
+		"exit": 0, "duration": 1.5, "event": "spoofed", "time": "spoofed", "session": "x", "task": "y",
+	}}
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"time":"2025-03-04T05:06:07.00000089Z","event":"task_done","session":"ab12cd34","task":"impl","duration":1.5,"exit":0}`
+	if string(data) != want {
+		t.Errorf("got  %s\nwant %s", data, want)
+	}
+
+	// No task: the key is left out rather than written empty.
+	data, _ = json.Marshal(Event{Time: ts, Type: "workflow_start", Session: "s"})
+	if strings.Contains(string(data), `"task"`) {
+		t.Errorf("empty task written: %s", data)
+	}
+
+	// A value encoding/json refuses still yields a valid line.
+	data, err = json.Marshal(Event{Time: ts, Type: "x", Fields: map[string]any{"ch": make(chan int), "ok": true}})
+	if err != nil || !json.Valid(data) || !strings.Contains(string(data), `"ok":true`) {
+		t.Errorf("unencodable field: %s, %v", data, err)
+	}
+}
+
+func TestEventLogRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "ab12cd34.jsonl")
+	l, err := OpenEventLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMode(t, path, 0o600)
+	checkMode(t, filepath.Dir(path), 0o700)
+	ts := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+	in := []Event{
+		{Time: ts, Type: "workflow_start", Session: "ab12cd34", Fields: map[string]any{"workflow": "review"}},
+		{Time: ts.Add(time.Second), Type: "task_done", Session: "ab12cd34", Task: "impl",
+			Fields: map[string]any{"exit": 3, "tags": []any{"a", "b"}, "nested": map[string]any{"k": "v"}}},
+		{Type: "no_time", Session: "ab12cd34"},
+	}
+	for _, e := range in {
+		if err := l.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(in[0]); err == nil {
+		t.Error("write after close succeeded")
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+
+	// Reopening appends.
+	l, _ = OpenEventLog(path)
+	l.Write(Event{Time: ts, Type: "resumed", Session: "ab12cd34"})
+	l.Close()
+
+	out, err := ReadEvents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 4 {
+		t.Fatalf("read %d events, want 4", len(out))
+	}
+	if !out[0].Time.Equal(ts) || out[0].Type != "workflow_start" || out[0].Fields["workflow"] != "review" || out[0].Task != "" {
+		t.Errorf("event 0: %+v", out[0])
+	}
+	e := out[1]
+	if e.Task != "impl" || e.Fields["exit"] != float64(3) || fmt.Sprint(e.Fields["tags"]) != "[a b]" ||
+		e.Fields["nested"].(map[string]any)["k"] != "v" || len(e.Fields) != 3 {
+		t.Errorf("event 1: %+v", e)
+	}
+	if out[2].Time.IsZero() || out[2].Fields != nil {
+		t.Errorf("event 2: %+v", out[2])
+	}
+	if out[3].Type != "resumed" {
+		t.Errorf("event 3: %+v", out[3])
+	}
+}
+
+func TestEventLogConcurrentWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	l, err := OpenEventLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 200
+	big := strings.Repeat("x", 5000) // longer lines make interleaving likelier
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := l.Write(Event{Type: "tick", Session: "s", Task: fmt.Sprint("t", w), Fields: map[string]any{"i": i, "pad": big}}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	l.Close()
+
+	f, _ := os.Open(path)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		if !json.Valid(sc.Bytes()) {
+			t.Fatalf("line %d is not valid JSON", lines)
+		}
+	}
+	if lines != writers*each {
+		t.Errorf("%d lines, want %d", lines, writers*each)
+	}
+	events, err := ReadEvents(path)
+	if err != nil || len(events) != writers*each {
+		t.Errorf("ReadEvents: %d events, %v", len(events), err)
+	}
+}
+
+func TestReadEventsDamaged(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"time":"2025-01-01T00:00:00Z","event":"a","session":"s"}`
+
+	// A crash mid-write leaves an unterminated last line: ignored silently.
+	p := filepath.Join(dir, "cut.jsonl")
+	os.WriteFile(p, []byte(good+"\n"+good+"\n"+`{"time":"2025-01-01T0`), 0o600)
+	events, err := ReadEvents(p)
+	if err != nil || len(events) != 2 {
+		t.Errorf("truncated tail: %d events, %v", len(events), err)
+	}
+
+	// Garbage in the middle is reported, but the good events survive.
+	p = filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(p, []byte(good+"\nnot json\n\n"+good+"\n"), 0o600)
+	events, err = ReadEvents(p)
+	if err == nil || !strings.Contains(err.Error(), ":2:") || len(events) != 2 {
+		t.Errorf("corrupt middle: %d events, %v", len(events), err)
+	}
+
+	if _, err := ReadEvents(filepath.Join(dir, "missing.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestEventUnmarshalRejectsNonObject(t *testing.T) {
+	var e Event
+	if err := json.Unmarshal([]byte(`[1]`), &e); err == nil {
+		t.Error("array accepted")
+	}
+	if err := json.Unmarshal([]byte(`{"time":5}`), &e); err == nil {
+		t.Error("numeric time accepted")
+	}
+	if err := json.Unmarshal(bytes.TrimSpace([]byte(` {"event":"x","k":null} `)), &e); err != nil || e.Type != "x" {
+		t.Errorf("%+v %v", e, err)
+	}
+}

@@ -1,0 +1,100 @@
+// Package state holds the session checkpoint (WorkflowSession), the
+// SessionManager that saves, locks, lists and prunes sessions on disk, and
+// the JSONL event log.
+package state
+
+import (
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// Status is a session's overall status.
+type Status string
+
+const (
+	StatusRunning      Status = "running"
+	StatusWaiting      Status = "waiting"
+	StatusCompleted    Status = "completed"
+	StatusFailed       Status = "failed"
+	StatusCancelled    Status = "cancelled"
+	StatusPendingMerge Status = "pending_merge"
+	StatusBlocked      Status = "blocked"
+)
+
+// TaskStatus is one task's status.
+type TaskStatus string
+
+const (
+	TaskPending        TaskStatus = "PENDING"
+	TaskRunning        TaskStatus = "RUNNING"
+	TaskWaitingForUser TaskStatus = "WAITING_FOR_USER"
+	TaskDone           TaskStatus = "DONE"
+	TaskError          TaskStatus = "ERROR"
+)
+
+// HistoryEntry records something that happened in the session, such as a
+// prompt given to a task or text sent to it.
+type HistoryEntry struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"` // prompt | input | status | note
+	TaskID string    `json:"taskId,omitempty"`
+	Text   string    `json:"text"`
+}
+
+// TaskRecord is what the session remembers about one task's last run.
+type TaskRecord struct {
+	Adapter       string     `json:"adapter"`
+	Mode          string     `json:"mode"`
+	Argv          []string   `json:"argv,omitempty"`
+	Pid           int        `json:"pid,omitempty"`
+	ExitCode      *int       `json:"exitCode,omitempty"`
+	Reason        string     `json:"reason,omitempty"` // exit | signal | timeout | start_failed | cancelled | ...
+	Error         string     `json:"error,omitempty"`
+	StartedAt     *time.Time `json:"startedAt,omitempty"`
+	EndedAt       *time.Time `json:"endedAt,omitempty"`
+	OutputTail    []string   `json:"outputTail,omitempty"` // bounded tail of clean output lines
+	LogPath       string     `json:"logPath,omitempty"`
+	PendingInputs []string   `json:"pendingInputs,omitempty"` // inputs not yet sent
+	Excerpt       string     `json:"excerpt,omitempty"`       // the screen when it last needed a person
+	Attempts      int        `json:"attempts,omitempty"`
+}
+
+// Session is the checkpoint written to .vibeteam/sessions/<id>.json.
+type Session struct {
+	ID                 string                 `json:"id"`
+	Workflow           string                 `json:"workflow"` // the definition's id
+	Goal               string                 `json:"goal,omitempty"`
+	Status             Status                 `json:"status"`
+	CurrentStageIndex  int                    `json:"currentStageIndex"`
+	TaskStatus         map[string]TaskStatus  `json:"taskStatus"`
+	Tasks              map[string]*TaskRecord `json:"tasks"`
+	History            []HistoryEntry         `json:"history"`
+	Vars               map[string]string      `json:"vars,omitempty"`
+	WorkflowDefinition *workflow.Definition   `json:"workflowDefinition"`
+	BaseDir            string                 `json:"baseDir"`
+	StartTime          time.Time              `json:"startTime"`
+	UpdatedAt          time.Time              `json:"updatedAt"`
+	EndTime            *time.Time             `json:"endTime,omitempty"`
+	Error              string                 `json:"error,omitempty"`
+}
+
+// Finished reports whether the session can no longer make progress without
+// being resumed.
+func (s *Session) Finished() bool {
+	switch s.Status {
+	case StatusRunning:
+		return false
+	}
+	return true
+}
+
+// Event is one line of the JSONL event log and the unit the core emits to the
+// CLI. It marshals flat: {"time":..,"event":..,"session":..,"task":..,<fields>}.
+type Event struct {
+	Time    time.Time
+	Type    string
+	Session string
+	Task    string
+	Fields  map[string]any
+}

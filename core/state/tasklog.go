@@ -1,0 +1,140 @@
+package state
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// maxTailLineBytes caps one line of the in-memory tail. The tail ends up in
+// the session file, and a tool that prints megabytes without a newline must
+// not bloat every checkpoint.
+const maxTailLineBytes = 2048
+
+// TaskLog is the full output file of one task plus a bounded tail of clean
+// lines for the session file. It is safe for concurrent use.
+type TaskLog struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+
+	max   int      // lines kept in the tail
+	ring  []string // complete lines, oldest at ring[start] once full
+	start int
+
+	partial   []byte // the line being written, without its terminator
+	truncated bool   // partial hit maxTailLineBytes and lost bytes
+	pendingCR bool   // saw '\r'; the next byte decides "\r\n" or overwrite
+}
+
+// OpenTaskLog opens path for appending (0600, parent directories 0700) and
+// keeps the last tailLines lines in memory. A resumed task appends to the log
+// of its earlier attempts rather than replacing it.
+func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, fmt.Errorf("open task log: %w", err)
+	}
+	return &TaskLog{f: f, path: path, max: max(tailLines, 0)}, nil
+}
+
+// Path is the file the log writes to.
+func (t *TaskLog) Path() string { return t.path }
+
+// Write appends p to the file unchanged and feeds the bytes that reached the
+// file into the tail.
+func (t *TaskLog) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return 0, os.ErrClosed
+	}
+	n, err := t.f.Write(p)
+	t.feed(p[:n])
+	return n, err
+}
+
+func (t *TaskLog) feed(p []byte) {
+	if t.max == 0 {
+		return
+	}
+	for _, c := range p {
+		if t.pendingCR {
+			t.pendingCR = false
+			if c == '\n' {
+				t.endLine()
+				continue
+			}
+			// A lone '\r' returns the cursor, as progress bars do: what
+			// follows replaces the line, so keep only the final state.
+			t.partial = t.partial[:0]
+			t.truncated = false
+		}
+		switch c {
+		case '\n':
+			t.endLine()
+		case '\r':
+			t.pendingCR = true
+		default:
+			if len(t.partial) < maxTailLineBytes {
+				t.partial = append(t.partial, c)
+			} else {
+				t.truncated = true
+			}
+		}
+	}
+}
+
+func (t *TaskLog) partialLine() string {
+	s := string(t.partial)
+	if t.truncated {
+		s += "…"
+	}
+	// The byte cap can split a multi-byte character.
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func (t *TaskLog) endLine() {
+	line := t.partialLine()
+	t.partial = t.partial[:0]
+	t.truncated = false
+	if len(t.ring) < t.max {
+		t.ring = append(t.ring, line)
+		return
+	}
+	t.ring[t.start] = line
+	t.start = (t.start + 1) % t.max
+}
+
+// Tail returns up to tailLines last lines, oldest first. An unterminated
+// final line counts as a line, since it is what the task shows right now.
+func (t *TaskLog) Tail() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.max == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(t.ring)+1)
+	out = append(out, t.ring[t.start:]...)
+	out = append(out, t.ring[:t.start]...)
+	if len(t.partial) > 0 || t.truncated {
+		out = append(out, t.partialLine())
+	}
+	if len(out) > t.max {
+		out = out[len(out)-t.max:]
+	}
+	return out
+}
+
+// Close closes the file; the tail stays readable. Closing twice is a no-op.
+func (t *TaskLog) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return nil
+	}
+	err := t.f.Close()
+	t.f = nil
+	return err
+}

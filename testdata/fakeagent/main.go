@@ -1,0 +1,102 @@
+// Command fakeagent stands in for an agent CLI in tests. Every argument is
+// split on whitespace and ';' into commands, run in order:
+//
+//	print=TEXT        write TEXT and a newline to stdout (use _ for spaces)
+//	stderr=TEXT       write TEXT and a newline to stderr
+//	ansi              write a few lines of coloured, cursor-moving output
+//	sleep=DUR         sleep (Go duration)
+//	write=PATH:TEXT   write TEXT to PATH (relative to the cwd)
+//	record=PATH       write {"argv","env","cwd","stdin"} as JSON to PATH
+//	stdin             read stdin to EOF first (recorded by record=)
+//	spawn=PIDFILE     start a long-sleeping child and write its pid to PIDFILE
+//	pidfile=PATH      write this process's pid to PATH
+//	ignoreterm        ignore SIGTERM (so only SIGKILL stops it)
+//	stamp=PATH        append the current time (unix nanoseconds) and a newline to PATH
+//	require=PATH      exit 1 unless PATH exists
+//	exit=N            exit with status N
+//
+// Arguments that are not commands (flags of an adapter) are ignored.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "__sleep_child" {
+		time.Sleep(time.Hour)
+		return
+	}
+	var stdin string
+	var cmds []string
+	for _, a := range os.Args[1:] {
+		for _, f := range strings.FieldsFunc(a, func(r rune) bool { return r == ';' || r == ' ' || r == '\n' || r == '\t' }) {
+			cmds = append(cmds, f)
+		}
+	}
+	for _, c := range cmds {
+		key, val, _ := strings.Cut(c, "=")
+		switch key {
+		case "print":
+			fmt.Println(strings.ReplaceAll(val, "_", " "))
+		case "stderr":
+			fmt.Fprintln(os.Stderr, strings.ReplaceAll(val, "_", " "))
+		case "ansi":
+			fmt.Print("\x1b[1;32mgreen bold\x1b[0m line\n\x1b[2K\rprogress 50%\r\x1b[2Kprogress 100%\n\x1b[31mred\x1b[0m\n")
+		case "sleep":
+			d, err := time.ParseDuration(val)
+			must(err)
+			time.Sleep(d)
+		case "write":
+			path, text, _ := strings.Cut(val, ":")
+			must(os.WriteFile(path, []byte(strings.ReplaceAll(text, "_", " ")), 0o644))
+		case "stdin":
+			b, err := io.ReadAll(os.Stdin)
+			must(err)
+			stdin = string(b)
+			fmt.Printf("got stdin: %q\n", stdin)
+		case "record":
+			cwd, _ := os.Getwd()
+			b, _ := json.MarshalIndent(map[string]any{"argv": os.Args, "env": os.Environ(), "cwd": cwd, "stdin": stdin, "pid": os.Getpid()}, "", "  ")
+			must(os.WriteFile(val, b, 0o644))
+		case "spawn":
+			child := exec.Command(os.Args[0], "__sleep_child")
+			must(child.Start())
+			must(os.WriteFile(val, []byte(strconv.Itoa(child.Process.Pid)), 0o644))
+		case "pidfile":
+			must(os.WriteFile(val, []byte(strconv.Itoa(os.Getpid())), 0o644))
+		case "ignoreterm":
+			signal.Ignore(syscall.SIGTERM)
+		case "stamp":
+			f, err := os.OpenFile(val, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			must(err)
+			fmt.Fprintln(f, time.Now().UnixNano())
+			must(f.Close())
+		case "require":
+			if _, err := os.Stat(val); err != nil {
+				fmt.Fprintln(os.Stderr, "missing required file", val)
+				os.Exit(1)
+			}
+		case "exit":
+			n, err := strconv.Atoi(val)
+			must(err)
+			os.Exit(n)
+		}
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fakeagent:", err)
+		os.Exit(99)
+	}
+}
