@@ -64,9 +64,9 @@ type Terminal struct {
 	opts TerminalOptions
 
 	writeMu  sync.Mutex
-	attached atomic.Bool                    // a real terminal answers queries while attached
-	mirror   atomic.Pointer[mirrorWriter]   // live copy of the output (attach)
-	screenMu sync.Mutex                     // guards vt, backlog, lastScreen
+	attached atomic.Bool                  // a real terminal answers queries while attached
+	mirror   atomic.Pointer[mirrorWriter] // live copy of the output (attach)
+	screenMu sync.Mutex                   // guards vt, backlog, lastScreen
 	vt       vt10x.Terminal
 	backlog  []byte
 	dropped  bool
