@@ -33,11 +33,14 @@ type IO struct {
 	Out    io.Writer
 	Err    io.Writer
 	ErrTTY bool // stderr is a terminal: draw the live status board
+	// OpenTTY opens the controlling terminal for pauses; nil means there is
+	// none (tests, CI).
+	OpenTTY func() (*os.File, error)
 }
 
 // StdIO is the process's own streams.
 func StdIO() IO {
-	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd())}
+	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: openTTY}
 }
 
 // exitError carries an exit code through urfave/cli.

@@ -17,6 +17,7 @@ import (
 // Binaries built once for the package's tests.
 var (
 	fakeAgent string // testdata/fakeagent
+	fakeTUI   string // testdata/faketui
 	vibeteam  string // this repository's main package
 )
 
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 	}
 	fakeAgent = filepath.Join(dir, "fakeagent")
 	vibeteam = filepath.Join(dir, "vibeteam")
+	fakeTUI = filepath.Join(dir, "faketui")
 	build := func(out, pkg string, race bool) {
 		args := []string{"build", "-o", out}
 		if race {
@@ -39,6 +41,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	build(fakeAgent, "../testdata/fakeagent", false)
+	build(fakeTUI, "../testdata/faketui", false)
 	build(vibeteam, "..", raceEnabled)
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -68,6 +71,24 @@ modes:
 autoPolicy:
   injectArgs: [--injected, yes]
 `, fakeAgent))
+	p.write(".vibeteam/adapters/tui.yaml", fmt.Sprintf(`name: tui
+command: %s
+modes:
+  interactive:
+    args: [-record, rec.txt, -pidfile, tui.pid, -work, 300ms]
+    prompt: { position: arg }
+quietPeriod: 100ms
+states:
+  - { name: interaction_trust, pattern: 'Do you trust the files' }
+  - { name: interaction_menu, pattern: '(?s)Allow this command\?.*1\. Yes' }
+  - { name: interaction_confirm, pattern: '\(y/n\)' }
+  - { name: working, pattern: 'esc to interrupt' }
+  - { name: interaction_idle, pattern: '(?m)^│ >\s*$' }
+autoPolicy:
+  handlers:
+    - { when: 'Do you trust the files', use: 'select:1' }
+    - { when: '\(y/n\)', use: confirmYes }
+`, fakeTUI))
 	return p
 }
 

@@ -195,7 +195,7 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	var prompt *prompter
 	switch mode := c.String("on-interaction"); mode {
 	case engine.InteractionAsk:
-		if tty, err := openTTY(); err == nil && !c.Bool("headless") {
+		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
 			defer tty.Close()
 			prompt = newPrompter(tty, disp)
 			disp.prompter = prompt
@@ -283,6 +283,13 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	default:
 		return exitf(ExitFailed, "%s\nsession %s failed; after fixing it: vibeteam resume %s", failureReport(sess, out.FailedTask), sess.ID, sess.ID)
 	}
+}
+
+func ttyOf(streams IO) (*os.File, error) {
+	if streams.OpenTTY == nil {
+		return nil, errors.New("no terminal")
+	}
+	return streams.OpenTTY()
 }
 
 // failureReport says which task failed, how, and its last output lines.

@@ -30,6 +30,7 @@ var (
 	record    = flag.String("record", "", "append what was received to this file")
 	work      = flag.Duration("work", 400*time.Millisecond, "length of a turn")
 	exitAfter = flag.Int("exit-after", 0, "exit after this many turns (0: never)")
+	pidfile   = flag.String("pidfile", "", "write the pid to this file")
 )
 
 var (
@@ -40,6 +41,9 @@ var (
 
 func main() {
 	flag.Parse()
+	if *pidfile != "" {
+		_ = os.WriteFile(*pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+	}
 	if old, err := term.MakeRaw(0); err == nil {
 		defer term.Restore(0, old)
 	}

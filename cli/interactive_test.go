@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+func countEvents(evs []state.Event, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestInteractiveQueueInOrderThenDoneWithoutExit(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: q
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, pendingInputs: ["first", "second", "third"] }
+`)
+	r := p.run("run", "wf.yaml")
+	wantCode(t, r, 0)
+	if got := p.read("rec.txt"); got != "line:first\nline:second\nline:third\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskDone || s.Tasks["a"].Reason != "idle" {
+		t.Errorf("task %s (%s), want DONE on idle", s.TaskStatus["a"], s.Tasks["a"].Reason)
+	}
+	if s.Tasks["a"].ExitCode != nil {
+		t.Errorf("DONE on idle should not wait for an exit code")
+	}
+	if len(s.Tasks["a"].PendingInputs) != 0 {
+		t.Errorf("queue left in the session: %v", s.Tasks["a"].PendingInputs)
+	}
+	pidAlive(t, p.read("tui.pid"), false)
+	log := p.read(".vibeteam/logs/" + s.ID + "/a.log")
+	if !strings.Contains(log, "reply: third") {
+		t.Errorf("task log lacks the last reply:\n%s", log)
+	}
+}
+
+func TestInteractivePromptTurnRunsBeforeDone(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: pr
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, prompt: "hello there", pendingInputs: ["after"] }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 0)
+	if got := p.read("rec.txt"); got != "line:hello there\nline:after\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	log := p.read(".vibeteam/logs/" + p.only().ID + "/a.log")
+	if !strings.Contains(log, "reply: after") {
+		t.Errorf("DONE before the last turn ran:\n%s", log)
+	}
+}
+
+func TestKeepAliveLeavesTheProcessRunningForTheRest(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: ka
+stages:
+  - id: one
+    tasks:
+      - { id: a, adapter: tui, keepAlive: true }
+  - id: two
+    tasks:
+      - { id: check, adapter: shell, executionMode: headless, prompt: "kill -0 $(cat tui.pid) && echo alive > alive.txt" }
+`)
+	r := p.run("run", "wf.yaml")
+	wantCode(t, r, 0)
+	if !p.exists("alive.txt") {
+		t.Error("the keepAlive process was not running during the next stage")
+	}
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskDone {
+		t.Errorf("keepAlive task %s", s.TaskStatus["a"])
+	}
+	if countEvents(p.events(s.ID), "kept_alive") != 1 {
+		t.Error("no kept_alive event")
+	}
+	// No child outlives vibeteam.
+	pidAlive(t, p.read("tui.pid"), false)
+}
+
+func TestAutoPolicyAnswersWithoutAskingAnyone(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/adapters/tui.yaml", strings.Replace(p.read(".vibeteam/adapters/tui.yaml"), "args: [", "args: [-menu-first, ", 1))
+	p.write("wf.yaml", `id: auto
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, pendingInputs: ["please ask me"] }
+`)
+	r := p.run("run", "wf.yaml", "--auto-approve")
+	wantCode(t, r, 0)
+	if got := p.read("rec.txt"); got != "menu:1\nline:please ask me\nanswer:y\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	evs := p.events(p.only().ID)
+	if n := countEvents(evs, "interaction"); n != 0 {
+		t.Errorf("%d interaction events; the policy should have answered", n)
+	}
+	var actions []string
+	for _, e := range evs {
+		if e.Type == "auto_action" {
+			actions = append(actions, e.Fields["state"].(string)+"="+e.Fields["keys"].(string))
+			if e.Fields["match"] == "" {
+				t.Errorf("auto_action without the matched text: %v", e.Fields)
+			}
+		}
+	}
+	if strings.Join(actions, ",") != "interaction_trust=1,interaction_confirm=y" {
+		t.Errorf("auto actions %v", actions)
+	}
+}
+
+func TestNoTerminalParksWithTheScreen(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: park
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, pendingInputs: ["show the menu", "later"] }
+      - { id: b, adapter: fake, executionMode: headless, prompt: "sleep=20s" }
+`)
+	r := p.run("run", "wf.yaml", "--auto-approve")
+	wantCode(t, r, 3)
+	if !strings.Contains(r.stderr, "Allow this command?") || !strings.Contains(r.stderr, "interaction_menu") {
+		t.Errorf("stderr lacks the screen excerpt:\n%s", r.stderr)
+	}
+	s := p.only()
+	if s.Status != state.StatusWaiting || s.TaskStatus["a"] != state.TaskWaitingForUser {
+		t.Errorf("session %s, task %s; want waiting, WAITING_FOR_USER", s.Status, s.TaskStatus["a"])
+	}
+	if s.TaskStatus["b"] == state.TaskDone {
+		t.Errorf("the sibling was not stopped")
+	}
+	if q := s.Tasks["a"].PendingInputs; len(q) != 1 || q[0] != "later" {
+		t.Errorf("remaining queue %v, want [later]", q)
+	}
+	if !strings.Contains(s.Tasks["a"].Excerpt, "Allow this command?") {
+		t.Errorf("excerpt not saved: %q", s.Tasks["a"].Excerpt)
+	}
+	pidAlive(t, p.read("tui.pid"), false)
+
+	// --on-interaction=fail turns the same into a failure.
+	p2 := newProject(t)
+	p2.write("wf.yaml", "id: f\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\"] }\n")
+	r = p2.run("run", "wf.yaml", "--on-interaction", "fail")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "(y/n)") {
+		t.Errorf("stderr lacks the excerpt:\n%s", r.stderr)
+	}
+}
+
+func TestResumeReRunsTheParkedTaskWithItsRemainingQueue(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: park
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, pendingInputs: ["ask first", "then this"] }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 3)
+	id := p.only().ID
+	r := p.run("resume", id, "--auto-approve")
+	wantCode(t, r, 0)
+	// The first run typed "ask first" and parked on the y/n question; the
+	// resumed run starts the TUI again and sends only what was left.
+	if got := p.read("rec.txt"); got != "line:ask first\nline:then this\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	if s := p.only(); s.Status != state.StatusCompleted || s.Tasks["a"].Attempts != 2 {
+		t.Errorf("after resume: %s, attempts %d", s.Status, s.Tasks["a"].Attempts)
+	}
+}
+
+func TestInteractiveTimeout(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/adapters/slowtui.yaml", strings.NewReplacer("name: tui", "name: slowtui", "-work, 300ms", "-work, 60s").Replace(p.read(".vibeteam/adapters/tui.yaml")))
+	p.write("wf.yaml", `id: to
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: slowtui, prompt: "a long turn", timeout: 1s }
+`)
+	r := p.run("run", "wf.yaml", "--grace", "500ms")
+	wantCode(t, r, 1)
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskError || s.Tasks["a"].Reason != "timeout" {
+		t.Errorf("task %s (%s), want ERROR timeout", s.TaskStatus["a"], s.Tasks["a"].Reason)
+	}
+	if !strings.Contains(r.stderr, "timeout") {
+		t.Errorf("stderr does not say timeout:\n%s", r.stderr)
+	}
+	pidAlive(t, p.read("tui.pid"), false)
+}
