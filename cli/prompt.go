@@ -46,11 +46,25 @@ func openTTY() (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !term.IsTerminal(int(f.Fd())) {
+	if _, ok := ttyFd(f); !ok {
 		f.Close()
 		return nil, fmt.Errorf("/dev/tty is not a terminal")
 	}
 	return f, nil
+}
+
+// ttyFd returns the terminal's descriptor without f.Fd(), which would put
+// the file in blocking mode so that a read deadline no longer interrupts a
+// pending read (and an interrupt at a pause would hang).
+func ttyFd(f *os.File) (int, bool) {
+	fd, isTerm := -1, false
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(d uintptr) {
+			fd = int(d)
+			isTerm = term.IsTerminal(fd)
+		})
+	}
+	return fd, isTerm
 }
 
 func newPrompter(tty *os.File, disp *display) *prompter {
@@ -71,7 +85,7 @@ func (p *prompter) enqueue(e core.Event) {
 		}
 	}
 	p.queue = append(p.queue, w)
-	busy := p.asking != ""
+	busy := p.asking != "" || len(p.queue) > 1
 	p.mu.Unlock()
 	if busy {
 		// Announced now, asked after the current one.
@@ -200,7 +214,7 @@ func (p *prompter) attach(w waitingTask) error {
 	if err != nil {
 		return err
 	}
-	fd := int(p.tty.Fd())
+	fd, _ := ttyFd(p.tty)
 	old, err := term.MakeRaw(fd)
 	if err != nil {
 		return err

@@ -6,5 +6,11 @@
 //	./e2e/run.sh                                  # installs the CLIs, runs the tier
 //	go test -tags e2e -race -count=1 ./e2e/...    # the CLIs already installed
 //
-// VIBETEAM_E2E_CACHE names the cache (default $HOME/.cache/vibeteam-e2e).
+// Environment: VIBETEAM_E2E_CACHE names the cache (default
+// $HOME/.cache/vibeteam-e2e); VIBETEAM_E2E_RUN_TIMEOUT bounds one vibeteam
+// run (default 120s); VIBETEAM_E2E_DUMP=1 prints the failure dump (vibeteam's
+// output, model traffic, session, events, task logs, the agent's last
+// screen) for passing tests too.
+//
+// The tests under -race build vibeteam with -race as well.
 package e2e

@@ -1,5 +1,72 @@
 #!/usr/bin/env bash
-# The real-agent tier. It needs the pinned agent CLIs from npm in a cache
-# outside the repository; until that tier lands this script only says so.
+# The real-agent tier: installs the pinned agent CLIs from npm into a cache
+# outside the repository (once; reused while the versions match), then runs
+# the e2e tests against fake model servers on 127.0.0.1. No network is used
+# after the install, no API account, no TTY needed (CI=true is fine).
+#
+#   ./e2e/run.sh                 # or: make e2e
+#   ./e2e/run.sh -run Headless   # extra arguments go to `go test`
+#
+# VIBETEAM_E2E_CACHE: the cache (default $HOME/.cache/vibeteam-e2e).
+# VIBETEAM_E2E_DUMP=1: print the debugging dump for passing tests too.
 set -euo pipefail
-echo "e2e: no real-agent tests yet (see issue 3); nothing to run"
+cd "$(dirname "$0")/.."
+
+CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e}
+export VIBETEAM_E2E_CACHE="$CACHE"
+
+# Pinned versions: the adapters' screen patterns were checked against these.
+PACKAGES=(
+	"@anthropic-ai/claude-code@2.1.197"
+	"@openai/codex@0.169.0"
+	"@google/gemini-cli@0.61.0"
+)
+BINARIES=(claude codex gemini)
+
+die() { echo "e2e: $*" >&2; exit 1; }
+
+command -v node >/dev/null 2>&1 || die "node is not on PATH; the agent CLIs are Node programs (install Node.js >= 20)"
+if ! command -v go >/dev/null 2>&1; then
+	[ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin" || die "go is not on PATH"
+fi
+
+# installed_version PACKAGE prints the version installed in the cache, or nothing.
+installed_version() {
+	local pj="$CACHE/node_modules/$1/package.json"
+	[ -f "$pj" ] || return 0
+	node -e 'try { process.stdout.write(require(process.argv[1]).version || "") } catch (e) {}' "$pj"
+}
+
+need_install=0
+for i in "${!PACKAGES[@]}"; do
+	spec=${PACKAGES[$i]}
+	name=${spec%@*}
+	want=${spec##*@}
+	have=$(installed_version "$name")
+	if [ ! -x "$CACHE/node_modules/.bin/${BINARIES[$i]}" ] || [ "$have" != "$want" ]; then
+		echo "e2e: $name: want $want, have ${have:-none}"
+		need_install=1
+	fi
+done
+
+if [ "$need_install" = 1 ]; then
+	command -v npm >/dev/null 2>&1 || die "npm is not on PATH, and the pinned agent CLIs are not installed in $CACHE (install Node.js with npm, or point VIBETEAM_E2E_CACHE at a cache that has them)"
+	mkdir -p "$CACHE"
+	# One install at a time per cache (parallel CI jobs on one machine).
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$CACHE/.install.lock"
+		flock 9
+	fi
+	echo "e2e: npm install --prefix $CACHE ${PACKAGES[*]} (about 740 MB, 1-2 min the first time)"
+	start=$SECONDS
+	npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error "${PACKAGES[@]}" \
+		|| die "npm install failed (is the npm registry reachable? see the npm output above)"
+	echo "e2e: installed in $((SECONDS - start)) s"
+	for b in "${BINARIES[@]}"; do
+		[ -x "$CACHE/node_modules/.bin/$b" ] || die "npm install finished but $CACHE/node_modules/.bin/$b is missing"
+	done
+else
+	echo "e2e: pinned agent CLIs found in $CACHE"
+fi
+
+exec go test -tags e2e -count=1 -v -timeout 20m ./e2e/... "$@"

@@ -235,7 +235,9 @@ func (tr *taskRun) applyReply(r reply) {
 		}
 	}
 	if tr.term != nil && tr.term.waitingState != "" {
-		// Do not ask again about the same screen until it has changed.
+		// The same question is not asked again while the TUI redraws past
+		// it; if it is still there after the cooldown (the answer was a
+		// step, like an arrow key), it is asked again.
 		tr.term.lastActed, tr.term.lastActedAt = tr.term.waitingState, time.Now()
 		tr.term.waitingState = ""
 		tr.x.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
@@ -305,13 +307,17 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 	}
 
 	var detections <-chan runner.Detection
+	var recheck <-chan time.Time
 	if tr.term != nil && tr.term.automate {
 		detections = tr.term.detections
+		recheck = tr.term.recheck.C
 	}
 	for {
 		select {
 		case d := <-detections:
 			tr.onDetection(d)
+		case <-recheck:
+			tr.onRecheck()
 		case r := <-tr.replies:
 			tr.applyReply(r)
 		case <-tr.proc.Done():
@@ -353,7 +359,10 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 			if res.Success() {
 				return finish(state.TaskDone, exitReason, &res, "")
 			}
-			if tr.term != nil && tr.term.waitingState != "" {
+			x.mu.Lock()
+			parked := x.parkStatus != ""
+			x.mu.Unlock()
+			if parked && tr.term != nil && tr.term.waitingState != "" {
 				return finish(state.TaskWaitingForUser, interactionParked, &res, "parked while waiting for a person ("+tr.term.waitingState+")")
 			}
 			return finish(state.TaskPending, stoppedReason, &res, "stopped before it finished")

@@ -29,7 +29,7 @@ const (
 const (
 	idleState        = "interaction_idle"
 	interactionPfx   = "interaction_"
-	actionCooldown   = 2 * time.Second
+	actionCooldown   = 600 * time.Millisecond
 	submitDelay      = 120 * time.Millisecond
 	excerptLines     = 15
 	defaultQuietTerm = runner.DefaultQuiet
@@ -46,6 +46,12 @@ type terminalState struct {
 	lastActed    string
 	lastActedAt  time.Time
 	waitingState string // non-empty while WAITING_FOR_USER
+	lastSeen     string // state of the previous detection
+	// A prompt seen during the cooldown after an answer is looked at again
+	// when the cooldown ends, in case the screen never changes again (the
+	// keys were lost).
+	deferred *runner.Detection
+	recheck  *time.Timer
 }
 
 // startTerminal starts an interactive task (or a headless one whose adapter
@@ -55,7 +61,9 @@ func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, lc adapters.Laun
 		automate:     tr.mode == adapters.Interactive,
 		detections:   make(chan runner.Detection, 1),
 		awaitingTurn: prompt != "",
+		recheck:      time.NewTimer(time.Hour),
 	}
+	ts.recheck.Stop()
 	opts := runner.TerminalOptions{OnOutput: onOutput, Quiet: tr.adapter.QuietPeriod()}
 	if tr.rawLog != nil {
 		opts.RawLog = tr.rawLog
@@ -105,7 +113,11 @@ func stateKind(name string) string {
 func (tr *taskRun) onDetection(d runner.Detection) {
 	ts, x, t := tr.term, tr.x, tr.task
 	kind := stateKind(d.State)
-	if d.State != "" {
+	ts.deferred = nil
+	if d.State != ts.lastSeen {
+		// Logged on change only: a spinner changes the screen many times a
+		// second without changing the state.
+		ts.lastSeen = d.State
 		x.emit(EvStateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
 	if ts.waitingState != "" && d.State != ts.waitingState {
@@ -123,8 +135,10 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		if ts.waitingState == d.State {
 			return
 		}
-		if ts.lastActed == d.State && time.Since(ts.lastActedAt) < actionCooldown {
+		if since := time.Since(ts.lastActedAt); ts.lastActed == d.State && since < actionCooldown {
 			// The answer was sent; the TUI has not redrawn past the prompt yet.
+			ts.deferred = &d
+			ts.recheck.Reset(actionCooldown - since)
 			return
 		}
 		if x.opts.AutoApprove {
@@ -153,6 +167,17 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		ts.awaitingTurn = true
 		x.emit(EvQueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
 	}
+}
+
+// onRecheck looks again at a prompt that was deferred by the cooldown.
+func (tr *taskRun) onRecheck() {
+	ts := tr.term
+	if ts.deferred == nil {
+		return
+	}
+	d := *ts.deferred
+	ts.lastActed = ""
+	tr.onDetection(d)
 }
 
 // typeLine types text and then Enter. The pause between them keeps TUIs

@@ -8,6 +8,7 @@ package runner
 type Stripper struct {
 	st      stripState
 	pending bool // a '\r' was seen and not yet resolved
+	param   int  // numeric parameter of the current CSI sequence
 }
 
 type stripState uint8
@@ -52,6 +53,7 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 			switch b {
 			case '[':
 				s.st = sCSI
+				s.param = 0
 			case ']', 'P', 'X', '^', '_':
 				s.st = sString
 			case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
@@ -60,8 +62,26 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 				s.st = sText
 			}
 		case sCSI:
-			if b >= 0x40 && b <= 0x7e {
+			switch {
+			case b >= '0' && b <= '9':
+				if s.param < 1000 {
+					s.param = s.param*10 + int(b-'0')
+				}
+			case b == ';':
+				s.param = 0
+			case b >= 0x40 && b <= 0x7e:
 				s.st = sText
+				// TUIs (Claude's Ink) draw spaces as cursor moves; without
+				// them the text runs together.
+				switch b {
+				case 'C':
+					n := max(s.param, 1)
+					for i := 0; i < min(n, 200); i++ {
+						dst = append(dst, ' ')
+					}
+				case 'G':
+					dst = append(dst, ' ')
+				}
 			}
 		case sString:
 			switch b {

@@ -16,6 +16,8 @@ func TestStripperRemovesSequences(t *testing.T) {
 		"tab\there\x07bell":                   "tab\therebell",
 		"❯ unicode ✻ Churned":                 "❯ unicode ✻ Churned",
 		"\x1b[38;2;255;0;0mrgb\x1b[m\x1b[K\n": "rgb\n",
+		"Quick\x1b[1Csafety\x1b[3Ccheck":      "Quick safety   check",
+		"a\x1b[Cb\x1b[12Gc":                   "a b c",
 	}
 	for in, want := range cases {
 		if got := StripString(in); got != want {

@@ -169,8 +169,8 @@ type Request struct {
 	Header   http.Header
 	Body     []byte
 	Messages *MessagesRequest // decoded /v1/messages bodies
-	Status   int              // the response's status code
-	Reply    *Reply           // the scripted reply, for /v1/messages
+	Status   int              // the response's status code; 0 while the script runs
+	Reply    *Reply           // the scripted reply, for /v1/messages; nil while the script runs
 }
 
 // Server is a running fake.
@@ -229,7 +229,11 @@ func (s *Server) Summary() string {
 		fmt.Fprintf(&b, " -> %d", r.Status)
 		if m := r.Messages; m != nil {
 			last, _ := m.LastUserBlock()
-			fmt.Fprintf(&b, " stream=%v msgs=%d tools=%d last=%s", m.Stream, len(m.Messages), len(m.Tools), describe(last))
+			roles := make([]string, len(m.Messages))
+			for i, msg := range m.Messages {
+				roles[i] = fmt.Sprintf("%s(%d)", msg.Role, len(msg.Content))
+			}
+			fmt.Fprintf(&b, " stream=%v tools=%d msgs=%s last=%s", m.Stream, len(m.Tools), strings.Join(roles, ","), describe(last))
 		}
 		if r.Reply != nil {
 			fmt.Fprintf(&b, " reply=%s", describeReply(*r.Reply))
@@ -318,23 +322,39 @@ func (s *Server) messages(w http.ResponseWriter, rec *Request) {
 		return
 	}
 	rec.Messages = &req
+	// Recorded before the script runs (a script may take its time, and the
+	// request should show while it does) and completed after.
 	s.mu.Lock()
 	s.calls++
 	n := s.calls
+	idx := len(s.requests)
+	s.requests = append(s.requests, *rec)
 	s.mu.Unlock()
 	last, ok := req.LastUserBlock()
 	reply := s.script(Call{N: n, Request: &req, Last: last, HasLast: ok})
-	rec.Reply = &reply
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		rec.Status = reply.Status
-		s.record(*rec)
-		apiError(w, reply.Status, "api_error", "fakeanthropic: scripted error")
+	if reply.ToolUse != nil {
+		// Scripts share their replies between calls: give this one its own
+		// tool call (and id).
+		tu := *reply.ToolUse
+		if tu.ID == "" {
+			tu.ID = s.nextID("toolu")
+		}
+		reply.ToolUse = &tu
+	}
+	status := http.StatusOK
+	if reply.Status != 0 {
+		status = reply.Status
+	}
+	// Completed before answering: a client may send its next request as
+	// soon as it has read this reply.
+	s.mu.Lock()
+	s.requests[idx].Reply = &reply
+	s.requests[idx].Status = status
+	s.mu.Unlock()
+	if status != http.StatusOK {
+		apiError(w, status, "api_error", "fakeanthropic: scripted error")
 		return
 	}
-	rec.Status = http.StatusOK
-	// Recorded before answering: a client may send its next request as soon
-	// as it has read this reply.
-	s.record(*rec)
 	model := req.Model
 	if model == "" {
 		model = Model
@@ -354,9 +374,6 @@ func (s *Server) message(model string, reply Reply, inTokens int) map[string]any
 		content = append(content, map[string]any{"type": "text", "text": reply.Text})
 	}
 	if tu := reply.ToolUse; tu != nil {
-		if tu.ID == "" {
-			tu.ID = s.nextID("toolu")
-		}
 		input := tu.Input
 		if input == nil {
 			input = map[string]any{}

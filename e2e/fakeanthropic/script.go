@@ -23,21 +23,7 @@ func IsSideRequest(r *MessagesRequest) bool { return !r.HasTool("Bash") }
 //
 // Side requests get the short text title.
 func ToolScript(trigger string, call Reply, done, other, title string) Script {
-	trigger = strings.ToLower(trigger)
-	return func(c Call) Reply {
-		if IsSideRequest(c.Request) {
-			return Text(title)
-		}
-		switch {
-		case !c.HasLast:
-			return Text(other)
-		case c.Last.Type == "tool_result":
-			return Text(done)
-		case c.Last.Type == "text" && strings.Contains(strings.ToLower(c.Last.Text), trigger):
-			return call
-		}
-		return Text(other)
-	}
+	return Sequence(trigger, done, other, title, call)
 }
 
 // Names used by CreateFile.
@@ -52,4 +38,52 @@ const (
 // Bash tool, and the tool's result ends the turn with "Done.".
 func CreateFile() Script {
 	return ToolScript(CreateTrigger, Bash("touch "+CreatedFile, "Create a file"), DoneText, "OK.", "Create a file")
+}
+
+// Sequence answers user text containing trigger (case-insensitive) with
+// calls[0], and each tool_result with the next call, counting the
+// tool_result blocks of the conversation; after the last call it ends the
+// turn with done. Other text gets other; side requests get title.
+func Sequence(trigger, done, other, title string, calls ...Reply) Script {
+	trigger = strings.ToLower(trigger)
+	return func(c Call) Reply {
+		if IsSideRequest(c.Request) {
+			return Text(title)
+		}
+		switch {
+		case !c.HasLast:
+			return Text(other)
+		case c.Last.Type == "tool_result":
+			if k := countToolResults(c.Request); k < len(calls) {
+				return calls[k]
+			}
+			return Text(done)
+		case c.Last.Type == "text" && strings.Contains(strings.ToLower(c.Last.Text), trigger):
+			if len(calls) == 0 {
+				return Text(done)
+			}
+			return calls[0]
+		}
+		return Text(other)
+	}
+}
+
+func countToolResults(r *MessagesRequest) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// CallTool is a reply that calls tool name with input.
+func CallTool(name string, input map[string]any) Reply {
+	return Reply{ToolUse: &ToolUse{Name: name, Input: input}}
 }

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	expect "github.com/Netflix/go-expect"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// syncBuffer collects what the person's terminal showed.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// terminalSession runs the vibeteam binary with a PTY as its controlling
+// terminal, as a person at a terminal would.
+func terminalSession(t *testing.T, p *project, args ...string) (*expect.Console, *exec.Cmd, *syncBuffer) {
+	t.Helper()
+	screen := &syncBuffer{}
+	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.command(args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = c.Close()
+	})
+	return c, cmd, screen
+}
+
+// expectString is c.ExpectString with a deadline that holds even when
+// go-expect's read deadline does not: closing the console unblocks it.
+func expectString(t *testing.T, c *expect.Console, s string, screen *syncBuffer) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { _, err := c.ExpectString(s); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("waiting for %q: %v\nscreen:\n%s", s, err, screen.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = c.Close()
+		<-done
+		t.Fatalf("no %q within 30s\nscreen:\n%s", s, screen.String())
+	}
+}
+
+// waitExit waits for the command with a deadline.
+func waitExit(t *testing.T, cmd *exec.Cmd, screen *syncBuffer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCode(err)
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("vibeteam did not finish\n%s", screen.String())
+	}
+	return -1
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func TestPauseAtTheTerminal(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: pause
+stages:
+  - id: s
+    tasks:
+      - { id: a, name: Asker, adapter: tui, pendingInputs: ["please ask", "show the menu", "free text"] }
+`)
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	step := func(want, answer string) {
+		t.Helper()
+		expectString(t, c, want, screen)
+		expectString(t, c, "reply › ", screen)
+		if _, err := c.SendLine(answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("Asker (tui) needs you: interaction_confirm", "y")  // one key: sent alone
+	step("Asker (tui) needs you: interaction_menu", ":down") // arrow, then Enter picks option 2
+	step("Asker (tui) needs you: interaction_menu", "")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	if got := p.read("rec.txt"); got != "line:please ask\nanswer:y\nline:show the menu\nmenu:2\nline:free text\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	s := p.only()
+	if s.Status != state.StatusCompleted {
+		t.Errorf("status %s", s.Status)
+	}
+	if !strings.Contains(screen.String(), "Apply the change? (y/n)") {
+		t.Errorf("the panel did not show the screen excerpt")
+	}
+}
+
+func TestPauseAtTheTerminalQuitParks(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: q\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\"] }\n")
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine(":quit")
+	if code := waitExit(t, cmd, screen); code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, screen.String())
+	}
+	if s := p.only(); s.Status != state.StatusWaiting {
+		t.Errorf("status %s, want waiting", s.Status)
+	}
+}
+
+func TestPauseAtTheTerminalDoneCompletesTheTask(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: d\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\", \"never sent\"] }\n")
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine(":done")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskDone || s.Tasks["a"].Reason != "completed_by_user" {
+		t.Errorf("task %s (%s)", s.TaskStatus["a"], s.Tasks["a"].Reason)
+	}
+	pidAlive(t, p.read("tui.pid"), false)
+}
+
+// Two tasks wait at once: the second is announced with a bell and asked
+// after the first.
+func TestPauseAsksOneTaskAtATime(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/adapters/tui2.yaml", strings.NewReplacer("name: tui", "name: tui2", "rec.txt", "rec2.txt", "tui.pid", "tui2.pid").Replace(p.read(".vibeteam/adapters/tui.yaml")))
+	p.write("wf.yaml", `id: two
+stages:
+  - id: s
+    tasks:
+      - { id: a, name: First, adapter: tui, pendingInputs: ["ask"] }
+      - { id: b, name: Second, adapter: tui2, pendingInputs: ["ask"] }
+`)
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	expectString(t, c, "is waiting too", screen)
+	_, _ = c.SendLine("y")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine("n")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	out := screen.String()
+	if !strings.Contains(out, "\a") {
+		t.Error("no bell for the second waiting task")
+	}
+	first, second := p.read("rec.txt"), p.read("rec2.txt")
+	if !(strings.Contains(first, "answer:") && strings.Contains(second, "answer:")) || first == second {
+		t.Errorf("answers: %q %q", first, second)
+	}
+}

@@ -1,0 +1,848 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/hinshun/vt10x"
+
+	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+)
+
+// Pinned CLI versions; run.sh installs these.
+const claudeVersion = "2.1.197"
+
+// testAPIKey is the key the tests give Claude Code (it never leaves the
+// machine: the base URL is the fake server).
+const testAPIKey = "sk-test-e2e-key-0123456789"
+
+// runTimeout bounds one vibeteam invocation (VIBETEAM_E2E_RUN_TIMEOUT, a
+// Go duration, overrides it).
+var runTimeout = 120 * time.Second
+
+var (
+	vibeteamBin string // built once by TestMain
+	cacheDir    string // VIBETEAM_E2E_CACHE
+	claudeBin   string // empty when not installed
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	cacheDir = os.Getenv("VIBETEAM_E2E_CACHE")
+	if cacheDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: no home directory and no VIBETEAM_E2E_CACHE:", err)
+			return 1
+		}
+		cacheDir = filepath.Join(home, ".cache", "vibeteam-e2e")
+	}
+	if v := os.Getenv("VIBETEAM_E2E_RUN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "e2e: VIBETEAM_E2E_RUN_TIMEOUT=%q: want a positive duration such as 90s\n", v)
+			return 2
+		}
+		runTimeout = d
+	}
+	if p := filepath.Join(cacheDir, "node_modules", ".bin", "claude"); isExecutable(p) {
+		claudeBin = p
+	}
+	dir, err := os.MkdirTemp("", "vibeteam-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	vibeteamBin = filepath.Join(dir, "vibeteam")
+	args := []string{"build", "-o", vibeteamBin}
+	if raceEnabled {
+		// The tests run under -race: so does vibeteam (a race exits 66).
+		args = append(args, "-race")
+	}
+	start := time.Now()
+	build := exec.Command("go", append(args, "..")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: go build of vibeteam failed:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: built vibeteam (race=%v) in %s; claude: %s\n", raceEnabled, time.Since(start).Round(time.Millisecond), orNone(claudeBin))
+	return m.Run()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not installed"
+	}
+	return s
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+func needClaude(t *testing.T) {
+	t.Helper()
+	if claudeBin == "" {
+		t.Skipf("claude not installed in %s: run e2e/run.sh, or npm install --prefix %q @anthropic-ai/claude-code@%s",
+			cacheDir, cacheDir, claudeVersion)
+	}
+}
+
+// world is one test's temporary machine: a HOME for the agent, a git
+// project, a fake model server and a workflow file.
+type world struct {
+	t       *testing.T
+	root    string
+	home    string
+	project string
+	server  *fakeanthropic.Server
+
+	mu   sync.Mutex
+	runs []*result // every vibeteam run, for the failure dump
+}
+
+type worldOptions struct {
+	script fakeanthropic.Script // default fakeanthropic.CreateFile()
+	// approveKey pre-approves the API key in .claude.json, so Claude Code
+	// does not ask whether to use it.
+	approveKey bool
+}
+
+func newWorld(t *testing.T, o worldOptions) *world {
+	t.Helper()
+	return newWorldIn(t, t.TempDir(), o)
+}
+
+// newWorldIn builds the world in root (which the test made, to know paths
+// before the script is written).
+func newWorldIn(t *testing.T, root string, o worldOptions) *world {
+	t.Helper()
+	needClaude(t)
+	w := &world{t: t, root: root, home: filepath.Join(root, "home"), project: filepath.Join(root, "project")}
+	if o.script == nil {
+		o.script = fakeanthropic.CreateFile()
+	}
+	w.server = fakeanthropic.New(t, o.script)
+
+	// Onboarding done (otherwise the first screen is "Unable to connect to
+	// Anthropic services"); the project is NOT trusted, so the trust dialog
+	// shows.
+	cfg := map[string]any{"hasCompletedOnboarding": true}
+	if o.approveKey {
+		cfg["customApiKeyResponses"] = map[string]any{"approved": []string{testAPIKey[len(testAPIKey)-20:]}, "rejected": []string{}}
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	w.write(filepath.Join(w.home, ".claude.json"), string(b))
+
+	w.write(filepath.Join(w.project, "README.md"), "# e2e project\n")
+	w.git("init", "-q")
+	w.git("add", "README.md")
+	w.git("-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "init")
+
+	t.Cleanup(w.dumpOnFailure)
+	return w
+}
+
+func (w *world) write(path, content string) {
+	w.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) git(args ...string) {
+	w.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = w.project
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+w.home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// workflow writes a workflow of one stage (outside the project) and
+// returns its path: one claude task per id (default: one task "agent"),
+// each asked to create the file. mode is "headless" or "" (interactive,
+// the default).
+func (w *world) workflow(mode string, ids ...string) string {
+	w.t.Helper()
+	if len(ids) == 0 {
+		ids = []string{"agent"}
+	}
+	var b strings.Builder
+	b.WriteString("id: e2e-claude\ngoal: create a file through a real agent\nstages:\n  - id: only\n    tasks:\n")
+	for _, id := range ids {
+		fmt.Fprintf(&b, "      - id: %s\n        name: %s\n        adapter: claude\n", id, strings.ToUpper(id[:1])+id[1:])
+		if mode != "" {
+			fmt.Fprintf(&b, "        executionMode: %s\n", mode)
+		}
+		b.WriteString("        timeout: 100s\n")
+		fmt.Fprintf(&b, "        prompt: Please %s %s in this project.\n", fakeanthropic.CreateTrigger, fakeanthropic.CreatedFile)
+	}
+	path := filepath.Join(w.root, "wf.yaml")
+	w.write(path, b.String())
+	return path
+}
+
+// environ is the environment of vibeteam (and so of the agent): the test's
+// own, minus anything that could point the agent at a real account or a
+// real config, plus the fake server.
+func (w *world) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), strings.HasPrefix(k, "VIBETEAM_"),
+			strings.HasPrefix(k, "XDG_"), k == "HOME", k == "PATH", k == "NO_COLOR", k == "IS_SANDBOX", k == "GORACE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	if raceEnabled {
+		// A race build sleeps 1 s at exit by default; races still show (exit 66).
+		env = append(env, "GORACE=atexit_sleep_ms=50")
+	}
+	return append(env,
+		"HOME="+w.home,
+		"PATH="+filepath.Dir(claudeBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL="+w.server.URL(),
+		"ANTHROPIC_API_KEY="+testAPIKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+	)
+}
+
+// result is one vibeteam run.
+type result struct {
+	args     []string
+	code     int
+	stdout   string
+	stderr   string // for a run in a PTY: the terminal transcript, ANSI-stripped
+	duration time.Duration
+}
+
+func (r *result) String() string {
+	return fmt.Sprintf("vibeteam %s: exit %d after %s", strings.Join(r.args, " "), r.code, r.duration.Round(10*time.Millisecond))
+}
+
+func (w *world) addRun(r *result) {
+	w.mu.Lock()
+	w.runs = append(w.runs, r)
+	w.mu.Unlock()
+	if strings.Contains(r.stderr, "WARNING: DATA RACE") {
+		w.t.Errorf("the race detector reported a data race in vibeteam (%s); see its stderr below", r)
+	}
+}
+
+// command is vibeteam with args, in the project, in the test's environment.
+func (w *world) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(vibeteamBin, args...)
+	cmd.Dir = w.project
+	cmd.Env = w.environ()
+	return cmd
+}
+
+// run runs vibeteam with no terminal at all: stdin is /dev/null and, in a
+// session of its own, it has no controlling terminal (/dev/tty fails).
+func (w *world) run(args ...string) *result {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := w.command(args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	r := &result{args: args}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		w.t.Fatalf("start vibeteam: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		w.t.Errorf("vibeteam %v still running after %s: stopping it", args, runTimeout)
+		err = stopProcess(cmd, done)
+	}
+	r.duration = time.Since(start)
+	r.code = exitCode(err)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	w.addRun(r)
+	w.t.Logf("%s", r)
+	w.reapTasks()
+	return r
+}
+
+// stopProcess ends a vibeteam that overran: SIGTERM (it then stops its
+// tasks and saves the session), SIGKILL after 15 s.
+func stopProcess(cmd *exec.Cmd, done <-chan error) error {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		return <-done
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return 128 + int(st.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// reapTasks fails the test if a task's process group outlived vibeteam,
+// and kills it: vibeteam must stop what it started.
+func (w *world) reapTasks() {
+	w.t.Helper()
+	for _, s := range w.sessionsQuiet() {
+		for id, rec := range s.Tasks {
+			if rec.Pid <= 0 {
+				continue
+			}
+			if pids := groupMembers(rec.Pid); len(pids) > 0 {
+				w.t.Errorf("task %s: process group %d still running after vibeteam exited (pids %v); killing it", id, rec.Pid, pids)
+				_ = syscall.Kill(-rec.Pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// groupMembers lists the live (not zombie) processes of process group pgid,
+// from /proc; empty where there is no /proc.
+func groupMembers(pgid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// session is the part of .vibeteam/sessions/<id>.json the tests read.
+type session struct {
+	ID         string                 `json:"id"`
+	Status     string                 `json:"status"`
+	TaskStatus map[string]string      `json:"taskStatus"`
+	Tasks      map[string]*taskRecord `json:"tasks"`
+	Error      string                 `json:"error"`
+}
+
+type taskRecord struct {
+	Mode     string   `json:"mode"`
+	Argv     []string `json:"argv"`
+	Pid      int      `json:"pid"`
+	ExitCode *int     `json:"exitCode"`
+	Reason   string   `json:"reason"`
+	Error    string   `json:"error"`
+	LogPath  string   `json:"logPath"`
+	Excerpt  string   `json:"excerpt"`
+}
+
+func (w *world) sessionsQuiet() []*session {
+	paths, _ := filepath.Glob(filepath.Join(w.project, ".vibeteam", "sessions", "*.json"))
+	var out []*session
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var s session
+		if json.Unmarshal(b, &s) == nil {
+			out = append(out, &s)
+		}
+	}
+	return out
+}
+
+// only is the project's one session.
+func (w *world) only() *session {
+	w.t.Helper()
+	ss := w.sessionsQuiet()
+	if len(ss) != 1 {
+		w.t.Fatalf("want 1 session in %s, found %d", filepath.Join(w.project, ".vibeteam", "sessions"), len(ss))
+	}
+	return ss[0]
+}
+
+// event is one line of .vibeteam/logs/<id>.jsonl.
+type event map[string]any
+
+func (e event) str(k string) string {
+	if v, ok := e[k]; ok && v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func (w *world) events(id string) []event {
+	w.t.Helper()
+	f, err := os.Open(filepath.Join(w.project, ".vibeteam", "logs", id+".jsonl"))
+	if err != nil {
+		w.t.Errorf("event log: %v", err)
+		return nil
+	}
+	defer f.Close()
+	var out []event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			w.t.Errorf("event log line %q: %v", sc.Text(), err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func eventsOf(evs []event, typ string) []event {
+	var out []event
+	for _, e := range evs {
+		if e.str("event") == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// taskLog is .vibeteam/logs/<id>/<task>.log (or .raw.log with raw).
+func (w *world) taskLog(id, task string, raw bool) string {
+	name := task + ".log"
+	if raw {
+		name = task + ".raw.log"
+	}
+	b, _ := os.ReadFile(filepath.Join(w.project, ".vibeteam", "logs", id, name))
+	return string(b)
+}
+
+// assertCreated checks the agent's tool call reached the project.
+func (w *world) assertCreated() {
+	w.t.Helper()
+	if _, err := os.Stat(filepath.Join(w.project, fakeanthropic.CreatedFile)); err != nil {
+		w.t.Errorf("the agent did not create %s: %v", fakeanthropic.CreatedFile, err)
+	}
+	// The tool's result went back to the model.
+	found := false
+	for _, r := range w.server.MessageRequests() {
+		if last, ok := r.Messages.LastUserBlock(); ok && last.Type == "tool_result" {
+			found = true
+			if last.IsError {
+				w.t.Errorf("the tool call failed: %s", last.ResultText())
+			}
+		}
+	}
+	if !found {
+		w.t.Errorf("the model never got a tool_result")
+	}
+}
+
+// assertDone checks the session completed with its tasks DONE (default:
+// the one task "agent").
+func (w *world) assertDone(s *session, ids ...string) {
+	w.t.Helper()
+	if len(ids) == 0 {
+		ids = []string{"agent"}
+	}
+	if s.Status != "completed" {
+		w.t.Errorf("session %s: status %q, want completed", s.ID, s.Status)
+	}
+	for _, id := range ids {
+		if got := s.TaskStatus[id]; got != "DONE" {
+			w.t.Errorf("session %s: task %s %q, want DONE", s.ID, id, got)
+		}
+	}
+}
+
+// dumpOnFailure (or VIBETEAM_E2E_DUMP=1) prints what is needed to see why: vibeteam's output, the
+// model traffic, the events, the task logs and the agent's last screen.
+func (w *world) dumpOnFailure() {
+	if !w.t.Failed() && os.Getenv("VIBETEAM_E2E_DUMP") == "" {
+		if testing.Verbose() {
+			w.t.Logf("fake model server requests:\n%s", w.server.Summary())
+		}
+		return
+	}
+	t := w.t
+	w.mu.Lock()
+	runs := append([]*result(nil), w.runs...)
+	w.mu.Unlock()
+	for _, r := range runs {
+		t.Logf("==== %s\n---- stdout\n%s\n---- stderr / terminal\n%s", r, clipTail(r.stdout, 8000), clipTail(r.stderr, 12000))
+	}
+	t.Logf("==== fake model server requests\n%s", w.server.Summary())
+	for _, s := range w.sessionsQuiet() {
+		sb, _ := json.MarshalIndent(map[string]any{"status": s.Status, "taskStatus": s.TaskStatus, "tasks": s.Tasks, "error": s.Error}, "", "  ")
+		t.Logf("==== session %s\n%s", s.ID, sb)
+		var lines []string
+		lastState, repeats := "", 0
+		flush := func() {
+			if repeats > 0 {
+				lines = append(lines, fmt.Sprintf("  … %d more state events for %s", repeats, lastState))
+			}
+			repeats = 0
+		}
+		for _, e := range w.events(s.ID) {
+			typ := e.str("event")
+			if typ == "task_output" {
+				continue
+			}
+			// A spinner changes the screen several times a second: one line
+			// per run of the same state.
+			if typ == "state" {
+				key := e.str("task") + " " + e.str("state")
+				if key == lastState {
+					repeats++
+					continue
+				}
+				flush()
+				lastState = key
+			} else {
+				flush()
+				lastState = ""
+			}
+			b, _ := json.Marshal(e)
+			lines = append(lines, clip(string(b), 400))
+		}
+		flush()
+		t.Logf("==== events (without task_output)\n%s", strings.Join(lines, "\n"))
+		for task := range s.Tasks {
+			t.Logf("==== task log %s (tail)\n%s", task, clipTail(w.taskLog(s.ID, task, false), 6000))
+			if raw := w.taskLog(s.ID, task, true); raw != "" {
+				t.Logf("==== %s.raw.log: %d bytes; last screen (120x40):\n%s", task, len(raw), render(raw, 120, 40))
+			}
+		}
+	}
+}
+
+// render plays raw terminal output into a virtual terminal and returns the
+// final screen.
+func render(raw string, cols, rows int) string {
+	vt := vt10x.New(vt10x.WithSize(cols, rows))
+	_, _ = vt.Write([]byte(raw))
+	vt.Lock()
+	defer vt.Unlock()
+	var b strings.Builder
+	for y := 0; y < rows; y++ {
+		var line []rune
+		for x := 0; x < cols; x++ {
+			r := vt.Cell(x, y).Char
+			if r == 0 {
+				r = ' '
+			}
+			line = append(line, r)
+		}
+		b.WriteString(strings.TrimRight(string(line), " "))
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func clipTail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// ansi matches escape sequences: CSI, OSC (BEL or ST ended), and two-byte
+// escapes.
+var ansi = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_()][0-9A-Za-z]?`)
+
+func stripANSI(s string) string { return ansi.ReplaceAllString(s, "") }
+
+// ttySession is vibeteam running in a pseudo-terminal that is its
+// controlling terminal, as for a person at a terminal.
+type ttySession struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	ptmx  *os.File
+	start time.Time
+
+	mu      sync.Mutex
+	out     bytes.Buffer
+	changed chan struct{} // pinged on output
+	readEnd chan struct{}
+	exited  chan struct{}
+	err     error
+	quitAt  int // where a SIGQUIT goroutine dump starts in text(); 0: none
+}
+
+// startTTY starts vibeteam with args in a new 120x40 PTY; the PTY becomes
+// its controlling terminal (Setsid+Setctty), so /dev/tty is the PTY.
+func (w *world) startTTY(args ...string) *ttySession {
+	w.t.Helper()
+	cmd := w.command(args...)
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 120, Rows: 40})
+	if err != nil {
+		w.t.Fatalf("start vibeteam in a pty: %v", err)
+	}
+	s := &ttySession{t: w.t, cmd: cmd, ptmx: ptmx, start: time.Now(),
+		changed: make(chan struct{}, 1), readEnd: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(s.readEnd)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := ptmx.Read(buf)
+			if n > 0 {
+				s.mu.Lock()
+				s.out.Write(buf[:n])
+				s.mu.Unlock()
+				select {
+				case s.changed <- struct{}{}:
+				default:
+				}
+			}
+			if err != nil {
+				return // EIO once vibeteam (the last holder of the slave) is gone
+			}
+		}
+	}()
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	// If the test ends early (t.Fatal), vibeteam must not outlive it.
+	w.t.Cleanup(func() {
+		if !s.hasExited() {
+			_ = cmd.Process.Kill()
+			<-s.exited
+			w.reapTasks()
+		}
+		_ = ptmx.Close()
+	})
+	return s
+}
+
+// text is everything vibeteam wrote so far, ANSI-stripped, with the
+// terminal's CR LF line ends as LF.
+func (s *ttySession) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.ReplaceAll(stripANSI(s.out.String()), "\r\n", "\n")
+}
+
+func (s *ttySession) send(keys string) {
+	if _, err := s.ptmx.Write([]byte(keys)); err != nil {
+		s.t.Errorf("type %q: %v", keys, err)
+	}
+}
+
+func (s *ttySession) hasExited() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// goroutines makes a stuck vibeteam print its goroutines (SIGQUIT; Go
+// prints them on stderr, the PTY, and exits 2) and returns that text.
+func (s *ttySession) goroutines() string {
+	before := len(s.text())
+	s.quitAt = before
+	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+	}
+	select {
+	case <-s.readEnd:
+	case <-time.After(2 * time.Second):
+	}
+	text := s.text()
+	if len(text) < before {
+		return ""
+	}
+	// Only the goroutines that run vibeteam's code.
+	var keep []string
+	for _, g := range strings.Split(text[before:], "\n\n") {
+		if strings.Contains(g, "github.com/vibeteam/") {
+			keep = append(keep, strings.TrimSpace(g))
+		}
+	}
+	return clip(strings.Join(keep, "\n\n"), 20000)
+}
+
+// finish ends the session: it returns when vibeteam exits, or stops it at
+// the deadline.
+func (s *ttySession) finish(w *world, args []string) *result {
+	var err error
+	select {
+	case <-s.exited:
+	case <-time.After(time.Until(s.start.Add(runTimeout))):
+		s.t.Errorf("vibeteam %v still running after %s: stopping it", args, runTimeout)
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(15 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	err = s.err
+	select {
+	case <-s.readEnd:
+	case <-time.After(5 * time.Second):
+		s.t.Errorf("the PTY stayed open 5 s after vibeteam exited (a child still holds it)")
+	}
+	_ = s.ptmx.Close()
+	text := s.text()
+	if s.quitAt > 0 && s.quitAt <= len(text) {
+		text = text[:s.quitAt] + "\n[goroutine dump cut: see above]\n"
+	}
+	r := &result{args: args, code: exitCode(err), stderr: text, duration: time.Since(s.start)}
+	w.addRun(r)
+	s.t.Logf("%s", r)
+	w.reapTasks()
+	return r
+}
+
+// pause is one question vibeteam asked at the terminal.
+type pause struct {
+	task  string // the task's display name
+	state string // e.g. interaction_trust
+	panel string // from "… needs you" to the reply prompt
+}
+
+const replyPrompt = "reply › "
+
+// answerPauses reads vibeteam's terminal until it exits (or runTimeout
+// after the start) and, each time a reply prompt appears, types what
+// decide says for the panel above it. A positive after bounds the wait
+// further: it returns that long after the first answer.
+func (s *ttySession) answerPauses(decide func(pause) string, after time.Duration) {
+	prompts := 0
+	deadline := time.After(time.Until(s.start.Add(runTimeout)))
+	var afterFirst <-chan time.Time
+	for {
+		select {
+		case <-s.exited:
+			return
+		case <-deadline:
+			return
+		case <-afterFirst:
+			return
+		case <-s.changed:
+		}
+		text := s.text()
+		for n := strings.Count(text, replyPrompt); prompts < n; prompts++ {
+			if after > 0 && afterFirst == nil {
+				afterFirst = time.After(after)
+			}
+			panel := text[:nthIndex(text, replyPrompt, prompts)]
+			i := strings.LastIndex(panel, "needs you")
+			if i < 0 {
+				s.t.Errorf("a reply prompt without a \"needs you\" panel above it:\n%s", clipTail(panel, 2000))
+				s.send(":quit\r")
+				continue
+			}
+			if j := strings.LastIndex(panel[:i], "──"); j >= 0 {
+				i = j
+			}
+			p := parsePanel(panel[i:])
+			s.send(decide(p))
+		}
+	}
+}
+
+// parsePanel reads "── NAME (ADAPTER) needs you: STATE ──" and the lines
+// after it.
+func parsePanel(panel string) pause {
+	p := pause{panel: panel}
+	line, _, _ := strings.Cut(panel, "\n")
+	before, after, _ := strings.Cut(line, "needs you:")
+	before = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(before), "──"))
+	if k := strings.LastIndex(before, " ("); k >= 0 {
+		before = before[:k]
+	}
+	p.task = before
+	p.state, _, _ = strings.Cut(strings.TrimSpace(after), " ")
+	return p
+}
+
+// nthIndex is the index of the n-th (0-based) occurrence of sub in s.
+func nthIndex(s, sub string, n int) int {
+	off := 0
+	for ; ; n-- {
+		i := strings.Index(s[off:], sub)
+		if i < 0 {
+			return -1
+		}
+		if n == 0 {
+			return off + i
+		}
+		off += i + len(sub)
+	}
+}
