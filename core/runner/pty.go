@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -27,7 +28,7 @@ const (
 	// two state checks. When output outruns it (a firehose, not a TUI), the
 	// screen is rebuilt from the newest bytes only; TUIs redraw far less
 	// than this between checks.
-	screenBacklog = 256 << 10
+	screenBacklog = 64 << 10
 	chunkSize     = 64 << 10
 	chunkQueue    = 32
 )
@@ -184,38 +185,65 @@ func tailOf(b []byte, n int) []byte {
 	return b
 }
 
-// Queries a TUI sends to learn about its terminal; some (codex) wait for the
-// answer, so without a real terminal attached we give one.
-var terminalQueries = []struct{ q, a string }{
-	{"\x1b[6n", ""}, // cursor position: answered from the screen
-	{"\x1b[c", "\x1b[?62;22c"},
-	{"\x1b[0c", "\x1b[?62;22c"},
-	{"\x1b[>c", "\x1b[>1;10;0c"},
-	{"\x1b[5n", "\x1b[0n"},
-	{"\x1b]10;?", "\x1b]10;rgb:ffff/ffff/ffff\x1b\\"},
-	{"\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
-}
-
+// answerQueries answers the queries a TUI sends to learn about its terminal;
+// some (codex) wait for the answer, so without a real terminal attached we
+// give one. One pass over the ESC bytes: this runs on the read path.
 func (t *Terminal) answerQueries(carry, chunk []byte) {
 	hay := chunk
+	skip := 0 // queries starting inside the carry were answered last time
 	if len(carry) > 0 {
 		hay = append(append(make([]byte, 0, len(carry)+len(chunk)), carry...), chunk...)
+		skip = len(carry)
 	}
-	for _, tq := range terminalQueries {
-		n := bytes.Count(hay, []byte(tq.q))
-		if n == 0 {
+	for i := 0; i < len(hay); {
+		j := bytes.IndexByte(hay[i:], 0x1b)
+		if j < 0 {
+			return
+		}
+		i += j
+		if ans, n := queryAnswer(hay[i:]); n > 0 {
+			if i+n > skip {
+				if ans == "" { // cursor position: from the screen
+					ans = t.cursorReport()
+				}
+				_ = t.write([]byte(ans))
+			}
+			i += n
 			continue
 		}
-		// A query wholly inside the carry was answered with the previous chunk.
-		n -= bytes.Count(carry, []byte(tq.q))
-		for i := 0; i < n; i++ {
-			ans := tq.a
-			if ans == "" {
-				ans = t.cursorReport()
-			}
-			_ = t.write([]byte(ans))
+		i++
+	}
+}
+
+// queryAnswer recognises a terminal query at the start of p and returns the
+// reply ("" for a cursor position report) and the query's length.
+func queryAnswer(p []byte) (string, int) {
+	if len(p) < 3 {
+		return "", 0
+	}
+	switch p[1] {
+	case '[':
+		switch {
+		case bytes.HasPrefix(p, []byte("\x1b[6n")):
+			return "", 4
+		case bytes.HasPrefix(p, []byte("\x1b[c")):
+			return "\x1b[?62;22c", 3
+		case bytes.HasPrefix(p, []byte("\x1b[0c")):
+			return "\x1b[?62;22c", 4
+		case bytes.HasPrefix(p, []byte("\x1b[>c")):
+			return "\x1b[>1;10;0c", 4
+		case bytes.HasPrefix(p, []byte("\x1b[5n")):
+			return "\x1b[0n", 4
+		}
+	case ']':
+		switch {
+		case bytes.HasPrefix(p, []byte("\x1b]10;?")):
+			return "\x1b]10;rgb:ffff/ffff/ffff\x1b\\", 6
+		case bytes.HasPrefix(p, []byte("\x1b]11;?")):
+			return "\x1b]11;rgb:0000/0000/0000\x1b\\", 6
 		}
 	}
+	return "", 0
 }
 
 // cursorReport answers a cursor position query. The screen may lag behind
@@ -239,17 +267,24 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 		lastCheck time.Time
 		quiet     = time.NewTimer(time.Hour)
 		pending   bool
+		rawLog    *bufio.Writer
 	)
 	quiet.Stop()
 	defer quiet.Stop()
+	if t.opts.RawLog != nil {
+		// Buffered: a write per PTY read (often 4 KiB) costs more than
+		// everything else on this path. Flushed at every quiet period.
+		rawLog = bufio.NewWriterSize(t.opts.RawLog, 64<<10)
+		defer rawLog.Flush()
+	}
 	for {
 		select {
 		case chunk, ok := <-t.chunks:
 			if !ok {
 				return
 			}
-			if t.opts.RawLog != nil {
-				_, _ = t.opts.RawLog.Write(chunk)
+			if rawLog != nil {
+				_, _ = rawLog.Write(chunk)
 			}
 			if m := t.mirror.Load(); m != nil {
 				_, _ = m.w.Write(chunk)
@@ -261,18 +296,20 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 			t.appendBacklog(chunk)
 			b := chunk[:cap(chunk)]
 			t.pool.Put(&b)
-			if t.opts.OnState == nil {
-				continue
-			}
 			pending = true
-			if now := time.Now(); now.Sub(lastCheck) >= t.opts.MaxInterval {
-				lastCheck = now
-				pending = false
-				t.check()
+			if t.opts.OnState != nil {
+				if now := time.Now(); now.Sub(lastCheck) >= t.opts.MaxInterval {
+					lastCheck = now
+					pending = false
+					t.check()
+				}
 			}
 			quiet.Reset(t.opts.Quiet)
 		case <-quiet.C:
-			if pending {
+			if rawLog != nil {
+				_ = rawLog.Flush()
+			}
+			if pending && t.opts.OnState != nil {
 				lastCheck = time.Now()
 				pending = false
 				t.check()

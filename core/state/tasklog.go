@@ -1,10 +1,12 @@
 package state
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxTailLineBytes caps one line of the in-memory tail. The tail ends up in
@@ -12,12 +14,17 @@ import (
 // not bloat every checkpoint.
 const maxTailLineBytes = 2048
 
+// logFlushEvery bounds how far the file lags behind the output.
+const logFlushEvery = 250 * time.Millisecond
+
 // TaskLog is the full output file of one task plus a bounded tail of clean
 // lines for the session file. It is safe for concurrent use.
 type TaskLog struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
+	mu        sync.Mutex
+	f         *os.File
+	w         *bufio.Writer // a PTY delivers ~4 KiB reads; a syscall each is the cost
+	lastFlush time.Time
+	path      string
 
 	max   int      // lines kept in the tail
 	ring  []string // complete lines, oldest at ring[start] once full
@@ -36,7 +43,7 @@ func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
-	return &TaskLog{f: f, path: path, max: max(tailLines, 0)}, nil
+	return &TaskLog{f: f, w: bufio.NewWriterSize(f, 64<<10), lastFlush: time.Now(), path: path, max: max(tailLines, 0)}, nil
 }
 
 // Path is the file the log writes to.
@@ -50,8 +57,13 @@ func (t *TaskLog) Write(p []byte) (int, error) {
 	if t.f == nil {
 		return 0, os.ErrClosed
 	}
-	n, err := t.f.Write(p)
+	n, err := t.w.Write(p)
 	t.feed(p[:n])
+	// Someone may be following the file: it lags by at most this much.
+	if now := time.Now(); err == nil && now.Sub(t.lastFlush) > logFlushEvery {
+		t.lastFlush = now
+		err = t.w.Flush()
+	}
 	return n, err
 }
 
@@ -134,7 +146,11 @@ func (t *TaskLog) Close() error {
 	if t.f == nil {
 		return nil
 	}
+	ferr := t.w.Flush()
 	err := t.f.Close()
+	if err == nil {
+		err = ferr
+	}
 	t.f = nil
 	return err
 }

@@ -114,6 +114,7 @@ func TestTaskLogNoTail(t *testing.T) {
 	if got := l.Tail(); got != nil {
 		t.Errorf("tail %q with tailLines 0", got)
 	}
+	l.Close() // the file is buffered; Close flushes
 	if data, _ := os.ReadFile(path); string(data) != "a\nb\n" {
 		t.Errorf("file holds %q", data)
 	}

@@ -13,12 +13,14 @@
 //	ignoreterm        ignore SIGTERM (so only SIGKILL stops it)
 //	stamp=PATH        append the current time (unix nanoseconds) and a newline to PATH
 //	require=PATH      exit 1 unless PATH exists
+//	flood=BYTES       write BYTES of coloured log lines to stdout, fast
 //	exit=N            exit with status N
 //
 // Arguments that are not commands (flags of an adapter) are ignored.
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,6 +88,10 @@ func main() {
 				fmt.Fprintln(os.Stderr, "missing required file", val)
 				os.Exit(1)
 			}
+		case "flood":
+			n, err := strconv.ParseInt(val, 10, 64)
+			must(err)
+			flood(n)
 		case "exit":
 			n, err := strconv.Atoi(val)
 			must(err)
@@ -99,4 +105,24 @@ func must(err error) {
 		fmt.Fprintln(os.Stderr, "fakeagent:", err)
 		os.Exit(99)
 	}
+}
+
+// flood writes n bytes of short ANSI-coloured lines, the shape of a busy
+// build log, as fast as the terminal takes them.
+func flood(n int64) {
+	var block []byte
+	for i := 0; len(block) < 64<<10; i++ {
+		block = append(block, fmt.Sprintf("\x1b[32m%06d\x1b[0m \x1b[1mINFO\x1b[0m compiled \x1b[36mpkg/%d\x1b[0m in %dms\r\n", i, i%97, i%13)...)
+	}
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	for n > 0 {
+		b := block
+		if int64(len(b)) > n {
+			b = b[:n]
+		}
+		_, err := w.Write(b)
+		must(err)
+		n -= int64(len(b))
+	}
+	must(w.Flush())
 }
