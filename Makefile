@@ -14,10 +14,12 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-# Benchmarks print a table: validation of a 500-task workflow, the ANSI
-# stripper, and the PTY output path.
+# Benchmarks print a table: `vibeteam --help` and `validate` on 500 tasks
+# (whole processes), the ANSI stripper, the PTY output path against a bare
+# read loop (ratio), the reaction time to a prompt (p50/p90), and peak RSS
+# while a task writes 100 MB and 1 GB.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./core/workflow/ ./core/runner/ ./cli/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./cli/
 
 # The real-agent tier (installs pinned agent CLIs into a cache outside the repo).
 e2e:

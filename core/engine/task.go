@@ -129,7 +129,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 		case tr.lastOutput <- struct{}{}:
 		default:
 		}
-		x.emit(EvTaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
+		x.emit(EvTaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
 	}
 
 	var proc runner.Process

@@ -14,6 +14,9 @@
 //	stamp=PATH        append the current time (unix nanoseconds) and a newline to PATH
 //	require=PATH      exit 1 unless PATH exists
 //	flood=BYTES       write BYTES of coloured log lines to stdout, fast
+//	prompts=N:PATH    (in a terminal) N times: wait 300 ms, draw "Proceed #i? (y/n)",
+//	                  read one key; append the microseconds from the prompt's last
+//	                  byte to the key to PATH
 //	exit=N            exit with status N
 //
 // Arguments that are not commands (flags of an adapter) are ignored.
@@ -31,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 func main() {
@@ -92,6 +97,11 @@ func main() {
 			n, err := strconv.ParseInt(val, 10, 64)
 			must(err)
 			flood(n)
+		case "prompts":
+			count, path, _ := strings.Cut(val, ":")
+			n, err := strconv.Atoi(count)
+			must(err)
+			prompts(n, path)
 		case "exit":
 			n, err := strconv.Atoi(val)
 			must(err)
@@ -125,4 +135,31 @@ func flood(n int64) {
 		n -= int64(len(b))
 	}
 	must(w.Flush())
+}
+
+// prompts measures how fast whoever drives this terminal answers a prompt.
+func prompts(n int, path string) {
+	old, err := term.MakeRaw(0)
+	must(err)
+	defer term.Restore(0, old)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	must(err)
+	defer f.Close()
+	key := make([]byte, 1)
+	for i := 1; i <= n; i++ {
+		time.Sleep(300 * time.Millisecond)
+		// In pieces, as TUIs write: the prompt is only complete with the
+		// last one, so it is found at the quiet period, not on the first read.
+		for _, piece := range []string{fmt.Sprintf("\x1b[2J\x1b[Hworking on step %d\r\n", i), fmt.Sprintf("Proceed #%d? ", i), "(y/n) "} {
+			_, err := os.Stdout.WriteString(piece)
+			must(err)
+			time.Sleep(5 * time.Millisecond)
+		}
+		start := time.Now().Add(-5 * time.Millisecond)
+		_, err = os.Stdin.Read(key)
+		must(err)
+		fmt.Fprintln(f, time.Since(start).Microseconds())
+		_, err = os.Stdout.WriteString(fmt.Sprintf("\x1b[2J\x1b[Hanswered %q\r\n", key))
+		must(err)
+	}
 }

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkHelp is the time of `vibeteam --help`, the whole process.
+func BenchmarkHelp(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if out, err := exec.Command(vibeteam, "--help").CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// BenchmarkValidate500Tasks is the time of `vibeteam validate` on a
+// generated workflow of 50 stages × 10 tasks, the whole process.
+func BenchmarkValidate500Tasks(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	sb.WriteString("id: big\ngoal: a big one\nstages:\n")
+	for s := 0; s < 50; s++ {
+		fmt.Fprintf(&sb, "  - id: stage-%d\n    tasks:\n", s)
+		for t := 0; t < 10; t++ {
+			fmt.Fprintf(&sb, "      - id: task-%d-%d\n        adapter: shell\n        executionMode: headless\n        prompt: echo {{.goal}} %d\n        env: { N: \"%d\" }\n        extraArgs: [\"-e\"]\n", s, t, t, t)
+		}
+	}
+	path := dir + "/big.yaml"
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if out, err := exec.Command(vibeteam, "--base-dir", dir, "validate", path).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+// BenchmarkReaction measures, through the real binary, the time from the
+// last byte of a prompt written by the agent to the auto-policy's key read
+// by the agent (target: p50 ≤ quiet period + 30 ms; quiet is 150 ms).
+func BenchmarkReaction(b *testing.B) {
+	const prompts = 20
+	var all []float64
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		write := func(rel, content string) {
+			if err := os.MkdirAll(dir+"/"+rel[:strings.LastIndexByte(rel, '/')+1], 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(dir+"/"+rel, []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		write(".vibeteam/adapters/prompter.yaml", fmt.Sprintf(`name: prompter
+command: %s
+modes:
+  interactive: { args: [], prompt: { position: arg } }
+quietPeriod: 150ms
+states:
+  - { name: interaction_confirm, pattern: 'Proceed #\d+\? \(y/n\)' }
+autoPolicy:
+  handlers:
+    - { when: '\(y/n\)', use: confirmYes }
+`, fakeAgent))
+		write("wf.yaml", fmt.Sprintf("id: react\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: prompter, prompt: \"prompts=%d:%s/times.txt\" }\n", prompts, dir))
+		cmd := exec.Command(vibeteam, "--base-dir", dir, "run", "wf.yaml", "--auto-approve")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		data, err := os.ReadFile(dir + "/times.txt")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range strings.Fields(string(data)) {
+			us, _ := strconv.ParseFloat(f, 64)
+			all = append(all, us/1000)
+		}
+	}
+	sort.Float64s(all)
+	b.ReportMetric(all[len(all)/2], "p50-ms")
+	b.ReportMetric(all[len(all)*9/10], "p90-ms")
+	b.ReportMetric(all[len(all)-1], "max-ms")
+}
+
+// BenchmarkPeakRSS runs an interactive task that writes 100 MB and then
+// 1 GB through the whole product (PTY, screen, logs, events) and reports
+// vibeteam's peak RSS for each (target ≤ 64 MB, flat in the output size).
+func BenchmarkPeakRSS(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		for _, size := range []int64{100 << 20, 1 << 30} {
+			dir := b.TempDir()
+			if err := os.MkdirAll(dir+"/.vibeteam/adapters", 0o755); err != nil {
+				b.Fatal(err)
+			}
+			adapter := fmt.Sprintf(`name: flood
+command: %s
+modes:
+  interactive: { args: [], prompt: { position: arg } }
+states:
+  - { name: working, pattern: 'INFO' }
+  - { name: interaction_idle, pattern: '(?m)^> $' }
+`, fakeAgent)
+			if err := os.WriteFile(dir+"/.vibeteam/adapters/flood.yaml", []byte(adapter), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			wf := fmt.Sprintf("id: flood\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: flood, prompt: \"flood=%d\" }\n", size)
+			if err := os.WriteFile(dir+"/wf.yaml", []byte(wf), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(vibeteam, "--base-dir", dir, "run", "wf.yaml")
+			cmd.Dir = dir
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			elapsed := time.Since(start)
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			name := fmt.Sprintf("RSS-MB-%dMB", size>>20)
+			b.ReportMetric(float64(ru.Maxrss)/1024, name)
+			b.ReportMetric(float64(size>>20)/elapsed.Seconds(), fmt.Sprintf("MB/s-%dMB", size>>20))
+			os.RemoveAll(dir + "/.vibeteam/logs")
+		}
+	}
+}
