@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -204,4 +206,50 @@ stages:
 		t.Errorf("stderr does not say timeout:\n%s", r.stderr)
 	}
 	pidAlive(t, p.read("tui.pid"), false)
+}
+
+func TestInactivityTimeoutOfAnAdapter(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/adapters/quiet.yaml", fmt.Sprintf(`name: quiet
+command: %s
+inactivityTimeout: 500ms
+modes:
+  headless: { args: [], prompt: { position: arg } }
+`, fakeAgent))
+	p.write("wf.yaml", "id: i\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: quiet, executionMode: headless, prompt: \"print=one sleep=30s\" }\n")
+	start := time.Now()
+	r := p.run("run", "wf.yaml", "--grace", "500ms")
+	wantCode(t, r, 1)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s", d)
+	}
+	if s := p.only(); s.Tasks["a"].Reason != "inactivity_timeout" {
+		t.Errorf("reason %q, want inactivity_timeout", s.Tasks["a"].Reason)
+	}
+}
+
+func TestHeadlessModeWithUsePTY(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/adapters/ptyheadless.yaml", fmt.Sprintf(`name: ptyheadless
+command: %s
+modes:
+  headless: { args: [], prompt: { position: arg }, usePTY: true }
+`, fakeAgent))
+	p.write("wf.yaml", `id: u
+stages:
+  - id: s
+    tasks:
+      - { id: pty, adapter: ptyheadless, executionMode: headless, prompt: "tty=pty.txt print=hello" }
+      - { id: pipe, adapter: fake, executionMode: headless, prompt: "tty=pipe.txt" }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 0)
+	if got := p.read("pty.txt"); got != "tty" {
+		t.Errorf("usePTY task saw %q", got)
+	}
+	if got := p.read("pipe.txt"); got != "notty" {
+		t.Errorf("plain headless task saw %q", got)
+	}
+	if s := p.only(); s.Tasks["pty"].ExitCode == nil || *s.Tasks["pty"].ExitCode != 0 {
+		t.Errorf("usePTY task: %+v", s.Tasks["pty"])
+	}
 }

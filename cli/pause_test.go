@@ -193,3 +193,28 @@ stages:
 		t.Errorf("answers: %q %q", first, second)
 	}
 }
+
+func TestPauseAttachHandsOverTheTerminal(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: at\nstages:\n  - id: s\n    tasks:\n      - { id: a, name: Asker, adapter: tui, pendingInputs: [\"ask\"] }\n")
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine(":attach")
+	expectString(t, c, "attached to Asker", screen)
+	expectString(t, c, "Apply the change? (y/n)", screen) // the live screen, as the TUI draws it
+	time.Sleep(300 * time.Millisecond)
+	_, _ = c.Send("y")
+	expectString(t, c, "answered y", screen)
+	time.Sleep(300 * time.Millisecond)
+	_, _ = c.Send("\x1d") // Ctrl-]
+	expectString(t, c, "(detached)", screen)
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	if got := p.read("rec.txt"); got != "line:ask\nanswer:y\n" {
+		t.Errorf("the TUI received %q", got)
+	}
+	if s := p.only(); s.TaskStatus["a"] != state.TaskDone {
+		t.Errorf("task %s", s.TaskStatus["a"])
+	}
+}

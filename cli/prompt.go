@@ -227,32 +227,42 @@ func (p *prompter) attach(w waitingTask) error {
 	_, _ = io.WriteString(p.tty, strings.ReplaceAll(pt.Screen(), "\n", "\r\n"))
 	pt.Mirror(p.tty)
 	defer pt.Mirror(nil)
-	ex.Attached(w.id)
+	ex.Attached(w.id, true)
+	defer ex.Attached(w.id, false)
 
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
 	stop := make(chan struct{})
-	resized := make(chan struct{})
+	watcher := make(chan struct{})
 	go func() {
-		defer close(resized)
+		defer close(watcher)
 		for {
 			select {
 			case <-winch:
 				if cols, rows, err := term.GetSize(fd); err == nil {
 					_ = pt.Resize(cols, rows)
 				}
+			case <-pt.Done():
+				// The task ended while attached: unblock the read below.
+				_ = p.tty.SetReadDeadline(past)
+				return
 			case <-stop:
 				return
 			}
 		}
 	}()
-	defer func() { close(stop); <-resized }()
+	defer func() {
+		close(stop)
+		<-watcher
+		_ = p.tty.SetReadDeadline(time.Time{})
+	}()
 
 	buf := make([]byte, 1024)
 	for {
 		n, err := p.tty.Read(buf)
 		if err != nil {
+			fmt.Fprintf(p.tty, "\r\n(%s ended)\r\n", w.name)
 			return nil
 		}
 		chunk := buf[:n]

@@ -360,14 +360,15 @@ func (x *Executor) Terminal(taskID string) (*runner.Terminal, error) {
 	return tr.term.term, nil
 }
 
-// Attached tells a task that a person typed into its terminal directly, so
-// it no longer waits.
-func (x *Executor) Attached(taskID string) {
+// Attached tells a task that a person has its terminal (true) or gave it
+// back (false). While attached, nothing is answered or typed for them and
+// the task does not complete on idle.
+func (x *Executor) Attached(taskID string, attached bool) {
 	x.mu.Lock()
 	tr := x.active[taskID]
 	x.mu.Unlock()
 	if tr != nil {
-		_ = tr.queueReply(reply{attached: true})
+		_ = tr.queueReply(reply{attach: attached, detach: !attached})
 	}
 }
 

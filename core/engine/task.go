@@ -210,7 +210,8 @@ func (tr *taskRun) send(text, source string) error {
 type reply struct {
 	text     string
 	enter    bool // type text, pause, then Enter
-	attached bool // the person took the terminal over (keys went directly)
+	attach   bool // the person takes the terminal over: no automation meanwhile
+	detach   bool // and gives it back
 }
 
 // queueReply hands a person's answer to the wait loop.
@@ -226,7 +227,20 @@ func (tr *taskRun) queueReply(r reply) error {
 // applyReply types a person's answer; the task is RUNNING again.
 func (tr *taskRun) applyReply(r reply) {
 	switch {
-	case r.attached:
+	case r.attach:
+		if tr.term != nil {
+			tr.term.attached = true
+		}
+	case r.detach:
+		if tr.term != nil {
+			tr.term.attached = false
+			// Look at the screen as it is now.
+			tr.term.lastSeen = ""
+			if d, ok := tr.term.term.Detect(); ok {
+				tr.onDetection(d)
+			}
+		}
+		return
 	case r.enter:
 		tr.typeLine(r.text, "user")
 	default:

@@ -47,6 +47,7 @@ type terminalState struct {
 	lastActedAt  time.Time
 	waitingState string // non-empty while WAITING_FOR_USER
 	lastSeen     string // state of the previous detection
+	attached     bool   // a person has the terminal (:attach)
 	// A prompt seen during the cooldown after an answer is looked at again
 	// when the cooldown ends, in case the screen never changes again (the
 	// keys were lost).
@@ -127,6 +128,9 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	}
 	if d.State != ts.lastActed {
 		ts.lastActed = ""
+	}
+	if ts.attached {
+		return
 	}
 	switch kind {
 	case "working":

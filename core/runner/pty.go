@@ -382,13 +382,31 @@ func (t *Terminal) check() {
 	t.seq++
 	d := Detection{Screen: text, Seq: t.seq}
 	t.screenMu.Unlock()
+	t.match(&d)
+	t.opts.OnState(d)
+}
+
+// Detect renders the screen now and matches the states against it, whether
+// or not it changed.
+func (t *Terminal) Detect() (Detection, bool) {
+	t.screenMu.Lock()
+	text := t.renderLocked()
+	t.lastText = text
+	t.seq++
+	d := Detection{Screen: text, Seq: t.seq}
+	t.screenMu.Unlock()
+	t.match(&d)
+	return d, len(t.opts.States) > 0
+}
+
+// match sets the first state whose pattern matches d's screen.
+func (t *Terminal) match(d *Detection) {
 	for _, s := range t.opts.States {
-		if loc := s.Pattern.FindStringIndex(text); loc != nil {
-			d.State, d.Match = s.Name, text[loc[0]:loc[1]]
-			break
+		if loc := s.Pattern.FindStringIndex(d.Screen); loc != nil {
+			d.State, d.Match = s.Name, d.Screen[loc[0]:loc[1]]
+			return
 		}
 	}
-	t.opts.OnState(d)
 }
 
 // Screen is the rendered screen now.

@@ -17,6 +17,7 @@
 //	prompts=N:PATH    (in a terminal) N times: wait 300 ms, draw "Proceed #i? (y/n)",
 //	                  read one key; append the microseconds from the prompt's last
 //	                  byte to the key to PATH
+//	tty=PATH          write "tty" or "notty" (is stdin a terminal?) to PATH
 //	exit=N            exit with status N
 //
 // Arguments that are not commands (flags of an adapter) are ignored.
@@ -102,6 +103,12 @@ func main() {
 			n, err := strconv.Atoi(count)
 			must(err)
 			prompts(n, path)
+		case "tty":
+			answer := "notty"
+			if term.IsTerminal(0) {
+				answer = "tty"
+			}
+			must(os.WriteFile(val, []byte(answer), 0o644))
 		case "exit":
 			n, err := strconv.Atoi(val)
 			must(err)
