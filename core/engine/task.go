@@ -208,10 +208,10 @@ func (tr *taskRun) send(text, source string) error {
 
 // reply is a person's answer to a waiting task.
 type reply struct {
-	text     string
-	enter    bool // type text, pause, then Enter
-	attach   bool // the person takes the terminal over: no automation meanwhile
-	detach   bool // and gives it back
+	text   string
+	enter  bool // type text, pause, then Enter
+	attach bool // the person takes the terminal over: no automation meanwhile
+	detach bool // and gives it back
 }
 
 // queueReply hands a person's answer to the wait loop.
