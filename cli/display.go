@@ -170,6 +170,14 @@ func (d *display) handle(e core.Event) {
 		d.order = nil
 		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %v task(s)", d.stamp(), d.stageIdx+1, d.stageN, d.stage, f["tasks"]))
 	case engine.EvStageCompleted:
+		if d.streams.ErrTTY {
+			// The stage's final board stays on screen above the next one.
+			rows := d.boardRowsLocked()
+			d.order = nil
+			for _, r := range rows {
+				d.printLocked(r)
+			}
+		}
 		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), f["stage"], e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
 		d.order = nil
 	case engine.EvTaskStarted:
@@ -190,7 +198,9 @@ func (d *display) handle(e core.Event) {
 		}
 		if !d.streams.ErrTTY {
 			msg := fmt.Sprintf("%stask %s %s", d.stamp(), d.nameOf(e.Task), tv.status)
-			if code, ok := f["exitCode"]; ok {
+			if tv.note == "stopped" {
+				msg = fmt.Sprintf("%stask %s stopped (it runs again on resume)", d.stamp(), d.nameOf(e.Task))
+			} else if code, ok := f["exitCode"]; ok && code != -1 {
 				msg += fmt.Sprintf(" (exit %v", code)
 				if tv.note != "" {
 					msg += ", " + tv.note
@@ -304,7 +314,14 @@ func (d *display) redrawLocked() {
 		return
 	}
 	d.clearBoardLocked()
-	var b strings.Builder
+	rows := d.boardRowsLocked()
+	fmt.Fprint(d.streams.Err, strings.Join(rows, "\n")+"\n")
+	d.drawn = len(rows)
+}
+
+// boardRowsLocked is one line per task of the current stage.
+func (d *display) boardRowsLocked() []string {
+	var rows []string
 	for _, id := range d.order {
 		tv := d.tasks[id]
 		elapsed := ""
@@ -319,10 +336,9 @@ func (d *display) redrawLocked() {
 		if tv.note != "" {
 			status += " (" + tv.note + ")"
 		}
-		fmt.Fprintf(&b, "  %s %-20s %-10s %-28s %s\n", d.glyph(tv.status), trunc(tv.name, 20), trunc(tv.adapter, 10), status, elapsed)
+		rows = append(rows, fmt.Sprintf("  %s %-20s %-10s %-28s %s", d.glyph(tv.status), trunc(tv.name, 20), trunc(tv.adapter, 10), status, elapsed))
 	}
-	fmt.Fprint(d.streams.Err, b.String())
-	d.drawn = len(d.order)
+	return rows
 }
 
 func (d *display) glyph(status string) string {

@@ -267,7 +267,7 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	sess := ctrl.Session()
 	switch out.Status {
 	case state.StatusCompleted:
-		fmt.Fprintf(streams.Err, "session %s completed (%s)\n", sess.ID, time.Since(sess.StartTime).Round(10*time.Millisecond))
+		fmt.Fprintf(streams.Err, "session %s completed (%s); details: vibeteam show %s\n", sess.ID, time.Since(sess.StartTime).Round(10*time.Millisecond), sess.ID)
 		return nil
 	case state.StatusCancelled:
 		sigMu.Lock()
