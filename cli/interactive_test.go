@@ -47,6 +47,10 @@ stages:
 	if !strings.Contains(log, "reply: third") {
 		t.Errorf("task log lacks the last reply:\n%s", log)
 	}
+	r = p.run("show", s.ID)
+	if !strings.Contains(r.stdout, "last screen:") || !strings.Contains(r.stdout, "| reply: third") {
+		t.Errorf("show lacks the last screen:\n%s", r.stdout)
+	}
 }
 
 func TestInteractivePromptTurnRunsBeforeDone(t *testing.T) {

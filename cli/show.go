@@ -3,11 +3,16 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -82,6 +87,11 @@ func showCommand(streams IO) *ucli.Command {
 					if len(tail) > 5 {
 						tail = tail[len(tail)-5:]
 					}
+					if screen := lastScreen(rec); screen != "" {
+						// A TUI's log is redraws; its last screen says more.
+						tail = strings.Split(screen, "\n")
+						fmt.Fprintln(out, "      last screen:")
+					}
 					for _, l := range tail {
 						fmt.Fprintf(out, "      | %s\n", l)
 					}
@@ -93,4 +103,26 @@ func showCommand(streams IO) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// lastScreen renders the end of an interactive task's raw log: its last
+// screen, or "" for headless tasks.
+func lastScreen(rec *state.TaskRecord) string {
+	if rec.Mode != string(adapters.Interactive) || rec.LogPath == "" {
+		return ""
+	}
+	f, err := os.Open(strings.TrimSuffix(rec.LogPath, ".log") + ".raw.log")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 256 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		_, _ = f.Seek(-window, io.SeekEnd)
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil || len(raw) == 0 {
+		return ""
+	}
+	return engine.Excerpt(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
 }

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/hinshun/vt10x"
 
+	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
 )
 
@@ -571,33 +571,10 @@ func (w *world) dumpOnFailure() {
 		for task := range s.Tasks {
 			t.Logf("==== task log %s (tail)\n%s", task, clipTail(w.taskLog(s.ID, task, false), 6000))
 			if raw := w.taskLog(s.ID, task, true); raw != "" {
-				t.Logf("==== %s.raw.log: %d bytes; last screen (120x40):\n%s", task, len(raw), render(raw, 120, 40))
+				t.Logf("==== %s.raw.log: %d bytes; last screen (120x40):\n%s", task, len(raw), runner.RenderScreen([]byte(raw), 120, 40))
 			}
 		}
 	}
-}
-
-// render plays raw terminal output into a virtual terminal and returns the
-// final screen.
-func render(raw string, cols, rows int) string {
-	vt := vt10x.New(vt10x.WithSize(cols, rows))
-	_, _ = vt.Write([]byte(raw))
-	vt.Lock()
-	defer vt.Unlock()
-	var b strings.Builder
-	for y := 0; y < rows; y++ {
-		var line []rune
-		for x := 0; x < cols; x++ {
-			r := vt.Cell(x, y).Char
-			if r == 0 {
-				r = ' '
-			}
-			line = append(line, r)
-		}
-		b.WriteString(strings.TrimRight(string(line), " "))
-		b.WriteByte('\n')
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 func clip(s string, n int) string {

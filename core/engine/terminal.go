@@ -246,11 +246,18 @@ func (tr *taskRun) askPerson(d runner.Detection) {
 	}
 }
 
-// Excerpt is the last n non-blank lines of a screen.
+// Excerpt is the last n lines of a screen, runs of blank lines counted as
+// one (TUIs pin their input box to the bottom, far from the text above).
 func Excerpt(screen string, n int) string {
-	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
-	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
-		lines = lines[1:]
+	var lines []string
+	blank := true
+	for _, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
+		isBlank := strings.TrimSpace(l) == ""
+		if isBlank && blank {
+			continue
+		}
+		blank = isBlank
+		lines = append(lines, l)
 	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

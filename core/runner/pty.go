@@ -348,6 +348,14 @@ func (t *Terminal) renderLocked() string {
 	return screenText(t.vt)
 }
 
+// RenderScreen plays raw terminal output (a task's .raw.log) into a virtual
+// terminal of the given size and returns the final screen's text.
+func RenderScreen(raw []byte, cols, rows int) string {
+	vt := vt10x.New(vt10x.WithSize(cols, rows))
+	_, _ = vt.Write(raw)
+	return screenText(vt)
+}
+
 func screenText(vt vt10x.Terminal) string {
 	vt.Lock()
 	defer vt.Unlock()
