@@ -156,7 +156,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 func (t *Terminal) read(wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer close(t.chunks)
-	var carry [8]byte
+	var carry [queryMax]byte
 	carried := 0
 	for {
 		bp := t.pool.Get().(*[]byte)
@@ -166,7 +166,7 @@ func (t *Terminal) read(wg *sync.WaitGroup) {
 			if !t.attached.Load() && (carried > 0 || bytes.IndexByte(buf[:n], 0x1b) >= 0) {
 				t.answerQueries(carry[:carried], buf[:n])
 			}
-			carried = copy(carry[:], tailOf(buf[:n], len(carry)))
+			carried = copy(carry[:], queryCarry(buf[:n]))
 			*bp = buf[:n]
 			t.chunks <- *bp
 		} else {
@@ -178,41 +178,53 @@ func (t *Terminal) read(wg *sync.WaitGroup) {
 	}
 }
 
-func tailOf(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
 // answerQueries answers the queries a TUI sends to learn about its terminal;
 // some (codex) wait for the answer, so without a real terminal attached we
-// give one. One pass over the ESC bytes: this runs on the read path.
+// give one. One pass over the ESC bytes, no allocation: this runs on the
+// read path. carry is the previous chunk's tail from its last ESC, so a
+// query split across two reads is still seen.
 func (t *Terminal) answerQueries(carry, chunk []byte) {
-	hay := chunk
-	skip := 0 // queries starting inside the carry were answered last time
 	if len(carry) > 0 {
-		hay = append(append(make([]byte, 0, len(carry)+len(chunk)), carry...), chunk...)
-		skip = len(carry)
+		var joint [2 * queryMax]byte
+		n := copy(joint[:], carry)
+		n += copy(joint[n:], chunk[:min(len(chunk), queryMax)])
+		if ans, qlen := queryAnswer(joint[:n]); qlen > len(carry) {
+			t.reply(ans)
+		}
 	}
-	for i := 0; i < len(hay); {
-		j := bytes.IndexByte(hay[i:], 0x1b)
+	for i := 0; i < len(chunk); {
+		j := bytes.IndexByte(chunk[i:], 0x1b)
 		if j < 0 {
 			return
 		}
 		i += j
-		if ans, n := queryAnswer(hay[i:]); n > 0 {
-			if i+n > skip {
-				if ans == "" { // cursor position: from the screen
-					ans = t.cursorReport()
-				}
-				_ = t.write([]byte(ans))
-			}
+		if ans, n := queryAnswer(chunk[i:]); n > 0 {
+			t.reply(ans)
 			i += n
 			continue
 		}
 		i++
 	}
+}
+
+// queryMax is the longest query recognised.
+const queryMax = 8
+
+// queryCarry is the tail of chunk that may start a query completed by the
+// next read: from the last ESC, if it is within queryMax bytes of the end.
+func queryCarry(chunk []byte) []byte {
+	i := bytes.LastIndexByte(chunk[max(0, len(chunk)-queryMax):], 0x1b)
+	if i < 0 {
+		return nil
+	}
+	return chunk[max(0, len(chunk)-queryMax)+i:]
+}
+
+func (t *Terminal) reply(ans string) {
+	if ans == "" { // a cursor position report comes from the screen
+		ans = t.cursorReport()
+	}
+	_ = t.write([]byte(ans))
 }
 
 // queryAnswer recognises a terminal query at the start of p and returns the

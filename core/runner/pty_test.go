@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hinshun/vt10x"
 )
 
 var (
@@ -131,4 +134,24 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func TestQueriesSplitAcrossReadsAreAnswered(t *testing.T) {
+	q := "xx\x1b[6n yy \x1b[1mbold\x1b[0m \x1b]11;?\x1b\\ zz"
+	for split := 0; split <= len(q); split++ {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		term := &Terminal{ptmx: w, vt: vt10x.New(vt10x.WithSize(80, 24))}
+		a, b := []byte(q[:split]), []byte(q[split:])
+		term.answerQueries(nil, a)
+		term.answerQueries(queryCarry(a), b)
+		w.Close()
+		got, _ := io.ReadAll(r)
+		r.Close()
+		if want := "\x1b[1;1R\x1b]11;rgb:0000/0000/0000\x1b\\"; string(got) != want {
+			t.Errorf("split at %d: replies %q, want %q", split, got, want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -27,7 +28,7 @@ type TaskLog struct {
 	path      string
 
 	max   int      // lines kept in the tail
-	ring  []string // complete lines, oldest at ring[start] once full
+	ring  []tailLine // complete lines, oldest at ring[start] once full; buffers reused
 	start int
 
 	partial   []byte // the line being written, without its terminator
@@ -67,9 +68,30 @@ func (t *TaskLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// tailLine is one kept line; its buffer is reused when the ring wraps, so a
+// busy task does not allocate a string per line.
+type tailLine struct {
+	text      []byte
+	truncated bool
+}
+
 func (t *TaskLog) feed(p []byte) {
 	if t.max == 0 {
 		return
+	}
+	// Only the last max lines of p can reach the tail: skip to just after
+	// the (max+1)-th newline from the end.
+	cut, count := len(p), 0
+	for count <= t.max {
+		i := bytes.LastIndexByte(p[:cut], '\n')
+		if i < 0 {
+			break
+		}
+		cut, count = i, count+1
+	}
+	if count > t.max {
+		p = p[cut+1:]
+		t.partial, t.truncated, t.pendingCR = t.partial[:0], false, false
 	}
 	for _, c := range p {
 		if t.pendingCR {
@@ -98,9 +120,9 @@ func (t *TaskLog) feed(p []byte) {
 	}
 }
 
-func (t *TaskLog) partialLine() string {
-	s := string(t.partial)
-	if t.truncated {
+func lineString(b []byte, truncated bool) string {
+	s := string(b)
+	if truncated {
 		s += "…"
 	}
 	// The byte cap can split a multi-byte character.
@@ -108,15 +130,15 @@ func (t *TaskLog) partialLine() string {
 }
 
 func (t *TaskLog) endLine() {
-	line := t.partialLine()
+	if len(t.ring) < t.max {
+		t.ring = append(t.ring, tailLine{text: append([]byte(nil), t.partial...), truncated: t.truncated})
+	} else {
+		l := &t.ring[t.start]
+		l.text, l.truncated = append(l.text[:0], t.partial...), t.truncated
+		t.start = (t.start + 1) % t.max
+	}
 	t.partial = t.partial[:0]
 	t.truncated = false
-	if len(t.ring) < t.max {
-		t.ring = append(t.ring, line)
-		return
-	}
-	t.ring[t.start] = line
-	t.start = (t.start + 1) % t.max
 }
 
 // Tail returns up to tailLines last lines, oldest first. An unterminated
@@ -128,10 +150,12 @@ func (t *TaskLog) Tail() []string {
 		return nil
 	}
 	out := make([]string, 0, len(t.ring)+1)
-	out = append(out, t.ring[t.start:]...)
-	out = append(out, t.ring[:t.start]...)
+	for i := range t.ring {
+		l := t.ring[(t.start+i)%len(t.ring)]
+		out = append(out, lineString(l.text, l.truncated))
+	}
 	if len(t.partial) > 0 || t.truncated {
-		out = append(out, t.partialLine())
+		out = append(out, lineString(t.partial, t.truncated))
 	}
 	if len(out) > t.max {
 		out = out[len(out)-t.max:]
