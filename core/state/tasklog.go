@@ -27,7 +27,7 @@ type TaskLog struct {
 	lastFlush time.Time
 	path      string
 
-	max   int      // lines kept in the tail
+	max   int        // lines kept in the tail
 	ring  []tailLine // complete lines, oldest at ring[start] once full; buffers reused
 	start int
 
