@@ -257,3 +257,49 @@ stages:
 		t.Errorf("usePTY task: %+v", s.Tasks["pty"])
 	}
 }
+
+// A turn that is never seen working (an adapter without a working state, or
+// a turn faster than a state check) still counts once its idle screen has
+// settled.
+func TestTurnsWithoutAWorkingState(t *testing.T) {
+	p := newProject(t)
+	noWorking := strings.Replace(p.read(".vibeteam/adapters/tui.yaml"), "  - { name: working, pattern: 'esc to interrupt' }\n", "", 1)
+	p.write(".vibeteam/adapters/tuinw.yaml", strings.Replace(noWorking, "name: tui", "name: tuinw", 1))
+	p.write("wf.yaml", `id: nw
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tuinw, pendingInputs: ["first", "second"], timeout: 20s }
+  - id: fast
+    tasks:
+      - { id: b, adapter: tui, extraArgs: ["-work", "0s"], pendingInputs: ["/cost", "/review"], timeout: 20s }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 0)
+	if got := p.read("rec.txt"); got != "line:first\nline:second\nline:/cost\nline:/review\n" {
+		t.Errorf("the TUIs received %q", got)
+	}
+	s := p.only()
+	if s.Tasks["a"].Reason != "idle" || s.Tasks["b"].Reason != "idle" {
+		t.Errorf("reasons %q %q, want idle", s.Tasks["a"].Reason, s.Tasks["b"].Reason)
+	}
+}
+
+// A queue that was sent in full is not sent again on resume.
+func TestResumeDoesNotResendASentQueue(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: rs
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, pendingInputs: ["only one, then ask"] }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 3)
+	s := p.only()
+	if q := s.Tasks["a"].PendingInputs; len(q) != 0 {
+		t.Fatalf("queue left %v", q)
+	}
+	wantCode(t, p.run("resume", s.ID), 0)
+	if got := p.read("rec.txt"); got != "line:only one, then ask\n" {
+		t.Errorf("the TUI received %q; the sent item came again", got)
+	}
+}

@@ -469,3 +469,53 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+// A task that exits 0 when told to stop is stopped, not DONE.
+func TestStoppedTaskIsNotDoneEvenIfItExitsZero(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: g
+stages:
+  - id: s
+    tasks:
+      - { id: graceful, adapter: shell, executionMode: headless, prompt: "trap 'exit 0' TERM; sleep 30 & wait" }
+      - { id: bad, adapter: fake, executionMode: headless, prompt: "sleep=300ms exit=2" }
+`)
+	wantCode(t, p.run("run", "wf.yaml", "--grace", "2s"), 1)
+	s := p.only()
+	if s.TaskStatus["graceful"] == state.TaskDone {
+		t.Errorf("a task stopped by the failure of its sibling was recorded DONE")
+	}
+}
+
+// A headless queue larger than the pipe buffer does not block timeouts.
+func TestLargeHeadlessQueueDoesNotBlock(t *testing.T) {
+	p := newProject(t)
+	big := strings.Repeat("x", 200<<10)
+	p.write("wf.yaml", "id: big\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: \"sleep=30s\", timeout: 1s, pendingInputs: [\""+big+"\"] }\n")
+	start := time.Now()
+	r := p.run("run", "wf.yaml", "--grace", "500ms")
+	wantCode(t, r, 1)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s; the queue writer blocked the timeout", d)
+	}
+	if s := p.only(); s.Tasks["a"].Reason != "timeout" {
+		t.Errorf("reason %q", s.Tasks["a"].Reason)
+	}
+}
+
+// The task whose failure began first is named, not the first to finish.
+func TestFirstFailureIsNamed(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: f
+stages:
+  - id: s
+    tasks:
+      - { id: first, adapter: fake, executionMode: headless, prompt: "ignoreterm sleep=30s", timeout: 500ms }
+      - { id: second, adapter: fake, executionMode: headless, prompt: "sleep=30s", timeout: 1s }
+`)
+	r := p.run("run", "wf.yaml", "--grace", "1500ms")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "task first failed") {
+		t.Errorf("stderr names the wrong task:\n%s", r.stderr)
+	}
+}

@@ -211,6 +211,17 @@ func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[s
 		wg       sync.WaitGroup
 		failOnce sync.Once
 	)
+	// The first task to fail is the one named, even if a later one finishes
+	// failing first (a timeout waits out its grace period before it ends).
+	failing := func(taskID, why string) {
+		if ctx.Err() != nil {
+			return
+		}
+		failOnce.Do(func() {
+			failedTask, reason = taskID, why
+			cancel()
+		})
+	}
 	for _, t := range st.Tasks {
 		if x.status(t.ID) == state.TaskDone {
 			continue
@@ -218,11 +229,8 @@ func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[s
 		wg.Add(1)
 		go func(t workflow.Task) {
 			defer wg.Done()
-			if ok, why := x.runTask(stageCtx, t, prompts[t.ID]); !ok && stageCtx.Err() == nil {
-				failOnce.Do(func() {
-					failedTask, reason = t.ID, why
-					cancel()
-				})
+			if ok, why := x.runTask(stageCtx, t, prompts[t.ID], failing); !ok && stageCtx.Err() == nil {
+				failing(t.ID, why)
 			}
 		}(t)
 	}
@@ -419,9 +427,16 @@ func (x *Executor) stopKept() {
 	kept := x.kept
 	x.kept = nil
 	x.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, tr := range kept {
-		tr.proc.Stop(x.opts.Grace)
+		wg.Add(1)
+		go func(tr *taskRun) {
+			defer wg.Done()
+			tr.proc.Stop(x.opts.Grace)
+			tr.closeLogs()
+		}(tr)
 	}
+	wg.Wait()
 }
 
 // resolveDir makes a task cwd absolute against the base dir.

@@ -22,9 +22,11 @@ type taskRun struct {
 	mode    adapters.Mode
 	proc    runner.Process
 	log     *state.TaskLog
-	rawLog  *os.File       // raw terminal bytes (PTY tasks only)
-	term    *terminalState // PTY tasks only
-	replies chan reply     // a person's answers, applied by the wait loop
+	rawLog  *os.File         // raw terminal bytes (PTY tasks only)
+	term    *terminalState   // PTY tasks only
+	replies chan reply       // a person's answers, applied by the wait loop
+	failing func(why string) // names this task as the stage's failure at once
+	kept    bool             // DONE with its process left running (keepAlive)
 
 	// completed is closed when the task is declared DONE without waiting for
 	// its process to exit (manual completion, or idle with an empty queue).
@@ -38,7 +40,7 @@ type taskRun struct {
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
 // not, why.
-func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) (ok bool, why string) {
+func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
 	mode := adapters.Mode(t.ExecutionMode)
 	if x.opts.ForceHeadless || mode == "" {
 		if x.opts.ForceHeadless {
@@ -79,6 +81,9 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 		Cols:    lc.Cols,
 		Rows:    lc.Rows,
 	}
+	if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
+		return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
+	}
 
 	logPath := ""
 	var tlog *state.TaskLog
@@ -88,15 +93,14 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 		if err != nil {
 			return fail(startFailedReason, err.Error())
 		}
-		defer tlog.Close()
 	}
 
 	// The queue survives in the session: a resumed task continues with what
-	// was not yet sent.
+	// was not yet sent (nothing, once it has all been sent).
 	x.mu.Lock()
 	rec := x.record(t.ID)
 	queue := rec.PendingInputs
-	if rec.Attempts == 0 || queue == nil {
+	if rec.Attempts == 0 {
 		queue = append([]string(nil), t.PendingInputs...)
 	}
 	now := time.Now()
@@ -116,6 +120,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 
 	tr := &taskRun{
 		x: x, task: t, adapter: ad, mode: mode, log: tlog,
+		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
 		keepAlive:  t.KeepAlive,
 		lastOutput: make(chan struct{}, 1),
@@ -139,13 +144,14 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 		if logPath != "" {
 			raw := strings.TrimSuffix(logPath, ".log") + ".raw.log"
 			if tr.rawLog, err = os.OpenFile(raw, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
+				tr.closeLogs()
 				return fail(startFailedReason, err.Error())
 			}
-			defer tr.rawLog.Close()
 		}
 		proc, err = x.startTerminal(tr, spec, lc, prompt, onOutput)
 	}
 	if err != nil {
+		tr.closeLogs()
 		return fail(startFailedReason, err.Error())
 	}
 	tr.proc = proc
@@ -165,19 +171,42 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string) 
 		"argv": rec.Argv, "pid": proc.Pid(), "cwd": spec.Dir,
 	})
 
+	inputDone := make(chan struct{})
 	if mode == adapters.Headless && !lc.UsePTY {
-		// Headless input is the queue, written up front; stdin is then closed
-		// because CLIs such as `claude -p` wait for EOF.
-		for len(queue) > 0 {
-			if err := tr.send(queue[0]+"\n", "queue"); err != nil {
-				break
+		// Headless input is the queue; stdin is then closed because CLIs
+		// such as `claude -p` wait for EOF. Written aside from the wait
+		// loop: a queue larger than the pipe blocks until the agent reads.
+		go func() {
+			defer close(inputDone)
+			for len(queue) > 0 {
+				if err := tr.send(queue[0]+"\n", "queue"); err != nil {
+					break
+				}
+				queue = tr.popQueue()
 			}
-			queue = tr.popQueue()
-		}
-		_ = proc.CloseInput()
+			_ = proc.CloseInput()
+		}()
+	} else {
+		close(inputDone)
 	}
 
-	return tr.wait(ctx, ad.InactivityTimeout())
+	ok, why = tr.wait(ctx, ad.InactivityTimeout())
+	<-inputDone // the process is gone or stopped: the writer has failed or finished
+	if !tr.kept {
+		tr.closeLogs()
+	}
+	return ok, why
+}
+
+// closeLogs closes the task's log files; a kept-alive task's logs stay open
+// until its process is stopped.
+func (tr *taskRun) closeLogs() {
+	if tr.log != nil {
+		_ = tr.log.Close()
+	}
+	if tr.rawLog != nil {
+		_ = tr.rawLog.Close()
+	}
 }
 
 // popQueue removes the first queued input and checkpoints the rest.
@@ -348,6 +377,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 			}
 		case <-tr.completed:
 			if tr.keepAlive && tr.completeCause != completedByUser {
+				tr.kept = true
 				x.keep(tr)
 				x.emit(EvKeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
 				return finish(state.TaskDone, "kept_alive", nil, "")
@@ -355,24 +385,39 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 			tr.proc.Stop(x.opts.Grace)
 			return finish(state.TaskDone, tr.completeCause, nil, "")
 		case <-timeout:
+			msg := fmt.Sprintf("timed out after %s", time.Duration(t.Timeout))
+			tr.failing(msg)
 			tr.proc.Stop(x.opts.Grace)
 			res := tr.proc.Result()
-			return finish(state.TaskError, timeoutReason, &res, fmt.Sprintf("timed out after %s", time.Duration(t.Timeout)))
+			return finish(state.TaskError, timeoutReason, &res, msg)
 		case <-idle:
+			if tr.term != nil && tr.term.waitingState != "" {
+				// Silence while a person is asked is not inactivity.
+				idleTimer.Reset(inactivity)
+				continue
+			}
+			msg := fmt.Sprintf("no output for %s", inactivity)
+			tr.failing(msg)
 			tr.proc.Stop(x.opts.Grace)
 			res := tr.proc.Result()
-			return finish(state.TaskError, inactivityReason, &res, fmt.Sprintf("no output for %s", inactivity))
+			return finish(state.TaskError, inactivityReason, &res, msg)
 		case <-tr.lastOutput:
 			if idleTimer != nil {
 				idleTimer.Reset(inactivity)
 			}
 		case <-ctx.Done():
-			tr.proc.Stop(x.opts.Grace)
-			// Stopped, not failed: it re-runs on resume.
-			res := tr.proc.Result()
-			if res.Success() {
-				return finish(state.TaskDone, exitReason, &res, "")
+			select {
+			case <-tr.proc.Done():
+				// It had ended on its own just before: that is its result.
+				if res := tr.proc.Result(); res.Success() {
+					return finish(state.TaskDone, exitReason, &res, "")
+				}
+			default:
 			}
+			tr.proc.Stop(x.opts.Grace)
+			// Stopped, not failed, and never DONE even if it exits 0 on
+			// SIGTERM: it re-runs on resume.
+			res := tr.proc.Result()
 			x.mu.Lock()
 			parked := x.parkStatus != ""
 			x.mu.Unlock()

@@ -53,6 +53,10 @@ type terminalState struct {
 	// keys were lost).
 	deferred *runner.Detection
 	recheck  *time.Timer
+	// A detection that stayed the latest screen through a recheck (seq).
+	settled    uint64
+	sentScreen string        // the idle screen on which the last input was typed
+	settle     time.Duration // how long a changed idle screen must stay to count as a turn
 }
 
 // startTerminal starts an interactive task (or a headless one whose adapter
@@ -63,6 +67,7 @@ func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, lc adapters.Laun
 		detections:   make(chan runner.Detection, 1),
 		awaitingTurn: prompt != "",
 		recheck:      time.NewTimer(time.Hour),
+		settle:       max(time.Second, 4*tr.adapter.QuietPeriod()),
 	}
 	ts.recheck.Stop()
 	opts := runner.TerminalOptions{OnOutput: onOutput, Quiet: tr.adapter.QuietPeriod()}
@@ -156,7 +161,18 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		tr.askPerson(d)
 	case "idle":
 		if ts.awaitingTurn && !ts.turnRan {
-			return
+			// The turn has not been seen working. A fast turn (a slash
+			// command) or an adapter without a working state still leaves
+			// a different idle screen behind: accept it once it has stayed
+			// the same for the settle time.
+			if d.Screen == ts.sentScreen {
+				return
+			}
+			if d.Seq != ts.settled {
+				ts.deferred = &d
+				ts.recheck.Reset(ts.settle)
+				return
+			}
 		}
 		ts.awaitingTurn, ts.turnRan = false, false
 		x.mu.Lock()
@@ -166,6 +182,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			tr.completeWith("idle")
 			return
 		}
+		ts.sentScreen = d.Screen
 		tr.typeLine(queue[0], "queue")
 		tr.popQueue()
 		ts.awaitingTurn = true
@@ -173,7 +190,8 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	}
 }
 
-// onRecheck looks again at a prompt that was deferred by the cooldown.
+// onRecheck looks again at a detection deferred by the cooldown after an
+// answer, or by the settle time of a turn not seen working.
 func (tr *taskRun) onRecheck() {
 	ts := tr.term
 	if ts.deferred == nil {
@@ -181,6 +199,7 @@ func (tr *taskRun) onRecheck() {
 	}
 	d := *ts.deferred
 	ts.lastActed = ""
+	ts.settled = d.Seq
 	tr.onDetection(d)
 }
 
