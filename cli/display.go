@@ -64,6 +64,9 @@ func (d *display) release() {
 	d.redrawLocked()
 }
 
+// maxHeldLines bounds what is kept back while a prompt owns the terminal.
+const maxHeldLines = 2000
+
 type taskView struct {
 	id, name, adapter, status string
 	started, ended            time.Time
@@ -279,6 +282,11 @@ func (d *display) mirrorLocked(taskID, text string) {
 // printLocked prints a permanent line above the live board.
 func (d *display) printLocked(line string) {
 	if d.held {
+		// Bounded: --verbose output of busy tasks must not pile up while
+		// a person takes their time.
+		if len(d.heldOut) >= maxHeldLines {
+			d.heldOut = append(d.heldOut[:0], d.heldOut[len(d.heldOut)-maxHeldLines/2:]...)
+		}
 		d.heldOut = append(d.heldOut, line)
 		return
 	}

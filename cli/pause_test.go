@@ -218,3 +218,18 @@ func TestPauseAttachHandsOverTheTerminal(t *testing.T) {
 		t.Errorf("task %s", s.TaskStatus["a"])
 	}
 }
+
+// End of input at the prompt parks instead of leaving the task waiting.
+func TestPauseEndOfInputParks(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: eof\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\"] }\n")
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.Send("\x04") // Ctrl-D
+	if code := waitExit(t, cmd, screen); code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, screen.String())
+	}
+	if s := p.only(); s.Status != state.StatusWaiting {
+		t.Errorf("status %s", s.Status)
+	}
+}

@@ -28,12 +28,13 @@ type prompter struct {
 	disp *display
 	ctrl *core.SessionController
 
-	mu      sync.Mutex
-	queue   []waitingTask
-	wake    chan struct{}
-	asking  string
-	done    chan struct{}
-	stopped bool
+	mu         sync.Mutex
+	queue      []waitingTask
+	wake       chan struct{}
+	asking     string
+	attachedTo string
+	done       chan struct{}
+	stopped    bool
 }
 
 type waitingTask struct {
@@ -88,8 +89,15 @@ func (p *prompter) enqueue(e core.Event) {
 	busy := p.asking != "" || len(p.queue) > 1
 	p.mu.Unlock()
 	if busy {
-		// Announced now, asked after the current one.
-		fmt.Fprintf(p.tty, "\a\n(%s is waiting too; it is next)\n", w.name)
+		// Announced now, asked after the current one; the prompt is shown
+		// again so the person still types on a prompt line. Not while
+		// attached: the terminal belongs to the agent then.
+		p.mu.Lock()
+		attached := p.attachedTo != ""
+		p.mu.Unlock()
+		if !attached {
+			fmt.Fprintf(p.tty, "\a\r\n(%s is waiting too; it is next)\r\nreply › ", w.name)
+		}
 	}
 	select {
 	case p.wake <- struct{}{}:
@@ -162,6 +170,15 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 		fmt.Fprint(t, "reply › ")
 		line, err := in.ReadString('\n')
 		if err != nil {
+			p.mu.Lock()
+			stopped := p.stopped
+			p.mu.Unlock()
+			if !stopped {
+				// End of input (Ctrl-D) or a terminal gone: nobody will
+				// answer, so park rather than wait for ever.
+				fmt.Fprintln(t, "\n(no more input: parking the session)")
+				p.ctrl.Executor.Park(w.id, "the terminal's input ended at a pause")
+			}
 			return false
 		}
 		line = strings.TrimRight(line, "\r\n")
@@ -229,6 +246,18 @@ func (p *prompter) attach(w waitingTask) error {
 	defer pt.Mirror(nil)
 	ex.Attached(w.id, true)
 	defer ex.Attached(w.id, false)
+	p.mu.Lock()
+	p.attachedTo = w.id
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.attachedTo = ""
+		p.mu.Unlock()
+	}()
+	// The agent gets the person's window size while attached and its own
+	// back afterwards, so its screen matches the adapter's patterns again.
+	cols0, rows0 := pt.Size()
+	defer func() { _ = pt.Resize(cols0, rows0) }()
 
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)

@@ -100,6 +100,9 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return sessionLoadError(err)
 			}
+			if err := sess.Check(); err != nil {
+				return exitf(ExitUsage, "session %s is damaged (%s): %v", id, mgr.SessionPath(id), err)
+			}
 			if sess.Status == state.StatusCompleted {
 				fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
 				return nil
@@ -228,8 +231,13 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	runDone := make(chan struct{})
+	sigs := make(chan os.Signal, 4)
+	// SIGHUP (terminal closed) stops like SIGTERM. SIGPIPE (stdout piped to
+	// a reader that went away) is caught rather than ignored, so writes fail
+	// with EPIPE instead of killing vibeteam and orphaning its tasks, while
+	// the children still get the default disposition.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	var (
 		sigMu  sync.Mutex
@@ -238,14 +246,28 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	watcherDone := make(chan struct{})
 	go func() {
 		defer close(watcherDone)
-		select {
-		case s := <-sigs:
-			sigMu.Lock()
-			gotSig = s
-			sigMu.Unlock()
-			disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s", s, ctrl.ID))
-			cancel()
-		case <-ctx.Done():
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGPIPE {
+					continue
+				}
+				sigMu.Lock()
+				first := gotSig == nil
+				if first {
+					gotSig = s
+				}
+				sigMu.Unlock()
+				if first {
+					disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
+					cancel()
+				} else {
+					disp.note("killing every task now")
+					ctrl.Executor.Kill()
+				}
+			case <-runDone:
+				return
+			}
 		}
 	}()
 
@@ -256,6 +278,7 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	}
 	out, err := ctrl.Run(ctx)
 	cancel()
+	close(runDone)
 	<-watcherDone
 	if promptDone != nil {
 		<-promptDone
@@ -274,8 +297,11 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 		s := gotSig
 		sigMu.Unlock()
 		code := ExitInterrupted
-		if s == syscall.SIGTERM {
+		switch s {
+		case syscall.SIGTERM:
 			code = 143
+		case syscall.SIGHUP:
+			code = 129
 		}
 		return exitf(code, "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
 	case state.StatusWaiting, state.StatusBlocked, state.StatusPendingMerge:
@@ -312,13 +338,13 @@ func failureReport(sess *state.Session, taskID string) string {
 		if len(tail) > 10 {
 			tail = tail[len(tail)-10:]
 		}
-		fmt.Fprintf(&b, "\nlast output of %s:\n", taskID)
+		fmt.Fprintf(&b, "\nlast output of %s:", taskID)
 		for _, l := range tail {
-			fmt.Fprintf(&b, "  | %s\n", l)
+			fmt.Fprintf(&b, "\n  | %s", l)
 		}
 	}
 	if rec.LogPath != "" {
-		fmt.Fprintf(&b, "full log: %s", rec.LogPath)
+		fmt.Fprintf(&b, "\nfull log: %s", rec.LogPath)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

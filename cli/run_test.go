@@ -510,10 +510,10 @@ func TestFirstFailureIsNamed(t *testing.T) {
 stages:
   - id: s
     tasks:
-      - { id: first, adapter: fake, executionMode: headless, prompt: "ignoreterm sleep=30s", timeout: 500ms }
-      - { id: second, adapter: fake, executionMode: headless, prompt: "sleep=30s", timeout: 1s }
+      - { id: first, adapter: fake, executionMode: headless, prompt: "ignoreterm sleep=30s", timeout: 300ms }
+      - { id: second, adapter: fake, executionMode: headless, prompt: "sleep=30s", timeout: 4s }
 `)
-	r := p.run("run", "wf.yaml", "--grace", "1500ms")
+	r := p.run("run", "wf.yaml", "--grace", "5s")
 	wantCode(t, r, 1)
 	if !strings.Contains(r.stderr, "task first failed") {
 		t.Errorf("stderr names the wrong task:\n%s", r.stderr)

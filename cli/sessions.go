@@ -71,8 +71,11 @@ func sessionsCommand(streams IO) *ucli.Command {
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS\tUPDATED\tGOAL")
 			for _, r := range rows {
 				status := r.Status
-				if r.Running {
+				switch {
+				case r.Running && r.Status != "running":
 					status += " (running)"
+				case !r.Running && r.Status == "running":
+					status += " (no live process)"
 				}
 				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Workflow, status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), trunc(r.Goal, 50))

@@ -35,6 +35,9 @@ func showCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return sessionLoadError(err)
 			}
+			if err := s.Check(); err != nil && !c.Bool("json") {
+				return exitf(ExitUsage, "session %s is damaged (%s): %v", s.ID, mgr.SessionPath(s.ID), err)
+			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(streams.Out)
 				enc.SetIndent("", "  ")

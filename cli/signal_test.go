@@ -21,6 +21,7 @@ func TestSignalsStopEveryProcess(t *testing.T) {
 	}{
 		{"SIGINT", syscall.SIGINT, 130},
 		{"SIGTERM", syscall.SIGTERM, 143},
+		{"SIGHUP", syscall.SIGHUP, 129},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProject(t)
@@ -133,4 +134,67 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A second interrupt kills at once instead of waiting out the grace period.
+func TestSecondInterruptKillsNow(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: k\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: \"ignoreterm pidfile=a.pid sleep=60s\" }\n")
+	cmd := p.command("run", "wf.yaml", "--grace", "30s")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.exists("a.pid") })
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("second interrupt took %s to end the run", d)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, errb.String())
+	}
+	pidAlive(t, p.read("a.pid"), false)
+}
+
+// A reader of --events - that goes away does not kill vibeteam mid-run.
+func TestBrokenStdoutPipe(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: pipe\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: \"pidfile=a.pid print=x sleep=1s print=y\" }\n")
+	cmd := p.command("run", "wf.yaml", "--events", "-")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	_, _ = out.Read(buf)
+	out.Close() // the reader goes away, like `| head -c 10`
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Errorf("vibeteam died with %v (exit %d)", err, ee.ExitCode())
+	}
+	if s := p.only(); s.Status != state.StatusCompleted {
+		t.Errorf("status %s", s.Status)
+	}
+	pidAlive(t, p.read("a.pid"), false)
+}
+
+func TestDamagedSessionFilesAreErrorsNotPanics(t *testing.T) {
+	p := newProject(t)
+	p.write(".vibeteam/sessions/aaaa1111.json", `{"id":"aaaa1111","status":"failed"}`)
+	p.write(".vibeteam/sessions/bbbb2222.json", `{"id":"bbbb2222","status":"failed","currentStageIndex":-1,"workflowDefinition":{"kind":"stages","id":"x","steps":[{"type":"stage","id":"s","tasks":[{"id":"a","adapter":"fake","executionMode":"headless","prompt":"x"}]}]}}`)
+	for _, args := range [][]string{{"show", "aaaa1111"}, {"resume", "aaaa1111"}, {"resume", "bbbb2222"}, {"show", "bbbb2222"}} {
+		r := p.exec(args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "damaged") {
+			t.Errorf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	wantCode(t, p.run("sessions"), 0)
 }

@@ -108,6 +108,9 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if err != nil {
 		return nil, err
 	}
+	if err := sess.Check(); err != nil {
+		return nil, fmt.Errorf("session %s is damaged: %w", id, err)
+	}
 	if sess.Status == state.StatusCompleted {
 		return nil, fmt.Errorf("%w: %s", ErrAlreadyCompleted, id)
 	}

@@ -343,6 +343,25 @@ func (x *Executor) Send(taskID, text string) error {
 	return tr.send(text, "user")
 }
 
+// Kill SIGKILLs every running task's process group at once (a second
+// interrupt): the stops in progress end without waiting out their grace.
+func (x *Executor) Kill() {
+	x.mu.Lock()
+	procs := make([]runner.Process, 0, len(x.active)+len(x.kept))
+	for _, tr := range x.active {
+		if tr.proc != nil {
+			procs = append(procs, tr.proc)
+		}
+	}
+	for _, tr := range x.kept {
+		procs = append(procs, tr.proc)
+	}
+	x.mu.Unlock()
+	for _, p := range procs {
+		p.Kill()
+	}
+}
+
 // SendLine types text followed by Enter into a running task.
 func (x *Executor) SendLine(taskID, text string) error {
 	x.mu.Lock()

@@ -131,6 +131,8 @@ func (h *headless) closeInput() error {
 func (h *headless) Done() <-chan struct{} { return h.done }
 func (h *headless) Result() Result        { return h.result }
 
+func (h *headless) Kill() { killGroup(h.Pid(), syscall.SIGKILL) }
+
 func (h *headless) Stop(grace time.Duration) {
 	select {
 	case <-h.done:

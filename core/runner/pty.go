@@ -133,7 +133,8 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		pid := cmd.Process.Pid
 		if groupAlive(pid) {
 			killGroup(pid, syscall.SIGTERM)
-			time.AfterFunc(2*time.Second, func() { killGroup(pid, syscall.SIGKILL) })
+			escalate := time.AfterFunc(2*time.Second, func() { killGroup(pid, syscall.SIGKILL) })
+			defer escalate.Stop()
 		}
 		// The reader ends at EIO once every holder of the slave is gone; if
 		// something outside the group still holds it, stop waiting.
@@ -472,6 +473,16 @@ func (t *Terminal) Stop(grace time.Duration) {
 	})
 	<-t.done
 }
+
+// Size is the PTY's window size.
+func (t *Terminal) Size() (cols, rows int) {
+	t.screenMu.Lock()
+	defer t.screenMu.Unlock()
+	return t.vt.Size()
+}
+
+// Kill SIGKILLs the process group now.
+func (t *Terminal) Kill() { killGroup(t.Pid(), syscall.SIGKILL) }
 
 // Resize changes the PTY's window size (the child gets SIGWINCH).
 func (t *Terminal) Resize(cols, rows int) error {

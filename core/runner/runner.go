@@ -59,6 +59,9 @@ type Process interface {
 	// Stop sends SIGTERM to the process group, waits up to grace, then
 	// SIGKILLs the group. It returns once the process has been reaped.
 	Stop(grace time.Duration)
+	// Kill SIGKILLs the process group now (a second interrupt); a Stop in
+	// progress then returns.
+	Kill()
 }
 
 // mergedEnv returns os.Environ() with extra applied on top, deterministic

@@ -183,6 +183,18 @@ func readSession(path string) (*Session, error) {
 	return &s, nil
 }
 
+// Check rejects a session that parses but cannot be shown or resumed (a
+// file edited by hand, or written by another version).
+func (s *Session) Check() error {
+	if s.WorkflowDefinition == nil {
+		return errors.New("no workflowDefinition")
+	}
+	if n := len(s.WorkflowDefinition.Stages()); s.CurrentStageIndex < 0 || s.CurrentStageIndex > n {
+		return fmt.Errorf("currentStageIndex %d is outside 0..%d", s.CurrentStageIndex, n)
+	}
+	return nil
+}
+
 func (m *Manager) notFound(id string) error {
 	ids, _ := m.IDs() // suggestions are best effort
 	return &NotFoundError{ID: id, Nearest: nearestIDs(id, ids, maxNearest)}

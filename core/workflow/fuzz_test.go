@@ -1,16 +1,20 @@
 package workflow
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-// FuzzParse checks that no input makes Parse panic, and that what Parse
-// accepts Validate accepts too.
+// FuzzParse checks that no input makes Parse panic, that what Parse accepts
+// Validate accepts too, and that a JSON file is held to the JSON grammar with
+// every problem placed inside the file.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.*")
 	for _, p := range files {
@@ -26,31 +30,59 @@ func FuzzParse(f *testing.F) {
 		"steps: []\n",
 		"- 1\n",
 		"",
+		`{"id": "wf", "stages": [{"id": "s", "tasks": [{"id": "a", "adapter": "claude", "prompt": "a\/b \ud83d\ude00"}]}]}`,
+		`{"id":"x", }`,
+		"{\n  \"id\": \"x\",\n",
 	} {
 		f.Add([]byte(s), false)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, force bool) {
 		opts := LoadOptions{Adapters: fake{}, ForceHeadless: force}
-		def, err := Parse(data, "fuzz.yaml", opts)
-		if err != nil {
-			var list ErrorList
-			if def != nil || !errors.As(err, &list) || len(list) == 0 {
-				t.Fatalf("Parse = %v, %T %v", def, err, err)
-			}
-			for _, e := range list {
-				if e.Msg == "" {
-					t.Fatalf("error without a message: %#v", e)
+		// YAML, JSON, and a name that leaves the choice to the content.
+		for _, file := range []string{"fuzz.yaml", "fuzz.json", "fuzz"} {
+			def, err := Parse(data, file, opts)
+			if err != nil {
+				var list ErrorList
+				if def != nil || !errors.As(err, &list) || len(list) == 0 {
+					t.Fatalf("%s: Parse = %v, %T %v", file, def, err, err)
 				}
+				for _, e := range list {
+					if e.Msg == "" {
+						t.Fatalf("%s: error without a message: %#v", file, e)
+					}
+				}
+				if file == "fuzz.json" {
+					checkJSONErrors(t, data, list)
+				}
+				continue
 			}
-			return
-		}
-		if def == nil {
-			t.Fatal("no definition and no error")
-		}
-		if errs := Validate(def, opts); errs != nil {
-			t.Fatalf("Parse accepted what Validate rejects: %v", errs)
+			if def == nil {
+				t.Fatalf("%s: no definition and no error", file)
+			}
+			if file == "fuzz.json" && !json.Valid(bytes.TrimPrefix(data, utf8BOM)) {
+				t.Fatalf("%s: Parse accepted invalid JSON", file)
+			}
+			if errs := Validate(def, opts); errs != nil {
+				t.Fatalf("%s: Parse accepted what Validate rejects: %v", file, errs)
+			}
 		}
 	})
+}
+
+// checkJSONErrors checks that every problem of a JSON file has a position
+// inside the file, and that valid JSON is not called invalid.
+func checkJSONErrors(t *testing.T, data []byte, list ErrorList) {
+	t.Helper()
+	last, _ := newLineCounter(data).pos(len(data))
+	valid := json.Valid(bytes.TrimPrefix(data, utf8BOM)) && utf8.Valid(data)
+	for _, e := range list {
+		if e.Pos.Line < 1 || e.Pos.Line > last || e.Pos.Col < 1 {
+			t.Fatalf("error at %d:%d, outside the %d lines of the file: %v", e.Pos.Line, e.Pos.Col, last, e)
+		}
+		if valid && strings.HasPrefix(e.Msg, "invalid JSON") {
+			t.Fatalf("valid JSON refused: %v", e)
+		}
+	}
 }
 
 // BenchmarkValidate500 parses and validates a 500-task workflow (50 stages of

@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -56,10 +54,11 @@ func readFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// Parse loads a definition from YAML or JSON (JSON is read as YAML, so both
-// report positions the same way). filename is used in positions and as
-// Definition.Source. On any problem it returns every problem found as an
-// ErrorList and no definition.
+// Parse loads a definition from YAML or JSON. JSON is read with
+// encoding/json into the same node tree as YAML, so both report positions and
+// problems the same way. filename is used in positions and as
+// Definition.Source, and its extension chooses the syntax (see isJSON). On any
+// problem it returns every problem found as an ErrorList and no definition.
 func Parse(data []byte, filename string, opts LoadOptions) (*Definition, error) {
 	p := newParser(filename, len(data))
 	root, errs := decode(data, filename)
@@ -80,25 +79,42 @@ func Parse(data []byte, filename string, opts LoadOptions) (*Definition, error) 
 
 // decode parses data into the root node of its only document.
 func decode(data []byte, file string) (*yaml.Node, ErrorList) {
+	asJSON, sniffed := isJSON(data, file)
+	if !asJSON {
+		return decodeYAML(data, file)
+	}
+	root, errs := decodeJSON(data, file)
+	if len(errs) > 0 && sniffed {
+		// Not JSON after all; a YAML flow mapping starts with "{" too.
+		if yroot, yerrs := decodeYAML(data, file); len(yerrs) == 0 {
+			return yroot, nil
+		}
+	}
+	return root, errs
+}
+
+// decodeYAML parses YAML data into the root node of its only document.
+func decodeYAML(data []byte, file string) (*yaml.Node, ErrorList) {
+	empty := ErrorList{{Pos: Pos{File: file, Line: 1, Col: 1}, Msg: "file is empty"}}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, ErrorList{{Pos: Pos{File: file}, Msg: "file is empty"}}
+		return nil, empty
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	switch err := safeDecode(dec, &doc); {
 	case err == io.EOF:
-		return nil, ErrorList{{Pos: Pos{File: file}, Msg: "file is empty"}}
+		return nil, empty
 	case err != nil:
-		return nil, ErrorList{syntaxError(err, file)}
+		return nil, ErrorList{yamlSyntaxError(err, file, data)}
 	}
 	if len(doc.Content) == 0 || isBlank(doc.Content[0]) {
-		return nil, ErrorList{{Pos: Pos{File: file}, Msg: "file is empty"}}
+		return nil, empty
 	}
 	var extra yaml.Node
 	switch err := safeDecode(dec, &extra); {
 	case err == io.EOF:
 	case err != nil:
-		return nil, ErrorList{syntaxError(err, file)}
+		return nil, ErrorList{yamlSyntaxError(err, file, data)}
 	case len(extra.Content) > 0 && !isBlank(extra.Content[0]):
 		n := extra.Content[0]
 		return nil, ErrorList{{Pos: Pos{File: file, Line: n.Line, Col: n.Column},
@@ -122,26 +138,6 @@ func safeDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 // isBlank is a document with no content, as "---" alone gives.
 func isBlank(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" && n.Value == ""
-}
-
-var lineRE = regexp.MustCompile(`\bline (\d+): `)
-
-// syntaxError turns "yaml: line 3: did not find expected key" into an Error
-// at line 3: yaml.v3 only reports errors as text.
-func syntaxError(err error, file string) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	pos := Pos{File: file}
-	if m := lineRE.FindStringSubmatchIndex(msg); m != nil {
-		if n, err := strconv.Atoi(msg[m[2]:m[3]]); err == nil {
-			pos.Line = n
-			msg = msg[:m[0]] + msg[m[1]:]
-		}
-	}
-	what := "invalid YAML: "
-	if strings.EqualFold(filepath.Ext(file), ".json") {
-		what = "invalid JSON: "
-	}
-	return &Error{Pos: pos, Msg: what + msg}
 }
 
 // parser walks the node tree of a stage workflow. It collects the structural
