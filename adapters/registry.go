@@ -144,6 +144,18 @@ func (r *Registry) Has(name string) bool {
 	return ok
 }
 
+// HasMode reports whether adapter name can run in mode.
+func (r *Registry) HasMode(name, mode string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return false
+	}
+	_, ok = e.def.modes[Mode(mode)]
+	return ok
+}
+
 // Names returns the registered adapter types, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()

@@ -303,3 +303,29 @@ stages:
 		t.Errorf("the TUI received %q; the sent item came again", got)
 	}
 }
+
+// A task's own inactivityTimeout wins over its adapter's, and silence while
+// a person is asked does not count.
+func TestTaskInactivityTimeoutPausesWhileAsking(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: ia
+stages:
+  - id: s
+    tasks:
+      - { id: silent, adapter: fake, executionMode: headless, prompt: "sleep=30s", inactivityTimeout: 700ms }
+`)
+	wantCode(t, p.run("run", "wf.yaml", "--grace", "500ms"), 1)
+	if s := p.only(); s.Tasks["silent"].Reason != "inactivity_timeout" {
+		t.Errorf("reason %q", s.Tasks["silent"].Reason)
+	}
+
+	p2 := newProject(t)
+	p2.write("wf.yaml", "id: ask\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\"], inactivityTimeout: 1s }\n")
+	c, cmd, screen := terminalSession(t, p2, "run", "wf.yaml")
+	expectString(t, c, "reply › ", screen)
+	time.Sleep(2500 * time.Millisecond) // a person thinking, longer than the timeout
+	_, _ = c.SendLine("y")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d: the wait for a person counted as inactivity\n%s", code, screen.String())
+	}
+}

@@ -519,3 +519,27 @@ stages:
 		t.Errorf("stderr names the wrong task:\n%s", r.stderr)
 	}
 }
+
+func TestValidateCatchesWhatWouldFailAtStart(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: v
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: tui, executionMode: headless, prompt: "x" }
+      - { id: b, adapter: fake, executionMode: headless, prompt: "{{.nope" }
+      - { id: c, adapter: fake, executionMode: headless, prompt: "x", inactivityTimeout: -1s }
+`)
+	r := p.run("validate", "wf.yaml")
+	wantCode(t, r, 2)
+	for _, want := range []string{`wf.yaml:5:47: stages[0].tasks[0].adapter: adapter "tui" has no headless mode`, "wf.yaml:6:66: stages[0].tasks[1].prompt: template line 1: unclosed action", "inactivityTimeout"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("validate lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	p.write("ok.yaml", "id: ok\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, prompt: x }\n")
+	r = p.run("validate", "--headless", "ok.yaml")
+	if r.code != 2 || !strings.Contains(r.stderr, "--headless") || !strings.Contains(r.stderr, "no headless mode") {
+		t.Errorf("--headless on an interactive-only adapter: %d\n%s", r.code, r.stderr)
+	}
+}

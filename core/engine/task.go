@@ -190,7 +190,11 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		close(inputDone)
 	}
 
-	ok, why = tr.wait(ctx, ad.InactivityTimeout())
+	inactivity := ad.InactivityTimeout()
+	if t.InactivityTimeout > 0 {
+		inactivity = time.Duration(t.InactivityTimeout)
+	}
+	ok, why = tr.wait(ctx, inactivity)
 	<-inputDone // the process is gone or stopped: the writer has failed or finished
 	if !tr.kept {
 		tr.closeLogs()

@@ -7,6 +7,12 @@ type AdapterSet interface {
 	Names() []string // sorted
 }
 
+// ModeSet is optionally implemented by an AdapterSet that knows which
+// execution modes each adapter has (*adapters.Registry does).
+type ModeSet interface {
+	HasMode(adapter, mode string) bool
+}
+
 // LoadOptions control loading and validation.
 type LoadOptions struct {
 	Adapters      AdapterSet

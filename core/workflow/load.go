@@ -22,7 +22,7 @@ var (
 	rootKeys  = []string{"id", "goal", "stages"}
 	stageKeys = []string{"id", "tasks"}
 	taskKeys  = []string{"id", "adapter", "executionMode", "prompt", "extraArgs", "cwd", "env",
-		"name", "pendingInputs", "keepAlive", "timeout"}
+		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout"}
 )
 
 // LoadFile reads and parses a definition file. A file that cannot be read is
@@ -342,6 +342,8 @@ func (p *parser) task(n *yaml.Node, field string) Task {
 			t.KeepAlive = p.boolean(kv.val, f)
 		case "timeout":
 			t.Timeout = p.duration(kv.val, f)
+		case "inactivityTimeout":
+			t.InactivityTimeout = p.duration(kv.val, f)
 		default:
 			p.unknownKey(kv.key, field, taskKeys)
 		}

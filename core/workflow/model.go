@@ -77,7 +77,10 @@ type Task struct {
 	PendingInputs []string          `json:"pendingInputs,omitempty"`
 	KeepAlive     bool              `json:"keepAlive,omitempty"`
 	Timeout       Duration          `json:"timeout,omitempty"`
-	Pos           Pos               `json:"-"`
+	// InactivityTimeout fails the task after this long without output; it
+	// overrides the adapter's.
+	InactivityTimeout Duration `json:"inactivityTimeout,omitempty"`
+	Pos               Pos      `json:"-"`
 }
 
 // DisplayName is the task's name, defaulting to its id.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"text/template"
 	"unicode"
 )
 
@@ -141,6 +142,21 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 		}
 	}
 
+	effective := t.ExecutionMode
+	if effective == "" {
+		effective = ModeInteractive
+	}
+	if c.opts.ForceHeadless {
+		effective = ModeHeadless
+	}
+	if ms, ok := c.opts.Adapters.(ModeSet); ok && !c.broken[af] && c.opts.Adapters.Has(t.Adapter) && !ms.HasMode(t.Adapter, effective) {
+		msg := fmt.Sprintf("adapter %q has no %s mode", t.Adapter, effective)
+		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
+			msg += " (--headless runs every task headless)"
+		}
+		c.add(c.at(mf, tpos), af, msg)
+	}
+
 	pf := tf + ".prompt"
 	headless := t.ExecutionMode == ModeHeadless || c.opts.ForceHeadless
 	if headless && strings.TrimSpace(t.Prompt) == "" && !c.broken[pf] {
@@ -151,8 +167,22 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 		c.add(c.at(pf, tpos), pf, msg)
 	}
 
-	if t.Timeout < 0 && !c.broken[tf+".timeout"] {
-		c.add(c.at(tf+".timeout", tpos), tf+".timeout", "must be a positive duration")
+	if !c.broken[pf] && strings.Contains(t.Prompt, "{{") {
+		// Syntax only: variables are known at run time.
+		if _, err := template.New("prompt").Parse(t.Prompt); err != nil {
+			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
+			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
+			c.add(c.at(pf, tpos), pf, "template line "+msg)
+		}
+	}
+
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"timeout", t.Timeout}, {"inactivityTimeout", t.InactivityTimeout}} {
+		if d.v < 0 && !c.broken[tf+"."+d.key] {
+			c.add(c.at(tf+"."+d.key, tpos), tf+"."+d.key, "must be a positive duration")
+		}
 	}
 }
 
