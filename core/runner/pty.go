@@ -75,6 +75,7 @@ type Terminal struct {
 	seq      uint64
 
 	chunks   chan []byte
+	answers  chan string // replies to terminal queries, written aside from the reader
 	pool     sync.Pool
 	exited   chan struct{}
 	done     chan struct{}
@@ -113,20 +114,22 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		return nil, fmt.Errorf("start %s in a pty: %w", spec.Command, err)
 	}
 	t := &Terminal{
-		cmd:    cmd,
-		ptmx:   ptmx,
-		opts:   opts,
-		vt:     vt10x.New(vt10x.WithSize(cols, rows)),
-		chunks: make(chan []byte, chunkQueue),
-		exited: make(chan struct{}),
-		done:   make(chan struct{}),
+		cmd:     cmd,
+		ptmx:    ptmx,
+		opts:    opts,
+		vt:      vt10x.New(vt10x.WithSize(cols, rows)),
+		chunks:  make(chan []byte, chunkQueue),
+		answers: make(chan string, 16),
+		exited:  make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
 
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go t.read(&wg)
 	go t.consume(&wg)
+	go t.answer(&wg)
 	go func() {
 		t.result = resultOf(cmd.Wait())
 		close(t.exited)
@@ -157,6 +160,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 func (t *Terminal) read(wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer close(t.chunks)
+	defer close(t.answers)
 	var carry [queryMax]byte
 	carried := 0
 	for {
@@ -221,11 +225,25 @@ func queryCarry(chunk []byte) []byte {
 	return chunk[max(0, len(chunk)-queryMax)+i:]
 }
 
+// reply hands an answer to the answer writer. The reader must never wait
+// on a write: if the child is not reading its input, a blocked write would
+// stop the reader, the child would block on output, and neither would move.
 func (t *Terminal) reply(ans string) {
-	if ans == "" { // a cursor position report comes from the screen
-		ans = t.cursorReport()
+	select {
+	case t.answers <- ans:
+	default: // a child flooding queries gets some unanswered
 	}
-	_ = t.write([]byte(ans))
+}
+
+// answer writes the replies to terminal queries.
+func (t *Terminal) answer(wg *sync.WaitGroup) {
+	defer wg.Done()
+	for ans := range t.answers {
+		if ans == "" { // a cursor position report comes from the screen
+			ans = t.cursorReport()
+		}
+		_ = t.write([]byte(ans))
+	}
 }
 
 // queryAnswer recognises a terminal query at the start of p and returns the

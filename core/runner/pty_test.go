@@ -143,10 +143,14 @@ func TestQueriesSplitAcrossReadsAreAnswered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		term := &Terminal{ptmx: w, vt: vt10x.New(vt10x.WithSize(80, 24))}
+		term := &Terminal{ptmx: w, vt: vt10x.New(vt10x.WithSize(80, 24)), answers: make(chan string, 16)}
 		a, b := []byte(q[:split]), []byte(q[split:])
 		term.answerQueries(nil, a)
 		term.answerQueries(queryCarry(a), b)
+		close(term.answers)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		term.answer(&wg)
 		w.Close()
 		got, _ := io.ReadAll(r)
 		r.Close()
