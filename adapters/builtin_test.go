@@ -89,7 +89,7 @@ func TestBuiltinInjectArgs(t *testing.T) {
 		"claude":   {"--allowedTools", "Bash Edit Write Read Glob Grep WebFetch"},
 		"codex":    {"--sandbox", "workspace-write"},
 		"gemini":   {"--approval-mode", "yolo", "--skip-trust"},
-		"opencode": nil,
+		"opencode": {"--auto"},
 		"shell":    nil,
 	}
 	r := NewRegistry()
@@ -127,7 +127,7 @@ func firstState(states []State, screen string) string {
 
 // The screens in testdata/screens were rendered (hinshun/vt10x, 120x40) from
 // the real CLIs in a PTY, driven against a fake model server: Claude Code
-// 2.1.197, Codex 0.169.0, Gemini CLI 0.61.0.
+// 2.1.197, Codex 0.169.0, Gemini CLI 0.61.0, opencode 1.18.33.
 func TestBuiltinStatesOnRealScreens(t *testing.T) {
 	cases := []struct {
 		adapter, screen, state, keys string // keys: what --auto-approve sends
@@ -147,6 +147,16 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"gemini", "gemini_trust.txt", "interaction_trust", ""}, // --skip-trust avoids it under --auto-approve
 		{"gemini", "gemini_idle_after_trust_restart.txt", StateIdle, ""},
 		{"gemini", "gemini_model_access.txt", "", ""},
+		{"opencode", "opencode_idle.txt", StateIdle, ""},
+		{"opencode", "opencode_typing.txt", "", ""}, // typed, not yet submitted
+		{"opencode", "opencode_working.txt", StateWorking, ""},
+		{"opencode", "opencode_working_esc.txt", StateWorking, ""},
+		{"opencode", "opencode_idle_after_reply.txt", StateIdle, ""},
+		{"opencode", "opencode_session_typing.txt", "", ""},
+		{"opencode", "opencode_permission.txt", "interaction_permission", "\r"},
+		{"opencode", "opencode_permission_bash.txt", "interaction_permission", "\r"},
+		{"opencode", "opencode_idle_after_tool.txt", StateIdle, ""},
+		{"opencode", "opencode_question.txt", "interaction_question", ""}, // the person answers
 	}
 	r := NewRegistry()
 	for _, c := range cases {
@@ -172,8 +182,8 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 
 func TestBuiltinStatesOrder(t *testing.T) {
 	// Every state that asks a question comes before working and idle in
-	// claude and codex: a dialog drawn over the idle prompt must win.
-	for _, name := range []string{"claude", "codex"} {
+	// claude, codex and opencode: a dialog drawn over the idle prompt must win.
+	for _, name := range []string{"claude", "codex", "opencode"} {
 		seenPassive := false
 		for _, s := range mustNew(t, NewRegistry(), name).States() {
 			if !s.NeedsAnswer() {
