@@ -156,6 +156,34 @@ func (r *Registry) HasMode(name, mode string) bool {
 	return ok
 }
 
+// TakesQueue reports whether a task of adapter name in mode can be given
+// pendingInputs: headless ones read them on stdin; in a terminal they are
+// typed when the adapter's idle state shows, so it needs one.
+func (r *Registry) TakesQueue(name, mode string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return false
+	}
+	m, ok := e.def.modes[Mode(mode)]
+	if !ok {
+		return false
+	}
+	if Mode(mode) == Headless && !m.usePTY {
+		return true
+	}
+	if Mode(mode) == Headless {
+		return false // a PTY without automation: nothing would type them
+	}
+	for _, s := range e.def.states {
+		if s.Name == StateIdle {
+			return true
+		}
+	}
+	return false
+}
+
 // Names returns the registered adapter types, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()

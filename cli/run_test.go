@@ -543,3 +543,13 @@ stages:
 		t.Errorf("--headless on an interactive-only adapter: %d\n%s", r.code, r.stderr)
 	}
 }
+
+func TestValidateRejectsAQueueNothingWouldSend(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: q\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: shell, prompt: \"cat\", pendingInputs: [\"x\"] }\n")
+	r := p.run("validate", "wf.yaml")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "wf.yaml:5:") || !strings.Contains(r.stderr, "would never be sent") {
+		t.Errorf("validate:\n%s", r.stderr)
+	}
+}

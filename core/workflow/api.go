@@ -11,6 +11,7 @@ type AdapterSet interface {
 // execution modes each adapter has (*adapters.Registry does).
 type ModeSet interface {
 	HasMode(adapter, mode string) bool
+	TakesQueue(adapter, mode string) bool
 }
 
 // LoadOptions control loading and validation.

@@ -155,6 +155,9 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 			msg += " (--headless runs every task headless)"
 		}
 		c.add(c.at(mf, tpos), af, msg)
+	} else if ok && len(t.PendingInputs) > 0 && c.opts.Adapters.Has(t.Adapter) && !ms.TakesQueue(t.Adapter, effective) {
+		qf := tf + ".pendingInputs"
+		c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
 	}
 
 	pf := tf + ".prompt"
