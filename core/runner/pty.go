@@ -74,6 +74,8 @@ type Terminal struct {
 	lastText string
 	seq      uint64
 
+	closeMu  sync.Mutex // pty.Setsize reads the raw fd, which must not race with Close
+	closed   bool
 	chunks   chan []byte
 	answers  chan string // replies to terminal queries, written aside from the reader
 	pool     sync.Pool
@@ -146,10 +148,10 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		select {
 		case <-drained:
 		case <-time.After(3 * time.Second):
-			_ = ptmx.Close()
+			t.closePTY()
 			<-drained
 		}
-		_ = ptmx.Close()
+		t.closePTY()
 		close(t.done)
 	}()
 	return t, nil
@@ -492,6 +494,15 @@ func (t *Terminal) Stop(grace time.Duration) {
 	<-t.done
 }
 
+func (t *Terminal) closePTY() {
+	t.closeMu.Lock()
+	defer t.closeMu.Unlock()
+	if !t.closed {
+		t.closed = true
+		_ = t.ptmx.Close()
+	}
+}
+
 // Size is the PTY's window size.
 func (t *Terminal) Size() (cols, rows int) {
 	t.screenMu.Lock()
@@ -507,6 +518,11 @@ func (t *Terminal) Resize(cols, rows int) error {
 	t.screenMu.Lock()
 	t.vt.Resize(cols, rows)
 	t.screenMu.Unlock()
+	t.closeMu.Lock()
+	defer t.closeMu.Unlock()
+	if t.closed {
+		return os.ErrClosed
+	}
 	return pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 }
 
