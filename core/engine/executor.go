@@ -33,22 +33,26 @@ const (
 
 // Overall session states derived from the tasks.
 const (
-	OverallRunning     = "RUNNING"
-	OverallAwaiting    = "AWAITING_INTERACTION"
-	OverallIdle        = "IDLE"
-	OverallError       = "ERROR"
-	defaultTailLines   = 20
-	stoppedReason      = "stopped"
-	cancelledReason    = "cancelled"
-	timeoutReason      = "timeout"
-	startFailedReason  = "start_failed"
-	exitReason         = "exit"
-	signalReason       = "signal"
-	inactivityReason   = "inactivity_timeout"
-	completedByUser    = "completed_by_user"
-	interactionParked  = "interaction_parked"
-	interactionFailure = "interaction_failed"
+	OverallRunning  = "RUNNING"
+	OverallAwaiting = "AWAITING_INTERACTION"
+	OverallIdle     = "IDLE"
+	OverallError    = "ERROR"
 )
+
+// Why a task ended, as recorded in its TaskRecord.Reason.
+const (
+	stoppedReason     = "stopped"
+	timeoutReason     = "timeout"
+	startFailedReason = "start_failed"
+	exitReason        = "exit"
+	signalReason      = "signal"
+	inactivityReason  = "inactivity_timeout"
+	completedByUser   = "completed_by_user"
+	interactionParked = "interaction_parked"
+)
+
+// defaultTailLines is how many clean output lines a session keeps per task.
+const defaultTailLines = 20
 
 // Options configure one executor.
 type Options struct {
@@ -300,7 +304,8 @@ func (x *Executor) saveLocked() {
 		return
 	}
 	if err := x.opts.Manager.Save(x.sess); err != nil {
-		x.emitLocked("error", "", map[string]any{"error": "save session: " + err.Error()})
+		// emit never calls back into the executor, so holding mu is fine.
+		x.emit("error", "", map[string]any{"error": "save session: " + err.Error()})
 	}
 }
 
@@ -310,10 +315,6 @@ func (x *Executor) emit(typ, taskID string, fields map[string]any) {
 	}
 	x.opts.Emit(state.Event{Time: time.Now(), Type: typ, Session: x.sess.ID, Task: taskID, Fields: fields})
 }
-
-// emitLocked is emit for callers holding mu; Emit never calls back into the
-// executor, so this is safe.
-func (x *Executor) emitLocked(typ, taskID string, fields map[string]any) { x.emit(typ, taskID, fields) }
 
 func (x *Executor) record(taskID string) *state.TaskRecord {
 	r := x.sess.Tasks[taskID]

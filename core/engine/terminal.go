@@ -27,12 +27,11 @@ const (
 )
 
 const (
-	idleState        = "interaction_idle"
-	interactionPfx   = "interaction_"
-	actionCooldown   = 600 * time.Millisecond
-	submitDelay      = 120 * time.Millisecond
-	excerptLines     = 15
-	defaultQuietTerm = runner.DefaultQuiet
+	idleState      = "interaction_idle"
+	interactionPfx = "interaction_"
+	actionCooldown = 600 * time.Millisecond
+	submitDelay    = 120 * time.Millisecond
+	excerptLines   = 15
 )
 
 // terminalState is the automation state of one interactive task; it is only

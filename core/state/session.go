@@ -79,16 +79,6 @@ type Session struct {
 	Error              string                 `json:"error,omitempty"`
 }
 
-// Finished reports whether the session can no longer make progress without
-// being resumed.
-func (s *Session) Finished() bool {
-	switch s.Status {
-	case StatusRunning:
-		return false
-	}
-	return true
-}
-
 // Event is one line of the JSONL event log and the unit the core emits to the
 // CLI. It marshals flat: {"time":..,"event":..,"session":..,"task":..,<fields>}.
 type Event struct {
