@@ -42,12 +42,11 @@ type taskRun struct {
 // not, why.
 func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
 	mode := adapters.Mode(t.ExecutionMode)
-	if x.opts.ForceHeadless || mode == "" {
-		if x.opts.ForceHeadless {
-			mode = adapters.Headless
-		} else {
-			mode = adapters.Interactive
-		}
+	switch {
+	case x.opts.ForceHeadless:
+		mode = adapters.Headless
+	case mode == "":
+		mode = adapters.Interactive
 	}
 	fail := func(reason, msg string) (bool, string) {
 		now := time.Now()
