@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -338,46 +337,12 @@ func (w *world) reapTasks() {
 			if rec.Pid <= 0 {
 				continue
 			}
-			if pids := groupMembers(rec.Pid); len(pids) > 0 {
+			if pids, _ := runner.GroupMembers(rec.Pid); len(pids) > 0 {
 				w.t.Errorf("task %s: process group %d still running after vibeteam exited (pids %v); killing it", id, rec.Pid, pids)
 				_ = syscall.Kill(-rec.Pid, syscall.SIGKILL)
 			}
 		}
 	}
-}
-
-// groupMembers lists the live (not zombie) processes of process group pgid,
-// from /proc; empty where there is no /proc.
-func groupMembers(pgid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // session is the part of .vibeteam/sessions/<id>.json the tests read.

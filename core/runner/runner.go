@@ -123,30 +123,39 @@ func groupAlive(pid int) bool {
 	if pid <= 0 || syscall.Kill(-pid, 0) != nil {
 		return false
 	}
+	members, ok := GroupMembers(pid)
+	return !ok || len(members) > 0
+}
+
+// GroupMembers lists the live (not zombie) processes of process group pgid,
+// from /proc; ok is false where there is no /proc to read.
+func GroupMembers(pgid int) (pids []int, ok bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return nil, false
 	}
+	want := strconv.Itoa(pgid)
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may contain spaces.
+		// pid (comm) state ppid pgrp ...; comm may contain spaces and parens.
 		s := string(b)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pid) && f[0] != "Z" {
-			return true
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids, true
 }
 
 // stopGroup is the shared SIGTERM → grace → SIGKILL sequence. exited is
