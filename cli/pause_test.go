@@ -54,6 +54,27 @@ func terminalSession(t *testing.T, p *project, args ...string) (*expect.Console,
 	return c, cmd, screen
 }
 
+// expectAll waits until everything read since the last match holds all of
+// strs, in any order.
+func expectAll(t *testing.T, c *expect.Console, screen *syncBuffer, strs ...string) {
+	t.Helper()
+	var opts []expect.ExpectOpt
+	for _, s := range strs {
+		opts = append(opts, expect.String(s))
+	}
+	done := make(chan error, 1)
+	go func() { _, err := c.Expect(expect.All(opts...)); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("waiting for %q: %v\nscreen:\n%s", strs, err, screen.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = c.Close()
+		t.Fatalf("no %q within 30s\nscreen:\n%s", strs, screen.String())
+	}
+}
+
 // expectString is c.ExpectString with a deadline that holds even when
 // go-expect's read deadline does not: closing the console unblocks it.
 func expectString(t *testing.T, c *expect.Console, s string, screen *syncBuffer) {
@@ -66,8 +87,9 @@ func expectString(t *testing.T, c *expect.Console, s string, screen *syncBuffer)
 			t.Fatalf("waiting for %q: %v\nscreen:\n%s", s, err, screen.String())
 		}
 	case <-time.After(30 * time.Second):
+		// go-expect's read does not end when the console closes; the
+		// goroutine is left behind with the failed test.
 		_ = c.Close()
-		<-done
 		t.Fatalf("no %q within 30s\nscreen:\n%s", s, screen.String())
 	}
 }
@@ -176,8 +198,9 @@ stages:
       - { id: b, name: Second, adapter: tui2, pendingInputs: ["ask"] }
 `)
 	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
-	expectString(t, c, "reply › ", screen)
-	expectString(t, c, "is waiting too", screen)
+	// Announced after the first panel, or in it when both started waiting
+	// before it was drawn.
+	expectAll(t, c, screen, "needs you", "is waiting too", "reply › ")
 	_, _ = c.SendLine("y")
 	expectString(t, c, "reply › ", screen)
 	_, _ = c.SendLine("n")

@@ -86,7 +86,7 @@ func (p *prompter) enqueue(e core.Event) {
 		}
 	}
 	p.queue = append(p.queue, w)
-	busy := p.asking != "" || len(p.queue) > 1
+	busy := p.asking != ""
 	p.mu.Unlock()
 	if busy {
 		// Announced now, asked after the current one; the prompt is shown
@@ -164,6 +164,16 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 	fmt.Fprintf(t, "\n── %s (%s) needs you: %s ──\n", w.name, w.adapter, w.state)
 	for _, l := range strings.Split(w.excerpt, "\n") {
 		fmt.Fprintf(t, "│ %s\n", l)
+	}
+	p.mu.Lock()
+	var others []string
+	for _, q := range p.queue {
+		others = append(others, q.name)
+	}
+	p.mu.Unlock()
+	if len(others) > 0 {
+		// Waiting since before this panel: announced here, asked next.
+		fmt.Fprintf(t, "\a(%s is waiting too; it is next)\n", strings.Join(others, ", "))
 	}
 	fmt.Fprintln(t, "── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit")
 	for {
