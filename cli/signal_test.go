@@ -198,3 +198,27 @@ func TestDamagedSessionFilesAreErrorsNotPanics(t *testing.T) {
 	}
 	wantCode(t, p.run("sessions"), 0)
 }
+
+// A vibeteam killed with SIGKILL cannot stop its tasks; resume stops what it
+// left running before it runs the task again.
+func TestResumeAfterACrashStopsLeftoverProcesses(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: crash\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: shell, executionMode: headless, prompt: \"echo $$ >> a.pids; [ -f fast ] || sleep 60\" }\n")
+	cmd := p.command("run", "wf.yaml")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.exists("a.pids") })
+	time.Sleep(200 * time.Millisecond)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	first := strings.Fields(p.read("a.pids"))[0]
+	pidAlive(t, first, true) // the orphan is still there
+	p.write("fast", "")
+	r := p.run("resume", p.only().ID, "--grace", "1s")
+	wantCode(t, r, 0)
+	pidAlive(t, first, false)
+	if n := countEvents(p.events(p.only().ID), "orphan_stopped"); n != 1 {
+		t.Errorf("%d orphan_stopped events, want 1", n)
+	}
+}

@@ -29,6 +29,7 @@ const (
 	EvTaskStatus     = "task_status"
 	EvTaskFinished   = "task_finished"
 	EvSessionState   = "session_state"
+	EvOrphanStopped  = "orphan_stopped" // a process left by a vibeteam that died was stopped
 )
 
 // Overall session states derived from the tasks.
@@ -153,6 +154,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer x.stopKept()
+	x.stopOrphans()
 	x.mu.Lock()
 	x.cancelRun = cancel
 	x.sess.Status = state.StatusRunning
@@ -414,6 +416,29 @@ func (x *Executor) CompleteTask(taskID string) error {
 	}
 	tr.complete()
 	return nil
+}
+
+// stopOrphans stops task processes that a previous vibeteam left running
+// when it died without stopping them, so a resumed task never runs twice.
+func (x *Executor) stopOrphans() {
+	x.mu.Lock()
+	type orphan struct {
+		task  string
+		pid   int
+		start uint64
+	}
+	var found []orphan
+	for id, rec := range x.sess.Tasks {
+		if rec.Pid > 0 && rec.PidStart > 0 {
+			found = append(found, orphan{id, rec.Pid, rec.PidStart})
+		}
+	}
+	x.mu.Unlock()
+	for _, o := range found {
+		if runner.StopOrphan(o.pid, o.start, x.opts.Grace) {
+			x.emit(EvOrphanStopped, o.task, map[string]any{"pid": o.pid})
+		}
+	}
 }
 
 // park ends the run with status (waiting, or failed) because task needs a

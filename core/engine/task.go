@@ -155,8 +155,9 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 	}
 	tr.proc = proc
 
+	start, _ := runner.ProcStart(proc.Pid())
 	x.mu.Lock()
-	rec.Pid = proc.Pid()
+	rec.Pid, rec.PidStart = proc.Pid(), start
 	x.active[t.ID] = tr
 	x.mu.Unlock()
 	defer func() {

@@ -183,3 +183,50 @@ func stopGroup(pid int, grace time.Duration, exited <-chan struct{}) {
 		}
 	}
 }
+
+// ProcStart is a process's start time (clock ticks since boot, from
+// /proc/<pid>/stat); with the pid it identifies the process across pid reuse.
+func ProcStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	// Fields after "(comm)": state is the 3rd field of the line, starttime the 22nd.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[19], 10, 64)
+	return v, err == nil
+}
+
+// StopOrphan stops the process group of a task left running by a vibeteam
+// that died (kill -9, power loss of the terminal): only if pid is still the
+// same process (its start time matches) and still leads its group. It
+// reports whether it stopped anything.
+func StopOrphan(pid int, start uint64, grace time.Duration) bool {
+	if pid <= 0 || start == 0 {
+		return false
+	}
+	if now, ok := ProcStart(pid); !ok || now != start {
+		return false
+	}
+	if members, _ := GroupMembers(pid); len(members) == 0 {
+		return false
+	}
+	killGroup(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for groupAlive(pid) {
+		if time.Now().After(deadline) {
+			killGroup(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(time.Hour)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}

@@ -48,6 +48,7 @@ type TaskRecord struct {
 	Mode          string     `json:"mode"`
 	Argv          []string   `json:"argv,omitempty"`
 	Pid           int        `json:"pid,omitempty"`
+	PidStart      uint64     `json:"pidStart,omitempty"` // the pid's start time, to recognise it after a crash
 	ExitCode      *int       `json:"exitCode,omitempty"`
 	Reason        string     `json:"reason,omitempty"` // exit | signal | timeout | start_failed | cancelled | ...
 	Error         string     `json:"error,omitempty"`
