@@ -83,8 +83,12 @@ parallel, each task an agent CLI (claude, codex, gemini, opencode, shell, or
 any adapter file in .vibeteam/adapters). Every state change is saved to
 .vibeteam/sessions/<id>.json, so any run can be resumed.
 
+Interactive tasks run in a pseudo-terminal; when one needs a person and no
+--auto-approve policy answers, vibeteam asks at the terminal (or parks the
+session when there is none).
+
 Exit codes: 0 completed, 1 failed, 2 usage or validation error,
-3 parked (resumable), 130/143 interrupted.
+3 parked (resumable), 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
 
 Try it:  vibeteam run demo`,
 		Reader:          streams.In,

@@ -35,7 +35,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "events", Usage: "write JSONL events to `FILE` (- for stdout)"},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "mirror task output on stderr, prefixed by task name"},
 		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}},
-		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person: `ask` at the terminal (park when there is none), park (exit 3), or fail (exit 1)"},
+		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
 	}
 }
