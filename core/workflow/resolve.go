@@ -39,6 +39,9 @@ func Resolve(nameOrPath, baseDir string) (string, error) {
 	}
 	if strings.ContainsAny(nameOrPath, `/\`) || strings.ContainsRune(nameOrPath, filepath.Separator) ||
 		filepath.Ext(nameOrPath) != "" {
+		if st, err := os.Stat(nameOrPath); err == nil && st.IsDir() {
+			return "", fmt.Errorf("%s is a directory, not a workflow file", nameOrPath)
+		}
 		return "", &NotFoundError{Name: nameOrPath, Tried: []string{nameOrPath}}
 	}
 	dir := filepath.Join(baseDir, ".vibeteam", "workflows")
