@@ -329,3 +329,15 @@ stages:
 		t.Fatalf("exit %d: the wait for a person counted as inactivity\n%s", code, screen.String())
 	}
 }
+
+// Turns that leave the screen exactly as it was (a full history scrolls the
+// same lines) still count once the screen has settled.
+func TestTurnsThatLeaveAnIdenticalScreen(t *testing.T) {
+	p := newProject(t)
+	q := strings.TrimSuffix(strings.Repeat(`"x", `, 16), ", ")
+	p.write("wf.yaml", "id: h\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, extraArgs: [\"-work\", \"0s\"], pendingInputs: ["+q+"], timeout: 60s }\n")
+	wantCode(t, p.run("run", "wf.yaml", "--grace", "300ms"), 0)
+	if n := strings.Count(p.read("rec.txt"), "line:x\n"); n != 16 {
+		t.Errorf("%d of 16 inputs reached the TUI", n)
+	}
+}

@@ -256,3 +256,49 @@ func TestPauseEndOfInputParks(t *testing.T) {
 		t.Errorf("status %s", s.Status)
 	}
 }
+
+// An answer the TUI ignores leaves the question on an unchanged screen: it
+// is asked again after the cooldown instead of hanging.
+func TestPauseAsksAgainWhenTheAnswerChangedNothing(t *testing.T) {
+	for _, answer := range []string{"x", ":up"} {
+		t.Run(answer, func(t *testing.T) {
+			p := newProject(t)
+			input := "ask"
+			if answer == ":up" {
+				input = "menu" // option 1 is already selected
+			}
+			p.write("wf.yaml", "id: h\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\""+input+"\"], timeout: 20s }\n")
+			c, cmd, screen := terminalSession(t, p, "run", "wf.yaml", "--grace", "300ms")
+			expectString(t, c, "reply › ", screen)
+			_, _ = c.SendLine(answer)
+			expectString(t, c, "needs you", screen) // asked again
+			expectString(t, c, "reply › ", screen)
+			if input == "ask" {
+				_, _ = c.SendLine("y")
+			} else {
+				_, _ = c.SendLine("1")
+			}
+			if code := waitExit(t, cmd, screen); code != 0 {
+				t.Fatalf("exit %d\n%s", code, screen.String())
+			}
+		})
+	}
+}
+
+// While a person has the terminal, silence is not inactivity.
+func TestAttachPausesTheInactivityTimeout(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: h\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"ask\"], inactivityTimeout: 1500ms }\n")
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml", "--grace", "300ms")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine(":attach")
+	expectString(t, c, "Ctrl-] detaches", screen)
+	time.Sleep(3 * time.Second) // a person reading the screen
+	_, _ = c.Send("y")
+	expectString(t, c, "answered y", screen)
+	time.Sleep(300 * time.Millisecond)
+	_, _ = c.Send("\x1d")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+}

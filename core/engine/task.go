@@ -285,7 +285,7 @@ func (tr *taskRun) applyReply(r reply) {
 		// The same question is not asked again while the TUI redraws past
 		// it; if it is still there after the cooldown (the answer was a
 		// step, like an arrow key), it is asked again.
-		tr.term.lastActed, tr.term.lastActedAt = tr.term.waitingState, time.Now()
+		tr.term.answered(tr.term.waitingState)
 		tr.term.waitingState = ""
 		tr.x.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
 	}
@@ -395,8 +395,9 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 			res := tr.proc.Result()
 			return finish(state.TaskError, timeoutReason, &res, msg)
 		case <-idle:
-			if tr.term != nil && tr.term.waitingState != "" {
-				// Silence while a person is asked is not inactivity.
+			if tr.term != nil && (tr.term.waitingState != "" || tr.term.attached) {
+				// Silence while a person is asked, or has the terminal, is
+				// not inactivity.
 				idleTimer.Reset(inactivity)
 				continue
 			}

@@ -47,15 +47,39 @@ type terminalState struct {
 	waitingState string // non-empty while WAITING_FOR_USER
 	lastSeen     string // state of the previous detection
 	attached     bool   // a person has the terminal (:attach)
-	// A prompt seen during the cooldown after an answer is looked at again
-	// when the cooldown ends, in case the screen never changes again (the
-	// keys were lost).
-	deferred *runner.Detection
-	recheck  *time.Timer
-	// A detection that stayed the latest screen through a recheck (seq).
-	settled    uint64
-	sentScreen string        // the idle screen on which the last input was typed
-	settle     time.Duration // how long a changed idle screen must stay to count as a turn
+	// recheck wakes the wait loop for a fresh look at the screen, changed
+	// or not: when a cooldown ends (an answer whose keys were ignored leaves
+	// the question on an unchanged screen, which would never be reported
+	// again), and when an idle screen may have settled.
+	recheck *time.Timer
+	wakeAt  time.Time
+	typedAt time.Time     // when the last input (or the prompt, at start) was given
+	settle  time.Duration // how long an idle screen must stay unchanged to count as a turn
+}
+
+// wakeIn arms the recheck to fire within d, keeping an earlier wake-up.
+func (ts *terminalState) wakeIn(d time.Duration) {
+	at := time.Now().Add(d)
+	if !ts.wakeAt.IsZero() && ts.wakeAt.Before(at) {
+		return
+	}
+	ts.wakeAt = at
+	ts.recheck.Reset(d)
+}
+
+// idleSettled reports whether the screen has stayed unchanged (no output)
+// for the settle time since the last input was given, and otherwise
+// arranges to look again.
+func (ts *terminalState) idleSettled() bool {
+	since := ts.typedAt
+	if out := ts.term.LastOutput(); out.After(since) {
+		since = out
+	}
+	if left := ts.settle - time.Since(since); left > 0 {
+		ts.wakeIn(left)
+		return false
+	}
+	return true
 }
 
 // startTerminal starts an interactive task (or a headless one whose adapter
@@ -67,6 +91,7 @@ func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, lc adapters.Laun
 		awaitingTurn: prompt != "",
 		recheck:      time.NewTimer(time.Hour),
 		settle:       max(time.Second, 4*tr.adapter.QuietPeriod()),
+		typedAt:      time.Now(), // a prompt is given at launch
 	}
 	ts.recheck.Stop()
 	opts := runner.TerminalOptions{OnOutput: onOutput, Quiet: tr.adapter.QuietPeriod()}
@@ -118,7 +143,6 @@ func stateKind(name string) string {
 func (tr *taskRun) onDetection(d runner.Detection) {
 	ts, x, t := tr.term, tr.x, tr.task
 	kind := stateKind(d.State)
-	ts.deferred = nil
 	if d.State != ts.lastSeen {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
@@ -144,14 +168,14 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			return
 		}
 		if since := time.Since(ts.lastActedAt); ts.lastActed == d.State && since < actionCooldown {
-			// The answer was sent; the TUI has not redrawn past the prompt yet.
-			ts.deferred = &d
-			ts.recheck.Reset(actionCooldown - since)
+			// The answer was sent; the TUI has not redrawn past the prompt
+			// yet. Looked at again when the cooldown ends.
+			ts.wakeIn(actionCooldown - since)
 			return
 		}
 		if x.opts.AutoApprove {
 			if act, match := tr.autoAction(d); act != nil {
-				ts.lastActed, ts.lastActedAt = d.State, time.Now()
+				ts.answered(d.State)
 				_ = tr.proc.Send(act.Keys)
 				x.emit(EvAutoAction, t.ID, map[string]any{"state": d.State, "match": match, "keys": act.Keys, "action": act.Description})
 				return
@@ -159,19 +183,12 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		}
 		tr.askPerson(d)
 	case "idle":
-		if ts.awaitingTurn && !ts.turnRan {
+		if ts.awaitingTurn && !ts.turnRan && !ts.idleSettled() {
 			// The turn has not been seen working. A fast turn (a slash
-			// command) or an adapter without a working state still leaves
-			// a different idle screen behind: accept it once it has stayed
-			// the same for the settle time.
-			if d.Screen == ts.sentScreen {
-				return
-			}
-			if d.Seq != ts.settled {
-				ts.deferred = &d
-				ts.recheck.Reset(ts.settle)
-				return
-			}
+			// command) or an adapter without a working state still ends on
+			// an idle screen: it counts once that has stayed the same for
+			// the settle time.
+			return
 		}
 		ts.awaitingTurn, ts.turnRan = false, false
 		x.mu.Lock()
@@ -181,10 +198,13 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			tr.completeWith("idle")
 			return
 		}
-		ts.sentScreen = d.Screen
 		tr.typeLine(queue[0], "queue")
 		tr.popQueue()
 		ts.awaitingTurn = true
+		// The turn may leave the screen exactly as it was, which would never
+		// be reported: look again once it could have settled.
+		ts.typedAt = time.Now()
+		ts.wakeIn(ts.settle)
 		x.emit(EvQueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
 	}
 }
@@ -193,13 +213,18 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 // answer, or by the settle time of a turn not seen working.
 func (tr *taskRun) onRecheck() {
 	ts := tr.term
-	if ts.deferred == nil {
-		return
+	ts.wakeAt = time.Time{}
+	if d, ok := ts.term.Detect(); ok {
+		tr.onDetection(d)
 	}
-	d := *ts.deferred
-	ts.lastActed = ""
-	ts.settled = d.Seq
-	tr.onDetection(d)
+}
+
+// answered starts the cooldown after keys were sent for a question: the
+// same question is not answered again until the TUI has had time to move
+// on, and is looked at again when the cooldown ends.
+func (ts *terminalState) answered(state string) {
+	ts.lastActed, ts.lastActedAt = state, time.Now()
+	ts.wakeIn(actionCooldown)
 }
 
 // typeLine types text and then Enter. The pause between them keeps TUIs

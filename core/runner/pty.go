@@ -74,7 +74,8 @@ type Terminal struct {
 	lastText string
 	seq      uint64
 
-	closeMu  sync.Mutex // pty.Setsize reads the raw fd, which must not race with Close
+	lastOut  atomic.Int64 // unix nanoseconds of the last output chunk
+	closeMu  sync.Mutex   // pty.Setsize reads the raw fd, which must not race with Close
 	closed   bool
 	chunks   chan []byte
 	answers  chan string // replies to terminal queries, written aside from the reader
@@ -316,6 +317,7 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 			if !ok {
 				return
 			}
+			t.lastOut.Store(time.Now().UnixNano())
 			if rawLog != nil {
 				_, _ = rawLog.Write(chunk)
 			}
@@ -501,6 +503,15 @@ func (t *Terminal) closePTY() {
 		t.closed = true
 		_ = t.ptmx.Close()
 	}
+}
+
+// LastOutput is when the child last wrote anything (zero before it has):
+// the screen cannot have changed since.
+func (t *Terminal) LastOutput() time.Time {
+	if n := t.lastOut.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Size is the PTY's window size.
