@@ -5,11 +5,34 @@ package runner
 // sequence split across two reads is still removed. It is a byte-level state
 // machine rather than a regexp (acarl005/stripansi measured ~23 MB/s here,
 // too slow for a PTY stream); see DESIGN.md §7.
+//
+// It also recognises the queries a TUI sends to learn about its terminal
+// (cursor position, device attributes, colours) and reports each to
+// OnQuery, so they are found in the same pass, off the PTY read path.
 type Stripper struct {
+	OnQuery func(Query)
+
 	st      stripState
 	pending bool // a '\r' was seen and not yet resolved
 	param   int  // numeric parameter of the current CSI sequence
+	params  int  // how many parameters the CSI sequence has had
+	priv    byte // CSI private marker ('?', '>', ...), 0 if none
+	osc     [6]byte
+	oscLen  int
+	isOSC   bool
 }
+
+// Query is a terminal query found in the output.
+type Query uint8
+
+const (
+	QueryCursor      Query = iota + 1 // ESC [ 6 n
+	QueryStatus                       // ESC [ 5 n
+	QueryPrimaryDA                    // ESC [ c, ESC [ 0 c
+	QuerySecondaryDA                  // ESC [ > c
+	QueryForeground                   // OSC 10 ; ?
+	QueryBackground                   // OSC 11 ; ?
+)
 
 type stripState uint8
 
@@ -53,9 +76,13 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 			switch b {
 			case '[':
 				s.st = sCSI
-				s.param = 0
-			case ']', 'P', 'X', '^', '_':
+				s.param, s.params, s.priv = 0, 0, 0
+			case ']':
 				s.st = sString
+				s.isOSC, s.oscLen = true, 0
+			case 'P', 'X', '^', '_':
+				s.st = sString
+				s.isOSC = false
 			case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
 				s.st = sCharset
 			default:
@@ -67,10 +94,19 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 				if s.param < 1000 {
 					s.param = s.param*10 + int(b-'0')
 				}
+				if s.params == 0 {
+					s.params = 1
+				}
 			case b == ';':
 				s.param = 0
+				s.params++
+			case b >= '<' && b <= '?':
+				s.priv = b
 			case b >= 0x40 && b <= 0x7e:
 				s.st = sText
+				if s.OnQuery != nil && (b == 'n' || b == 'c') && s.params <= 1 {
+					s.csiQuery(b)
+				}
 				// TUIs (Claude's Ink) draw spaces as cursor moves; without
 				// them the text runs together.
 				switch b {
@@ -87,12 +123,19 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 			switch b {
 			case 0x07:
 				s.st = sText
+				s.oscEnd()
 			case 0x1b:
 				s.st = sStringEs
+			default:
+				if s.isOSC && s.oscLen < len(s.osc) {
+					s.osc[s.oscLen] = b
+					s.oscLen++
+				}
 			}
 		case sStringEs:
 			if b == '\\' {
 				s.st = sText
+				s.oscEnd()
 			} else {
 				s.st = sString
 			}
@@ -107,4 +150,31 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 func StripString(s string) string {
 	var st Stripper
 	return string(st.Strip(nil, []byte(s)))
+}
+
+func (s *Stripper) csiQuery(final byte) {
+	switch {
+	case final == 'n' && s.priv == 0 && s.param == 6:
+		s.OnQuery(QueryCursor)
+	case final == 'n' && s.priv == 0 && s.param == 5:
+		s.OnQuery(QueryStatus)
+	case final == 'c' && s.priv == 0 && s.param == 0:
+		s.OnQuery(QueryPrimaryDA)
+	case final == 'c' && s.priv == '>' && s.param == 0:
+		s.OnQuery(QuerySecondaryDA)
+	}
+}
+
+// oscEnd reports an OSC colour query when its string ends.
+func (s *Stripper) oscEnd() {
+	if !s.isOSC || s.OnQuery == nil {
+		return
+	}
+	switch string(s.osc[:s.oscLen]) {
+	case "10;?":
+		s.OnQuery(QueryForeground)
+	case "11;?":
+		s.OnQuery(QueryBackground)
+	}
+	s.isOSC = false
 }

@@ -163,18 +163,11 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 func (t *Terminal) read(wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer close(t.chunks)
-	defer close(t.answers)
-	var carry [queryMax]byte
-	carried := 0
 	for {
 		bp := t.pool.Get().(*[]byte)
 		buf := *bp
 		n, err := t.ptmx.Read(buf)
 		if n > 0 {
-			if !t.attached.Load() && (carried > 0 || bytes.IndexByte(buf[:n], 0x1b) >= 0) {
-				t.answerQueries(carry[:carried], buf[:n])
-			}
-			carried = copy(carry[:], queryCarry(buf[:n]))
 			*bp = buf[:n]
 			t.chunks <- *bp
 		} else {
@@ -186,51 +179,29 @@ func (t *Terminal) read(wg *sync.WaitGroup) {
 	}
 }
 
-// answerQueries answers the queries a TUI sends to learn about its terminal;
-// some (codex) wait for the answer, so without a real terminal attached we
-// give one. One pass over the ESC bytes, no allocation: this runs on the
-// read path. carry is the previous chunk's tail from its last ESC, so a
-// query split across two reads is still seen.
-func (t *Terminal) answerQueries(carry, chunk []byte) {
-	if len(carry) > 0 {
-		var joint [2 * queryMax]byte
-		n := copy(joint[:], carry)
-		n += copy(joint[n:], chunk[:min(len(chunk), queryMax)])
-		if ans, qlen := queryAnswer(joint[:n]); qlen > len(carry) {
-			t.reply(ans)
-		}
-	}
-	for i := 0; i < len(chunk); {
-		j := bytes.IndexByte(chunk[i:], 0x1b)
-		if j < 0 {
-			return
-		}
-		i += j
-		if ans, n := queryAnswer(chunk[i:]); n > 0 {
-			t.reply(ans)
-			i += n
-			continue
-		}
-		i++
-	}
+// answers to the terminal queries the Stripper finds.
+var queryAnswers = map[Query]string{
+	QueryStatus:      "\x1b[0n",
+	QueryPrimaryDA:   "\x1b[?62;22c",
+	QuerySecondaryDA: "\x1b[>1;10;0c",
+	QueryForeground:  "\x1b]10;rgb:ffff/ffff/ffff\x1b\\",
+	QueryBackground:  "\x1b]11;rgb:0000/0000/0000\x1b\\",
+	// QueryCursor is answered from the screen.
 }
 
-// queryMax is the longest query recognised.
-const queryMax = 8
-
-// queryCarry is the tail of chunk that may start a query completed by the
-// next read: from the last ESC, if it is within queryMax bytes of the end.
-func queryCarry(chunk []byte) []byte {
-	i := bytes.LastIndexByte(chunk[max(0, len(chunk)-queryMax):], 0x1b)
-	if i < 0 {
-		return nil
+// onQuery answers a query some TUIs (codex) wait for, unless a real
+// terminal is attached and answers itself.
+func (t *Terminal) onQuery(q Query) {
+	if t.attached.Load() {
+		return
 	}
-	return chunk[max(0, len(chunk)-queryMax)+i:]
+	t.reply(queryAnswers[q])
 }
 
-// reply hands an answer to the answer writer. The reader must never wait
-// on a write: if the child is not reading its input, a blocked write would
-// stop the reader, the child would block on output, and neither would move.
+// reply hands an answer to the answer writer. Neither the reader nor the
+// consumer may wait on a write: if the child is not reading its input, a
+// blocked write would stop the output path, the child would block on
+// output, and neither would move.
 func (t *Terminal) reply(ans string) {
 	select {
 	case t.answers <- ans:
@@ -295,8 +266,9 @@ func (t *Terminal) cursorReport() string {
 // keeps flowing (spinners never go quiet).
 func (t *Terminal) consume(wg *sync.WaitGroup) {
 	defer wg.Done()
+	defer close(t.answers) // the consumer is the only one who answers
 	var (
-		strip     Stripper
+		strip     = Stripper{OnQuery: t.onQuery}
 		clean     []byte
 		lastCheck time.Time
 		quiet     = time.NewTimer(time.Hour)

@@ -2,7 +2,7 @@ package runner
 
 import (
 	"bytes"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hinshun/vt10x"
 )
 
 var (
@@ -136,26 +134,23 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
-func TestQueriesSplitAcrossReadsAreAnswered(t *testing.T) {
-	q := "xx\x1b[6n yy \x1b[1mbold\x1b[0m \x1b]11;?\x1b\\ zz"
+func TestQueriesAreFoundAcrossReads(t *testing.T) {
+	q := "xx\x1b[6n yy \x1b[1mbold\x1b[0m \x1b]11;?\x1b\\ \x1b[?6n \x1b[>c \x1b[0c \x1b]10;?\x07 \x1b[2;5n zz"
+	want := []Query{QueryCursor, QueryBackground, QuerySecondaryDA, QueryPrimaryDA, QueryForeground}
+	wantText := StripString(q)
+	if strings.ContainsRune(wantText, 0x1b) || !strings.HasPrefix(wantText, "xx yy bold") || !strings.HasSuffix(wantText, "zz") {
+		t.Fatalf("stripped %q", wantText)
+	}
 	for split := 0; split <= len(q); split++ {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
+		var got []Query
+		s := Stripper{OnQuery: func(q Query) { got = append(got, q) }}
+		text := s.Strip(nil, []byte(q[:split]))
+		text = s.Strip(text, []byte(q[split:]))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("split at %d: queries %v, want %v", split, got, want)
 		}
-		term := &Terminal{ptmx: w, vt: vt10x.New(vt10x.WithSize(80, 24)), answers: make(chan string, 16)}
-		a, b := []byte(q[:split]), []byte(q[split:])
-		term.answerQueries(nil, a)
-		term.answerQueries(queryCarry(a), b)
-		close(term.answers)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		term.answer(&wg)
-		w.Close()
-		got, _ := io.ReadAll(r)
-		r.Close()
-		if want := "\x1b[1;1R\x1b]11;rgb:0000/0000/0000\x1b\\"; string(got) != want {
-			t.Errorf("split at %d: replies %q, want %q", split, got, want)
+		if string(text) != wantText {
+			t.Errorf("split at %d: text %q", split, text)
 		}
 	}
 }
