@@ -55,7 +55,7 @@ func terminalSession(t *testing.T, p *project, args ...string) (*expect.Console,
 }
 
 // expectAll waits until everything read since the last match holds all of
-// strs, in any order.
+// strs, in any order. The deadline holds even when go-expect's own does not.
 func expectAll(t *testing.T, c *expect.Console, screen *syncBuffer, strs ...string) {
 	t.Helper()
 	var opts []expect.ExpectOpt
@@ -70,28 +70,17 @@ func expectAll(t *testing.T, c *expect.Console, screen *syncBuffer, strs ...stri
 			t.Fatalf("waiting for %q: %v\nscreen:\n%s", strs, err, screen.String())
 		}
 	case <-time.After(30 * time.Second):
+		// go-expect's read does not end when the console closes; the
+		// goroutine is left behind with the failed test.
 		_ = c.Close()
 		t.Fatalf("no %q within 30s\nscreen:\n%s", strs, screen.String())
 	}
 }
 
-// expectString is c.ExpectString with a deadline that holds even when
-// go-expect's read deadline does not: closing the console unblocks it.
+// expectString waits for s with a deadline; see expectAll.
 func expectString(t *testing.T, c *expect.Console, s string, screen *syncBuffer) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { _, err := c.ExpectString(s); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("waiting for %q: %v\nscreen:\n%s", s, err, screen.String())
-		}
-	case <-time.After(30 * time.Second):
-		// go-expect's read does not end when the console closes; the
-		// goroutine is left behind with the failed test.
-		_ = c.Close()
-		t.Fatalf("no %q within 30s\nscreen:\n%s", s, screen.String())
-	}
+	expectAll(t, c, screen, s)
 }
 
 // waitExit waits for the command with a deadline.

@@ -33,7 +33,6 @@ type taskRun struct {
 	completed     chan struct{}
 	completeOnce  sync.Once
 	completeCause string
-	keepAlive     bool
 
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
 }
@@ -121,7 +120,6 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		x: x, task: t, adapter: ad, mode: mode, log: tlog,
 		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
-		keepAlive:  t.KeepAlive,
 		lastOutput: make(chan struct{}, 1),
 		replies:    make(chan reply, 16),
 	}
@@ -380,7 +378,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 				return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
 			}
 		case <-tr.completed:
-			if tr.keepAlive && tr.completeCause != completedByUser {
+			if tr.task.KeepAlive && tr.completeCause != completedByUser {
 				tr.kept = true
 				x.keep(tr)
 				x.emit(EvKeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})

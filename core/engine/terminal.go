@@ -209,8 +209,8 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	}
 }
 
-// onRecheck looks again at a detection deferred by the cooldown after an
-// answer, or by the settle time of a turn not seen working.
+// onRecheck takes a fresh look at the screen, changed or not: when an
+// answer's cooldown ends, or when an idle screen may have settled.
 func (tr *taskRun) onRecheck() {
 	ts := tr.term
 	ts.wakeAt = time.Time{}

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -218,37 +217,6 @@ func (t *Terminal) answer(wg *sync.WaitGroup) {
 		}
 		_ = t.write([]byte(ans))
 	}
-}
-
-// queryAnswer recognises a terminal query at the start of p and returns the
-// reply ("" for a cursor position report) and the query's length.
-func queryAnswer(p []byte) (string, int) {
-	if len(p) < 3 {
-		return "", 0
-	}
-	switch p[1] {
-	case '[':
-		switch {
-		case bytes.HasPrefix(p, []byte("\x1b[6n")):
-			return "", 4
-		case bytes.HasPrefix(p, []byte("\x1b[c")):
-			return "\x1b[?62;22c", 3
-		case bytes.HasPrefix(p, []byte("\x1b[0c")):
-			return "\x1b[?62;22c", 4
-		case bytes.HasPrefix(p, []byte("\x1b[>c")):
-			return "\x1b[>1;10;0c", 4
-		case bytes.HasPrefix(p, []byte("\x1b[5n")):
-			return "\x1b[0n", 4
-		}
-	case ']':
-		switch {
-		case bytes.HasPrefix(p, []byte("\x1b]10;?")):
-			return "\x1b]10;rgb:ffff/ffff/ffff\x1b\\", 6
-		case bytes.HasPrefix(p, []byte("\x1b]11;?")):
-			return "\x1b]11;rgb:0000/0000/0000\x1b\\", 6
-		}
-	}
-	return "", 0
 }
 
 // cursorReport answers a cursor position query. The screen may lag behind
