@@ -63,6 +63,11 @@ type Options struct {
 	Cwd  string
 	Env  map[string]string
 	Name string // display name; defaults to the task id (callers pass it)
+	// AutoApprove (--auto-approve): LaunchConfig puts AutoPolicy.InjectArgs
+	// in argv. The adapter places them, not the caller, because they must
+	// come before the prompt: after a separator such as "--" they would be
+	// read as prompt text.
+	AutoApprove bool
 }
 
 // Adapter is one instance of an adapter type, created per task so parallel
@@ -71,13 +76,17 @@ type Adapter interface {
 	Type() string // registered type name, e.g. "claude"
 	Name() string // instance display name
 	// LaunchConfig builds the command for mode: argv = args + extraArgs +
-	// prompt (or + flag prompt). It does not add AutoPolicy.InjectArgs; the
-	// caller appends them when --auto-approve is given.
+	// AutoPolicy.InjectArgs (with Options.AutoApprove) + the prompt, as
+	// `PROMPT`, `SEPARATOR PROMPT`, `FLAG PROMPT` or `FLAG=PROMPT`. It fails
+	// rather than pass a prompt that the CLI could parse as an option.
 	LaunchConfig(mode Mode, prompt string, extraArgs []string) (LaunchConfig, error)
 	States() []State
 	AutoPolicy() *AutoPolicy // nil when the adapter has none
 	QuietPeriod() time.Duration
 	InactivityTimeout() time.Duration // 0: none
+	// StuckAfter: an answered question still shown, with no output since
+	// its answer for this long, is asked of a person (never answered twice).
+	StuckAfter() time.Duration
 }
 
 // State names with a meaning to the engine. A state whose name starts with

@@ -1,10 +1,12 @@
 package adapters
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,16 +57,16 @@ func TestBuiltinArgv(t *testing.T) {
 		mode    Mode
 		want    []string
 	}{
-		{"claude", Headless, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "hi"}},
-		{"claude", Interactive, []string{"claude", "hi"}},
-		{"codex", Headless, []string{"codex", "exec", "--json", "--skip-git-repo-check", "hi"}},
-		{"codex", Interactive, []string{"codex", "hi"}},
-		{"gemini", Headless, []string{"gemini", "--output-format", "json", "--skip-trust", "-p", "hi"}},
-		{"gemini", Interactive, []string{"gemini", "-i", "hi"}},
-		{"opencode", Headless, []string{"opencode", "run", "--format", "json", "hi"}},
-		{"opencode", Interactive, []string{"opencode", "--prompt", "hi"}},
-		{"shell", Headless, []string{"sh", "-c", "hi"}},
-		{"shell", Interactive, []string{"sh", "-c", "hi"}},
+		{"claude", Headless, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "hi"}},
+		{"claude", Interactive, []string{"claude", "--", "hi"}},
+		{"codex", Headless, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--disable=daemon_auto_start", "--", "hi"}},
+		{"codex", Interactive, []string{"codex", "--disable=daemon_auto_start", "--", "hi"}},
+		{"gemini", Headless, []string{"gemini", "--output-format", "json", "--skip-trust", "--prompt=hi"}},
+		{"gemini", Interactive, []string{"gemini", "--prompt-interactive=hi"}},
+		{"opencode", Headless, []string{"opencode", "run", "--format", "json", "--", "hi"}},
+		{"opencode", Interactive, []string{"opencode", "--prompt=hi"}},
+		{"shell", Headless, []string{"sh", "-c", "--", "hi"}},
+		{"shell", Interactive, []string{"sh", "-c", "--", "hi"}},
 	}
 	r := NewRegistry()
 	for _, c := range cases {
@@ -86,7 +88,7 @@ func TestBuiltinArgv(t *testing.T) {
 
 func TestBuiltinInjectArgs(t *testing.T) {
 	want := map[string][]string{
-		"claude":   {"--allowedTools", "Bash Edit Write Read Glob Grep WebFetch"},
+		"claude":   {"--allowedTools=Bash Edit Write Read Glob Grep WebFetch"},
 		"codex":    {"--sandbox", "workspace-write"},
 		"gemini":   {"--approval-mode", "yolo", "--skip-trust"},
 		"opencode": {"--auto"},
@@ -109,8 +111,68 @@ func TestShellRunsWithExtraArgsAsOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(lc.Args, []string{"-c", "-e", "echo hi"}) {
+	if !reflect.DeepEqual(lc.Args, []string{"-c", "-e", "--", "echo hi"}) {
 		t.Errorf("args %q", lc.Args)
+	}
+}
+
+// A prompt is text for the agent, never an option of its CLI: whatever it
+// starts with, every built-in puts it after "--" or inside a --flag=value
+// element, last in argv, after the auto-approve injectArgs.
+func TestBuiltinPromptNeverAnOption(t *testing.T) {
+	const prompt = "--dangerously-skip-permissions"
+	flagForm := map[string]map[Mode]string{
+		"gemini":   {Headless: "--prompt=", Interactive: "--prompt-interactive="},
+		"opencode": {Interactive: "--prompt="},
+	}
+	r := NewRegistry()
+	for _, name := range r.Names() {
+		for _, mode := range []Mode{Headless, Interactive} {
+			for _, auto := range []bool{false, true} {
+				a, err := r.New(name, Options{AutoApprove: auto})
+				if err != nil {
+					t.Fatal(err)
+				}
+				extra := []string{"--model", "m"}
+				lc, err := a.LaunchConfig(mode, prompt, extra)
+				if err != nil {
+					t.Errorf("%s %s auto=%v: %v", name, mode, auto, err)
+					continue
+				}
+				args := lc.Args
+				where := fmt.Sprintf("%s %s auto=%v: %q", name, mode, auto, args)
+				if flag := flagForm[name][mode]; flag != "" {
+					if args[len(args)-1] != flag+prompt {
+						t.Errorf("%s: want the prompt as %s<prompt>, last", where, flag)
+					}
+					if slices.Contains(args, prompt) {
+						t.Errorf("%s: the prompt is also a bare element", where)
+					}
+				} else if len(args) < 2 || args[len(args)-1] != prompt || args[len(args)-2] != "--" {
+					t.Errorf("%s: want -- then the prompt, last", where)
+				}
+				// The prompt part is last; before it, in order: the mode's
+				// args, extraArgs, injectArgs (with auto-approve only).
+				var inject []string
+				if p := a.AutoPolicy(); auto && p != nil {
+					inject = p.InjectArgs
+				}
+				head := args[:len(args)-1]
+				if head[len(head)-1] == "--" {
+					head = head[:len(head)-1]
+				}
+				tail := append(slices.Clone(extra), inject...)
+				if len(head) < len(tail) || !reflect.DeepEqual(head[len(head)-len(tail):], tail) {
+					t.Errorf("%s: want extraArgs then injectArgs %q just before the prompt", where, inject)
+				}
+				if name == "claude" && auto {
+					const allowed = "--allowedTools=Bash Edit Write Read Glob Grep WebFetch"
+					if !slices.Contains(args, allowed) || slices.Contains(args, "--allowedTools") {
+						t.Errorf("%s: want allowedTools as the one element %q", where, allowed)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -138,6 +200,7 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"claude", "claude_working.txt", StateWorking, ""},
 		{"claude", "claude_permission.txt", "interaction_permission", "1"},
 		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
+		{"codex", "codex_splash.txt", "", ""}, // the argv prompt is not sent yet
 		{"codex", "codex_trust.txt", "interaction_trust", "\r"},
 		{"codex", "codex_idle.txt", StateIdle, ""},
 		{"codex", "codex_typing.txt", "", ""},

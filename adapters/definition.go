@@ -20,10 +20,15 @@ import (
 //	command: aider           # required
 //	description: ...
 //	modes:                   # at least one
-//	  interactive: { args: [], prompt: { position: flag, flag: --message } }
+//	  interactive: { args: [], prompt: { flag: --message, form: equals } }
 //	  headless:
 //	    args: [--yes-always]
-//	    prompt: { position: arg }   # arg (default) | flag (needs flag) | none
+//	    prompt:
+//	      position: arg      # arg (default) | flag (needs flag) | none
+//	      separator: "--"    # arg only: emitted just before the prompt
+//	      # flag: --message  # flag only
+//	      # form: separate   # flag only: separate (`--message PROMPT`) | equals (`--message=PROMPT`)
+//	      # allowLeadingDash: true  # see below
 //	    usePTY: false        # headless only; interactive always has a PTY
 //	    closeStdin: true     # headless without a PTY only
 //	cols: 120                # PTY size
@@ -38,12 +43,31 @@ import (
 //	  handlers:              # each: when + exactly one of send, use
 //	    - { when: '\(Y\)es/\(N\)o', send: "y\r" }
 //	    - { when: 'Continue\?', use: pressEnter }
+//
+// The argv is, in this order:
+//
+//	command  args  extraArgs  injectArgs  prompt
+//
+// injectArgs only with --auto-approve (Options.AutoApprove), and prompt is
+// one of `PROMPT`, `SEPARATOR PROMPT`, `FLAG PROMPT` or `FLAG=PROMPT`
+// (nothing when the prompt is empty). The prompt is last because after a
+// separator every element is positional, and so no variadic option in
+// extraArgs or injectArgs can take it as one of its values.
+//
+// A prompt is text, never an option: a rendered prompt starting with "-"
+// given as a bare argument or as a separate flag value could be parsed as
+// one (`--dangerously-skip-permissions`), so LaunchConfig refuses it unless
+// the mode has allowLeadingDash: true, for a CLI known to take such a value
+// as text. A separator or form: equals makes every prompt safe.
 
 // Defaults for fields an adapter file may leave out.
 const (
 	DefaultCols        = 120
 	DefaultRows        = 40
 	DefaultQuietPeriod = 150 * time.Millisecond
+	// DefaultStuckAfter: how long an answered question may stay on screen
+	// with no output at all before a person is asked about it.
+	DefaultStuckAfter = 10 * time.Second
 )
 
 // Prompt positions: where LaunchConfig puts the prompt in argv.
@@ -51,6 +75,12 @@ const (
 	PromptArg  = "arg"  // appended last, as a positional argument
 	PromptFlag = "flag" // appended last as `flag prompt`
 	PromptNone = "none" // the mode takes no prompt
+)
+
+// Prompt flag forms: how a flag and the prompt are put in argv.
+const (
+	PromptFormSeparate = "separate" // two elements: `flag prompt`
+	PromptFormEquals   = "equals"   // one element: `flag=prompt`
 )
 
 // definition is one parsed adapter file. It is never mutated after parsing,
@@ -63,6 +93,7 @@ type definition struct {
 	cols, rows        int
 	quietPeriod       time.Duration
 	inactivityTimeout time.Duration
+	stuckAfter        time.Duration
 	env               map[string]string
 	states            []State
 	policy            *AutoPolicy // nil when the file has no autoPolicy
@@ -70,10 +101,31 @@ type definition struct {
 
 type modeSpec struct {
 	args       []string
-	position   string
-	flag       string
+	prompt     promptSpec
 	usePTY     bool
 	closeStdin bool
+}
+
+// promptSpec says where and how the prompt goes in argv (see the file
+// comment).
+type promptSpec struct {
+	position         string // PromptArg, PromptFlag or PromptNone
+	flag             string // PromptFlag only
+	form             string // PromptFlag only: PromptFormSeparate or PromptFormEquals
+	separator        string // PromptArg only; "" for none
+	allowLeadingDash bool
+}
+
+// optionSafe reports whether every prompt, whatever its first character,
+// reaches the CLI as text rather than as a possible option.
+func (s promptSpec) optionSafe() bool {
+	switch s.position {
+	case PromptArg:
+		return s.separator != ""
+	case PromptFlag:
+		return s.form == PromptFormEquals
+	}
+	return true
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
@@ -297,6 +349,7 @@ func (p *parser) definition(root *yaml.Node) *definition {
 		cols:        DefaultCols,
 		rows:        DefaultRows,
 		quietPeriod: DefaultQuietPeriod,
+		stuckAfter:  DefaultStuckAfter,
 		modes:       map[Mode]modeSpec{},
 	}
 	seen := p.fields(root, "", map[string]func(k, v *yaml.Node){
@@ -332,9 +385,14 @@ func (p *parser) definition(root *yaml.Node) *definition {
 			}
 		},
 		"inactivityTimeout": func(k, v *yaml.Node) { d.inactivityTimeout, _ = p.duration(v, "inactivityTimeout") },
-		"env":               func(k, v *yaml.Node) { d.env = p.env(v, "env") },
-		"states":            func(k, v *yaml.Node) { d.states = p.states(v) },
-		"autoPolicy":        func(k, v *yaml.Node) { d.policy = p.policy(v) },
+		"stuckAfter": func(k, v *yaml.Node) {
+			if t, ok := p.duration(v, "stuckAfter"); ok {
+				d.stuckAfter = t
+			}
+		},
+		"env":        func(k, v *yaml.Node) { d.env = p.env(v, "env") },
+		"states":     func(k, v *yaml.Node) { d.states = p.states(v) },
+		"autoPolicy": func(k, v *yaml.Node) { d.policy = p.policy(v) },
 	})
 	root = resolve(root)
 	if root.Kind == yaml.MappingNode {
@@ -363,7 +421,7 @@ func (p *parser) modes(n *yaml.Node, d *definition) {
 }
 
 func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
-	spec := modeSpec{position: PromptArg, usePTY: m == Interactive}
+	spec := modeSpec{prompt: promptSpec{position: PromptArg}, usePTY: m == Interactive}
 	var ptyNode, closeNode *yaml.Node
 	p.fields(n, path, map[string]func(k, v *yaml.Node){
 		"closeStdin": func(k, v *yaml.Node) {
@@ -372,7 +430,7 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 			}
 		},
 		"args":   func(k, v *yaml.Node) { spec.args = p.strings(v, join(path, "args")) },
-		"prompt": func(k, v *yaml.Node) { spec.position, spec.flag = p.prompt(v, join(path, "prompt")) },
+		"prompt": func(k, v *yaml.Node) { spec.prompt = p.prompt(v, join(path, "prompt")) },
 		"usePTY": func(k, v *yaml.Node) {
 			if b, ok := p.boolean(v, join(path, "usePTY")); ok {
 				spec.usePTY, ptyNode = b, v
@@ -389,8 +447,9 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 	return spec
 }
 
-func (p *parser) prompt(n *yaml.Node, path string) (position, flag string) {
-	var posNode, flagNode *yaml.Node
+func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
+	var spec promptSpec
+	var posNode, flagNode, formNode, sepNode, dashNode *yaml.Node
 	p.fields(n, path, map[string]func(k, v *yaml.Node){
 		"position": func(k, v *yaml.Node) {
 			s, ok := p.str(v, join(path, "position"))
@@ -399,30 +458,76 @@ func (p *parser) prompt(n *yaml.Node, path string) (position, flag string) {
 			}
 			switch s {
 			case PromptArg, PromptFlag, PromptNone:
-				position, posNode = s, v
+				spec.position, posNode = s, v
 			default:
 				p.errorf(v, join(path, "position"), "want arg, flag or none, got %q", s)
 			}
 		},
 		"flag": func(k, v *yaml.Node) {
 			if s, ok := p.nonEmpty(v, join(path, "flag")); ok {
-				flag, flagNode = s, v
+				spec.flag, flagNode = s, v
+			}
+		},
+		"form": func(k, v *yaml.Node) {
+			s, ok := p.str(v, join(path, "form"))
+			if !ok {
+				return
+			}
+			switch s {
+			case PromptFormSeparate, PromptFormEquals:
+				spec.form, formNode = s, v
+			default:
+				p.errorf(v, join(path, "form"), "want separate (flag PROMPT) or equals (flag=PROMPT), got %q", s)
+			}
+		},
+		"separator": func(k, v *yaml.Node) {
+			s, ok := p.nonEmpty(v, join(path, "separator"))
+			if !ok {
+				return
+			}
+			// A separator not starting with "-" would itself be a
+			// positional argument: most likely a typo for "--".
+			if !strings.HasPrefix(s, "-") {
+				p.errorf(v, join(path, "separator"), "want an end-of-options marker such as \"--\", got %q", s)
+				return
+			}
+			spec.separator, sepNode = s, v
+		},
+		"allowLeadingDash": func(k, v *yaml.Node) {
+			if b, ok := p.boolean(v, join(path, "allowLeadingDash")); ok {
+				spec.allowLeadingDash, dashNode = b, v
 			}
 		},
 	})
 	switch {
-	case position == "" && flag != "":
+	case spec.position == "" && spec.flag != "":
 		// A flag alone says where the prompt goes; demanding
 		// `position: flag` too would only be noise.
-		position = PromptFlag
-	case position == "":
-		position = PromptArg
-	case position == PromptFlag && flag == "":
+		spec.position = PromptFlag
+	case spec.position == "":
+		spec.position = PromptArg
+	case spec.position == PromptFlag && spec.flag == "":
 		p.errorf(posNode, join(path, "flag"), "required when position is flag")
-	case position != PromptFlag && flagNode != nil:
-		p.errorf(flagNode, join(path, "flag"), "only used with position: flag (position is %s)", position)
 	}
-	return position, flag
+	if spec.position == PromptFlag && spec.form == "" {
+		spec.form = PromptFormSeparate
+	}
+	// Keys that would have no effect are errors: a user who wrote them
+	// expects an effect.
+	onlyWith := func(key *yaml.Node, name, want string) {
+		if key != nil && spec.position != want {
+			p.errorf(key, join(path, name), "only used with position: %s (position is %s)", want, spec.position)
+		}
+	}
+	onlyWith(flagNode, "flag", PromptFlag)
+	onlyWith(formNode, "form", PromptFlag)
+	onlyWith(sepNode, "separator", PromptArg)
+	if dashNode != nil && spec.position != PromptNone && spec.optionSafe() {
+		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
+	} else if dashNode != nil && spec.position == PromptNone {
+		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: position is none")
+	}
+	return spec
 }
 
 func (p *parser) env(n *yaml.Node, path string) map[string]string {

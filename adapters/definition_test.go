@@ -52,7 +52,7 @@ colour: red
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
 		"bad.yaml:22:3: autoPolicy.extra: unknown key (known: handlers, injectArgs)",
-		"bad.yaml:23:1: colour: unknown key (known: autoPolicy, cols, command, description, env, inactivityTimeout, modes, name, quietPeriod, rows, states)",
+		"bad.yaml:23:1: colour: unknown key (known: autoPolicy, cols, command, description, env, inactivityTimeout, modes, name, quietPeriod, rows, states, stuckAfter)",
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))
 	var list ErrorList
@@ -83,6 +83,26 @@ func TestParseErrorCases(t *testing.T) {
 			"x.yaml:3:35: modes.headless.prompt.flag: required when position is flag"},
 		{"flag with arg", "command: a\nmodes:\n  headless: { prompt: { position: arg, flag: -m } }\n",
 			"x.yaml:3:46: modes.headless.prompt.flag: only used with position: flag (position is arg)"},
+		{"separator with flag", "command: a\nmodes:\n  headless: { prompt: { flag: -m, separator: '--' } }\n",
+			"x.yaml:3:46: modes.headless.prompt.separator: only used with position: arg (position is flag)"},
+		{"separator not an option", "command: a\nmodes:\n  headless: { prompt: { separator: end } }\n",
+			`x.yaml:3:36: modes.headless.prompt.separator: want an end-of-options marker such as "--", got "end"`},
+		{"separator empty", "command: a\nmodes:\n  headless: { prompt: { separator: '' } }\n",
+			"x.yaml:3:36: modes.headless.prompt.separator: must not be empty"},
+		{"form with arg", "command: a\nmodes:\n  headless: { prompt: { form: equals } }\n",
+			"x.yaml:3:31: modes.headless.prompt.form: only used with position: flag (position is arg)"},
+		{"form unknown", "command: a\nmodes:\n  headless: { prompt: { flag: -m, form: glued } }\n",
+			`x.yaml:3:41: modes.headless.prompt.form: want separate (flag PROMPT) or equals (flag=PROMPT), got "glued"`},
+		{"allowLeadingDash with separator", "command: a\nmodes:\n  headless: { prompt: { separator: '--', allowLeadingDash: true } }\n",
+			"x.yaml:3:60: modes.headless.prompt.allowLeadingDash: has no effect: with a separator or form: equals no prompt can be read as an option"},
+		{"allowLeadingDash with equals", "command: a\nmodes:\n  headless: { prompt: { flag: -m, form: equals, allowLeadingDash: true } }\n",
+			"x.yaml:3:67: modes.headless.prompt.allowLeadingDash: has no effect: with a separator or form: equals no prompt can be read as an option"},
+		{"allowLeadingDash with none", "command: a\nmodes:\n  headless: { prompt: { position: none, allowLeadingDash: true } }\n",
+			"x.yaml:3:59: modes.headless.prompt.allowLeadingDash: has no effect: position is none"},
+		{"allowLeadingDash type", "command: a\nmodes:\n  headless: { prompt: { allowLeadingDash: 1 } }\n",
+			`x.yaml:3:43: modes.headless.prompt.allowLeadingDash: want true or false, got "1"`},
+		{"prompt unknown key", "command: a\nmodes:\n  headless: { prompt: { sep: '--' } }\n",
+			"x.yaml:3:25: modes.headless.prompt.sep: unknown key (known: allowLeadingDash, flag, form, position, separator)"},
 		{"usePTY type", "command: a\nmodes:\n  headless: { usePTY: yes }\n",
 			`x.yaml:3:23: modes.headless.usePTY: want true or false, got "yes"`},
 		{"closeStdin in PTY", "command: a\nmodes:\n  interactive: { closeStdin: true }\n",
@@ -169,7 +189,7 @@ autoPolicy:
 		t.Errorf("env = %v", got)
 	}
 	in, hl := d.modes[Interactive], d.modes[Headless]
-	if in.position != PromptFlag || in.flag != "--message" || !in.usePTY {
+	if in.prompt.position != PromptFlag || in.prompt.flag != "--message" || in.prompt.form != PromptFormSeparate || !in.usePTY {
 		t.Errorf("interactive = %+v (a flag alone implies position flag)", in)
 	}
 	if strings.Join(hl.args, " ") != "--yes-always --no-pretty 5" || !hl.usePTY {
@@ -183,6 +203,38 @@ autoPolicy:
 	}
 }
 
+func TestParsePromptForms(t *testing.T) {
+	src := `command: a
+modes:
+  headless: { prompt: { separator: "--" } }
+  interactive: { prompt: { flag: --message, form: equals } }
+`
+	d, err := parseDefinition("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.modes[Headless].prompt, (promptSpec{position: PromptArg, separator: "--"}); got != want {
+		t.Errorf("headless prompt %+v, want %+v", got, want)
+	}
+	if got, want := d.modes[Interactive].prompt, (promptSpec{position: PromptFlag, flag: "--message", form: PromptFormEquals}); got != want {
+		t.Errorf("interactive prompt %+v, want %+v", got, want)
+	}
+	src = `command: a
+modes:
+  headless: { prompt: { allowLeadingDash: true } }
+  interactive: { prompt: { flag: -m, form: separate, allowLeadingDash: false } }
+`
+	if d, err = parseDefinition("x.yaml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.modes[Headless].prompt, (promptSpec{position: PromptArg, allowLeadingDash: true}); got != want {
+		t.Errorf("headless prompt %+v, want %+v", got, want)
+	}
+	if got, want := d.modes[Interactive].prompt, (promptSpec{position: PromptFlag, flag: "-m", form: PromptFormSeparate}); got != want {
+		t.Errorf("interactive prompt %+v, want %+v", got, want)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	d, err := parseDefinition("min.yml", []byte("command: m\nmodes: { headless: }\n"))
 	if err != nil {
@@ -192,7 +244,7 @@ func TestParseDefaults(t *testing.T) {
 		d.inactivityTimeout != 0 || d.policy != nil || len(d.states) != 0 {
 		t.Errorf("defaults: %+v", d)
 	}
-	if m := d.modes[Headless]; m.position != PromptArg || m.usePTY || m.closeStdin {
+	if m := d.modes[Headless]; m.prompt != (promptSpec{position: PromptArg}) || m.usePTY || m.closeStdin {
 		t.Errorf("headless defaults: %+v", m)
 	}
 	if _, ok := d.modes[Interactive]; ok {

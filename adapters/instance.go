@@ -3,6 +3,7 @@ package adapters
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -10,10 +11,11 @@ import (
 // other instances of its type and hands out copies of everything mutable,
 // so parallel tasks can never see each other's changes.
 type instance struct {
-	def  *definition
-	name string
-	cwd  string
-	env  map[string]string // the file's env with Options.Env over it
+	def         *definition
+	name        string
+	cwd         string
+	env         map[string]string // the file's env with Options.Env over it
+	autoApprove bool
 }
 
 func newInstance(def *definition, opts Options) *instance {
@@ -29,7 +31,7 @@ func newInstance(def *definition, opts Options) *instance {
 	if name == "" {
 		name = def.name
 	}
-	return &instance{def: def, name: name, cwd: opts.Cwd, env: env}
+	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove}
 }
 
 func (a *instance) Type() string { return a.def.name }
@@ -43,21 +45,34 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	if !ok {
 		return LaunchConfig{}, fmt.Errorf("adapter %s has no %s mode", a.def.name, mode)
 	}
-	args := make([]string, 0, len(m.args)+len(extraArgs)+2)
+	var inject []string
+	if a.autoApprove && a.def.policy != nil {
+		inject = a.def.policy.InjectArgs
+	}
+	args := make([]string, 0, len(m.args)+len(extraArgs)+len(inject)+2)
 	args = append(args, m.args...)
 	args = append(args, extraArgs...)
-	// The prompt goes last so that CLIs whose positional prompt must follow
-	// their options (claude -p ... PROMPT) get it there, and so the
-	// caller's injectArgs, appended after it, cannot be swallowed by a
-	// variadic option in extraArgs taking the prompt as one of its values.
+	args = append(args, inject...)
+	// The prompt goes last: after a separator every element is
+	// positional, and a variadic option anywhere before it (claude's
+	// --allowedTools) cannot take it as one of its values.
 	if prompt != "" {
-		switch m.position {
-		case PromptArg:
-			args = append(args, prompt)
-		case PromptFlag:
-			args = append(args, m.flag, prompt)
-		case PromptNone:
+		p := m.prompt
+		if p.position == PromptNone {
 			return LaunchConfig{}, fmt.Errorf("adapter %s does not take a prompt in mode %s", a.def.name, mode)
+		}
+		if strings.HasPrefix(prompt, "-") && !p.optionSafe() && !p.allowLeadingDash {
+			return LaunchConfig{}, leadingDashError(a.def, mode, p, prompt)
+		}
+		switch {
+		case p.position == PromptArg && p.separator != "":
+			args = append(args, p.separator, prompt)
+		case p.position == PromptArg:
+			args = append(args, prompt)
+		case p.form == PromptFormEquals:
+			args = append(args, p.flag+"="+prompt)
+		default:
+			args = append(args, p.flag, prompt)
 		}
 	}
 	var env map[string]string
@@ -79,6 +94,26 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	}, nil
 }
 
+// leadingDashError explains why a prompt was refused and how the adapter
+// file can pass it safely.
+func leadingDashError(def *definition, mode Mode, p promptSpec, prompt string) error {
+	shown := prompt
+	if r := []rune(shown); len(r) > 40 {
+		shown = string(r[:40]) + "…"
+	}
+	key := "modes." + string(mode) + ".prompt"
+	var how, fix string
+	if p.position == PromptArg {
+		how = "as a bare argument"
+		fix = fmt.Sprintf(`set %s.separator: "--" if %s ends its options at "--"`, key, def.command)
+	} else {
+		how = fmt.Sprintf("as `%s PROMPT`", p.flag)
+		fix = fmt.Sprintf("set %s.form: equals if %s accepts `%s=PROMPT`", key, def.command, p.flag)
+	}
+	return fmt.Errorf("adapter %s: the prompt %q starts with \"-\" and could be parsed as an option (%s mode passes it %s); in the adapter file, %s, or allowLeadingDash: true if it reads such a value as text",
+		def.name, shown, mode, how, fix)
+}
+
 func (a *instance) States() []State { return slices.Clone(a.def.states) }
 
 func (a *instance) AutoPolicy() *AutoPolicy {
@@ -94,3 +129,4 @@ func (a *instance) AutoPolicy() *AutoPolicy {
 
 func (a *instance) QuietPeriod() time.Duration       { return a.def.quietPeriod }
 func (a *instance) InactivityTimeout() time.Duration { return a.def.inactivityTimeout }
+func (a *instance) StuckAfter() time.Duration        { return a.def.stuckAfter }

@@ -77,6 +77,86 @@ func TestLaunchConfigArgvOrder(t *testing.T) {
 	}
 }
 
+func TestLaunchConfigInjectArgsBeforePrompt(t *testing.T) {
+	src := `command: tool
+modes:
+  headless: { args: [run], prompt: { separator: "--" } }
+  interactive: { prompt: { flag: --message, form: equals } }
+autoPolicy: { injectArgs: [--yes, --tools, "a b"] }
+`
+	cases := []struct {
+		auto   bool
+		mode   Mode
+		prompt string
+		want   []string
+	}{
+		{false, Headless, "do it", []string{"run", "-v", "--", "do it"}},
+		{true, Headless, "do it", []string{"run", "-v", "--yes", "--tools", "a b", "--", "do it"}},
+		{true, Headless, "", []string{"run", "-v", "--yes", "--tools", "a b"}},
+		{true, Headless, "--yes", []string{"run", "-v", "--yes", "--tools", "a b", "--", "--yes"}},
+		{false, Interactive, "-x", []string{"-v", "--message=-x"}},
+		{true, Interactive, "a=b\nc", []string{"-v", "--yes", "--tools", "a b", "--message=a=b\nc"}},
+	}
+	for _, c := range cases {
+		a := newTestAdapter(t, src, Options{AutoApprove: c.auto})
+		lc, err := a.LaunchConfig(c.mode, c.prompt, []string{"-v"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(lc.Args, c.want) {
+			t.Errorf("auto=%v %s %q: args %q, want %q", c.auto, c.mode, c.prompt, lc.Args, c.want)
+		}
+	}
+	// Without an autoPolicy, AutoApprove adds nothing.
+	a := newTestAdapter(t, "command: t\nmodes: { headless: {} }\n", Options{AutoApprove: true})
+	if lc, err := a.LaunchConfig(Headless, "p", nil); err != nil || !reflect.DeepEqual(lc.Args, []string{"p"}) {
+		t.Errorf("no policy: %q %v", lc.Args, err)
+	}
+}
+
+// A prompt starting with "-" passed where the CLI may parse it as an option
+// is refused, naming the adapter and the fix, unless the file opts out.
+func TestLaunchConfigRefusesPromptReadableAsOption(t *testing.T) {
+	src := `command: tool
+modes:
+  headless: { args: [run] }
+  interactive: { prompt: { flag: --message } }
+`
+	a := newTestAdapter(t, src, Options{})
+	_, err := a.LaunchConfig(Headless, "--dangerously-skip-permissions", nil)
+	if err == nil || !strings.Contains(err.Error(), "adapter tool: ") || !strings.Contains(err.Error(), `modes.headless.prompt.separator: "--"`) ||
+		!strings.Contains(err.Error(), "allowLeadingDash: true") || !strings.Contains(err.Error(), "--dangerously-skip-permissions") {
+		t.Errorf("bare argument: %v", err)
+	}
+	_, err = a.LaunchConfig(Interactive, "-x", nil)
+	if err == nil || !strings.Contains(err.Error(), "adapter tool: ") || !strings.Contains(err.Error(), "modes.interactive.prompt.form: equals") ||
+		!strings.Contains(err.Error(), "`--message PROMPT`") {
+		t.Errorf("separate flag value: %v", err)
+	}
+	// Long prompts are shortened in the message.
+	_, err = a.LaunchConfig(Headless, "-"+strings.Repeat("x", 100), nil)
+	if err == nil || strings.Contains(err.Error(), strings.Repeat("x", 41)) || !strings.Contains(err.Error(), "…") {
+		t.Errorf("long prompt: %v", err)
+	}
+	// Only a leading dash matters.
+	for _, p := range []string{"fix the -v flag", " -x", "x-"} {
+		if _, err := a.LaunchConfig(Headless, p, nil); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	optOut := newTestAdapter(t, `command: tool
+modes:
+  headless: { prompt: { allowLeadingDash: true } }
+  interactive: { prompt: { flag: -m, allowLeadingDash: true } }
+`, Options{})
+	if lc, err := optOut.LaunchConfig(Headless, "-x", nil); err != nil || !reflect.DeepEqual(lc.Args, []string{"-x"}) {
+		t.Errorf("opted out, bare: %q %v", lc.Args, err)
+	}
+	if lc, err := optOut.LaunchConfig(Interactive, "-x", nil); err != nil || !reflect.DeepEqual(lc.Args, []string{"-m", "-x"}) {
+		t.Errorf("opted out, flag: %q %v", lc.Args, err)
+	}
+}
+
 func TestLaunchConfigErrors(t *testing.T) {
 	src := "command: t\nmodes:\n  interactive: { prompt: { position: none } }\n"
 	a := newTestAdapter(t, src, Options{})

@@ -226,7 +226,11 @@ func (d *display) handle(e core.Event) {
 			d.prompter.enqueue(e)
 			break
 		}
-		msg := fmt.Sprintf("%stask %s needs a person (%v); its screen:", d.stamp(), d.nameOf(e.Task), f["state"])
+		what := fmt.Sprint(f["state"])
+		if why, ok := f["why"].(string); ok && why != "" {
+			what += ": " + why
+		}
+		msg := fmt.Sprintf("%stask %s needs a person (%s); its screen:", d.stamp(), d.nameOf(e.Task), what)
 		for _, l := range strings.Split(fmt.Sprint(f["excerpt"]), "\n") {
 			msg += "\n  | " + l
 		}

@@ -18,6 +18,7 @@ import (
 var (
 	fakeAgent string // testdata/fakeagent
 	fakeTUI   string // testdata/faketui
+	fakeLine  string // testdata/fakeline
 	vibeteam  string // this repository's main package
 )
 
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	fakeAgent = filepath.Join(dir, "fakeagent")
 	vibeteam = filepath.Join(dir, "vibeteam")
 	fakeTUI = filepath.Join(dir, "faketui")
+	fakeLine = filepath.Join(dir, "fakeline")
 	build := func(out, pkg string, race bool) {
 		args := []string{"build", "-o", out}
 		if race {
@@ -42,6 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	build(fakeAgent, "../testdata/fakeagent", false)
 	build(fakeTUI, "../testdata/faketui", false)
+	build(fakeLine, "../testdata/fakeline", false)
 	build(vibeteam, "..", raceEnabled)
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -75,6 +75,9 @@ func newPrompter(tty *os.File, disp *display) *prompter {
 // enqueue is called from the event handler when a task starts waiting.
 func (p *prompter) enqueue(e core.Event) {
 	w := waitingTask{id: e.Task, state: fmt.Sprint(e.Fields["state"]), excerpt: fmt.Sprint(e.Fields["excerpt"])}
+	if why, ok := e.Fields["why"].(string); ok && why != "" {
+		w.state += " (" + why + ")"
+	}
 	w.name, _ = e.Fields["name"].(string)
 	w.adapter, _ = e.Fields["adapter"].(string)
 	p.mu.Lock()

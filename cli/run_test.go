@@ -173,7 +173,7 @@ stages:
 		Cwd  string   `json:"cwd"`
 	}
 	readJSON(t, p.path("sub/rec.json"), &rec)
-	want := []string{fakeAgent, "--mode=headless", "--extra", "1", "record=rec.json", "--injected", "yes"}
+	want := []string{fakeAgent, "--mode=headless", "--extra", "1", "--injected", "yes", "record=rec.json"}
 	if strings.Join(rec.Argv, "|") != strings.Join(want, "|") {
 		t.Errorf("argv\n got %q\nwant %q", rec.Argv, want)
 	}

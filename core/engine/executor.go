@@ -50,6 +50,7 @@ const (
 	inactivityReason  = "inactivity_timeout"
 	completedByUser   = "completed_by_user"
 	interactionParked = "interaction_parked"
+	unsentReason      = "inputs_unsent"
 )
 
 // defaultTailLines is how many clean output lines a session keeps per task.

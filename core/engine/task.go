@@ -27,6 +27,8 @@ type taskRun struct {
 	replies chan reply       // a person's answers, applied by the wait loop
 	failing func(why string) // names this task as the stage's failure at once
 	kept    bool             // DONE with its process left running (keepAlive)
+	// evidence says how its last turn was shown to have run (an idle DONE).
+	evidence string
 
 	// completed is closed when the task is declared DONE without waiting for
 	// its process to exit (manual completion, or idle with an empty queue).
@@ -58,18 +60,13 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		return false, msg
 	}
 
-	ad, err := x.opts.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName()})
+	ad, err := x.opts.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: x.opts.AutoApprove})
 	if err != nil {
 		return fail(startFailedReason, err.Error())
 	}
 	lc, err := ad.LaunchConfig(mode, prompt, t.ExtraArgs)
 	if err != nil {
 		return fail(startFailedReason, err.Error())
-	}
-	if x.opts.AutoApprove {
-		if pol := ad.AutoPolicy(); pol != nil {
-			lc.Args = append(lc.Args, pol.InjectArgs...)
-		}
 	}
 	spec := runner.Spec{
 		Command: lc.Command,
@@ -78,6 +75,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		Env:     lc.Env,
 		Cols:    lc.Cols,
 		Rows:    lc.Rows,
+		Tag:     x.sess.ID + "/" + t.ID,
 	}
 	if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
 		return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
@@ -145,7 +143,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 				return fail(startFailedReason, err.Error())
 			}
 		}
-		proc, err = x.startTerminal(tr, spec, lc, prompt, onOutput)
+		proc, err = x.startTerminal(tr, spec, prompt, onOutput)
 	}
 	if err != nil {
 		tr.closeLogs()
@@ -192,7 +190,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 	if t.InactivityTimeout > 0 {
 		inactivity = time.Duration(t.InactivityTimeout)
 	}
-	ok, why = tr.wait(ctx, inactivity)
+	ok, why = tr.wait(ctx, inactivity, inputDone)
 	<-inputDone // the process is gone or stopped: the writer has failed or finished
 	if !tr.kept {
 		tr.closeLogs()
@@ -237,12 +235,20 @@ func (tr *taskRun) send(text, source string) error {
 	return nil
 }
 
+// unsent is how many queued inputs were never sent.
+func (tr *taskRun) unsent() int {
+	tr.x.mu.Lock()
+	defer tr.x.mu.Unlock()
+	return len(tr.x.record(tr.task.ID).PendingInputs)
+}
+
 // reply is a person's answer to a waiting task.
 type reply struct {
 	text   string
 	enter  bool // type text, pause, then Enter
 	attach bool // the person takes the terminal over: no automation meanwhile
 	detach bool // and gives it back
+	sentAt time.Time
 }
 
 // queueReply hands a person's answer to the wait loop.
@@ -273,17 +279,16 @@ func (tr *taskRun) applyReply(r reply) {
 		}
 		return
 	case r.enter:
-		tr.typeLine(r.text, "user")
+		r.sentAt = tr.typeLine(r.text, "user")
 	default:
 		if err := tr.send(r.text, "user"); err != nil {
 			return
 		}
 	}
 	if tr.term != nil && tr.term.waitingState != "" {
-		// The same question is not asked again while the TUI redraws past
-		// it; if it is still there after the cooldown (the answer was a
-		// step, like an arrow key), it is asked again.
-		tr.term.answered(tr.term.waitingState)
+		// The answer counts for this appearance of the question: it is not
+		// asked again while the TUI redraws past it.
+		tr.term.answeredByPerson(r)
 		tr.term.waitingState = ""
 		tr.x.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
 	}
@@ -301,7 +306,7 @@ func (tr *taskRun) completeWith(cause string) {
 
 // wait blocks until the task ends: process exit, completion, timeout,
 // inactivity, or cancellation.
-func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, string) {
+func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone <-chan struct{}) (bool, string) {
 	x, t := tr.x, tr.task
 	var timeout <-chan time.Time
 	if t.Timeout > 0 {
@@ -336,6 +341,10 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 		if msg != "" {
 			fields["error"] = msg
 		}
+		if st == state.TaskDone && tr.evidence != "" {
+			// A DONE that rested on the fallback rule says so.
+			fields["evidence"] = tr.evidence
+		}
 		if res != nil {
 			fields["exitCode"] = res.ExitCode
 			if res.Signal != "" {
@@ -367,7 +376,14 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration) (bool, st
 			tr.applyReply(r)
 		case <-tr.proc.Done():
 			res := tr.proc.Result()
+			<-inputDone // a headless writer ends once the process is gone
+			unsent := tr.unsent()
 			switch {
+			case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
+				// An exit, even 0, that leaves inputs unsent is not what the
+				// workflow asked for.
+				msg := fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent)
+				return finish(state.TaskError, unsentReason, &res, msg)
 			case res.Success():
 				return finish(state.TaskDone, exitReason, &res, "")
 			case res.Err != nil:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"regexp"
 	"strings"
 	"time"
 
@@ -26,35 +27,113 @@ const (
 	EvKeptAlive   = "kept_alive"  // DONE, process left running (keepAlive)
 )
 
+// How a task's turn was shown to have run (the evidence field of its
+// task_finished event).
+const (
+	evidenceWorking = "working" // a working state was seen after the input
+	evidenceScreen  = "screen"  // fallback: output followed, the input shows in the transcript, the idle screen settled
+)
+
 const (
 	idleState      = "interaction_idle"
 	interactionPfx = "interaction_"
-	actionCooldown = 600 * time.Millisecond
-	submitDelay    = 120 * time.Millisecond
-	excerptLines   = 15
+	// stepCooldown: after a person's navigation key (an arrow, Tab) the
+	// same question is asked again once the TUI has had time to redraw.
+	stepCooldown = 600 * time.Millisecond
+	submitDelay  = 120 * time.Millisecond
+	excerptLines = 15
 )
+
+// answered is one appearance of a question that has had its answer: the
+// screen it was answered on and where its match started. Later screens
+// show it unchanged (the TUI has not redrawn yet), scrolled up (a
+// line-oriented program keeps it in its scrollback), or gone; only a match
+// below it, or any match once it has gone, is a new appearance.
+type answered struct {
+	state     string
+	pattern   *regexp.Regexp
+	lines     []string // its rendered text (trailing blank rows left out)
+	rows      int      // the terminal's height
+	row, col  int      // start of the answered match (col in bytes of its line)
+	cursorRow int
+	newlines  uint64 // newlines fed to the screen it was answered on
+	at        time.Time
+	byPerson  bool
+}
+
+// shift finds how far the answered appearance has scrolled up on cur (0
+// when it is where it was) and reports whether it is still shown.
+func (a *answered) shift(cur []string, curNewlines uint64) (int, bool) {
+	lf := int(curNewlines - a.newlines)
+	if curNewlines < a.newlines {
+		lf = 0
+	}
+	shownAt := func(s int) bool {
+		r := a.row - s
+		if r < 0 || r >= len(cur) || a.col > len(cur[r]) {
+			return false
+		}
+		rest := strings.Join(cur[r:], "\n")[a.col:]
+		if loc := a.pattern.FindStringIndex(rest); loc == nil || loc[0] != 0 {
+			return false
+		}
+		// Scrolled: the lines above it moved up with it. (Not required in
+		// place: a TUI may redraw a status line above its dialog.)
+		for i := s; i < a.row && s > 0; i++ {
+			if i-s >= len(cur) || a.lines[i] != cur[i-s] {
+				return false
+			}
+		}
+		return true
+	}
+	// A program that only writes lines scrolls by what did not fit below
+	// the cursor; that estimate, when the screen agrees, wins over "in
+	// place" on screens that repeat themselves line for line.
+	if est := a.cursorRow + lf - (a.rows - 1); est > 0 && shownAt(est) {
+		return est, true
+	}
+	for s := 0; s <= min(lf, a.row); s++ {
+		if shownAt(s) {
+			return s, true
+		}
+	}
+	return 0, false
+}
 
 // terminalState is the automation state of one interactive task; it is only
 // touched by the task's wait loop.
 type terminalState struct {
-	automate     bool
-	term         *runner.Terminal
-	detections   chan runner.Detection
-	awaitingTurn bool // a prompt or input was given and its turn has not run yet
-	turnRan      bool
-	lastActed    string
-	lastActedAt  time.Time
+	automate   bool
+	term       *runner.Terminal
+	states     []adapters.State
+	detections chan runner.Detection
+	stuckAfter time.Duration // an answered question unchanged with no output this long is stuck
+
+	// answers holds, per question state, the appearance last answered.
+	answers map[string]*answered
+	// stepState/stepAt: a person's navigation key; the question is asked
+	// again after stepCooldown.
+	stepState string
+	stepAt    time.Time
+
+	// The turn of the prompt or of the last input typed, and its evidence.
+	awaitingTurn bool
+	turnText     string    // what was submitted, looked for in the transcript
+	typedAt      time.Time // when it was submitted (launch, for a prompt)
+	turnRan      bool      // a working state was seen since
+	settle       time.Duration
+
 	waitingState string // non-empty while WAITING_FOR_USER
+	asked        runner.Detection
+	askedAt      int    // where the question the person was asked about starts
 	lastSeen     string // state of the previous detection
 	attached     bool   // a person has the terminal (:attach)
 	// recheck wakes the wait loop for a fresh look at the screen, changed
-	// or not: when a cooldown ends (an answer whose keys were ignored leaves
-	// the question on an unchanged screen, which would never be reported
-	// again), and when an idle screen may have settled.
+	// or not: an unchanged screen is never reported again, yet time alone
+	// decides that an answered question is stuck, that an idle screen has
+	// settled, or that a navigation step is done.
 	recheck *time.Timer
 	wakeAt  time.Time
-	typedAt time.Time     // when the last input (or the prompt, at start) was given
-	settle  time.Duration // how long an idle screen must stay unchanged to count as a turn
 }
 
 // wakeIn arms the recheck to fire within d, keeping an earlier wake-up.
@@ -67,15 +146,13 @@ func (ts *terminalState) wakeIn(d time.Duration) {
 	ts.recheck.Reset(d)
 }
 
-// idleSettled reports whether the screen has stayed unchanged (no output)
-// for the settle time since the last input was given, and otherwise
-// arranges to look again.
-func (ts *terminalState) idleSettled() bool {
-	since := ts.typedAt
+// quietFor reports whether no output has come since max(since, the last
+// output) for d, and otherwise arranges to look again when it could be.
+func (ts *terminalState) quietFor(since time.Time, d time.Duration) bool {
 	if out := ts.term.LastOutput(); out.After(since) {
 		since = out
 	}
-	if left := ts.settle - time.Since(since); left > 0 {
+	if left := d - time.Since(since); left > 0 {
 		ts.wakeIn(left)
 		return false
 	}
@@ -84,14 +161,18 @@ func (ts *terminalState) idleSettled() bool {
 
 // startTerminal starts an interactive task (or a headless one whose adapter
 // asks for a PTY) in a pseudo-terminal.
-func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, lc adapters.LaunchConfig, prompt string, onOutput func(runner.Chunk)) (runner.Process, error) {
+func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, prompt string, onOutput func(runner.Chunk)) (runner.Process, error) {
 	ts := &terminalState{
 		automate:     tr.mode == adapters.Interactive,
+		states:       tr.adapter.States(),
 		detections:   make(chan runner.Detection, 1),
+		stuckAfter:   tr.adapter.StuckAfter(),
+		answers:      map[string]*answered{},
 		awaitingTurn: prompt != "",
-		recheck:      time.NewTimer(time.Hour),
-		settle:       max(time.Second, 4*tr.adapter.QuietPeriod()),
+		turnText:     prompt,
 		typedAt:      time.Now(), // a prompt is given at launch
+		settle:       max(time.Second, 4*tr.adapter.QuietPeriod()),
+		recheck:      time.NewTimer(time.Hour),
 	}
 	ts.recheck.Stop()
 	opts := runner.TerminalOptions{OnOutput: onOutput, Quiet: tr.adapter.QuietPeriod()}
@@ -99,7 +180,7 @@ func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, lc adapters.Laun
 		opts.RawLog = tr.rawLog
 	}
 	if ts.automate {
-		for _, s := range tr.adapter.States() {
+		for _, s := range ts.states {
 			opts.States = append(opts.States, runner.StatePattern{Name: s.Name, Pattern: s.Pattern})
 		}
 		opts.OnState = func(d runner.Detection) {
@@ -139,9 +220,101 @@ func stateKind(name string) string {
 	return "working"
 }
 
+// classify sets d's state to the first state with a live match on its
+// screen and returns where that match starts. A question already answered
+// there (still drawn, or left in the scrollback) is not live, so the states
+// after it get their turn; stale is that answered appearance, and
+// staleAt where it is now, when one was passed over.
+func (ts *terminalState) classify(d *runner.Detection) (start int, stale *answered, staleAt int) {
+	d.State, d.Match = "", ""
+	var lines []string
+	found := func(name string, loc []int) (int, *answered, int) {
+		d.State, d.Match = name, d.Screen[loc[0]:loc[1]]
+		return loc[0], stale, staleAt
+	}
+	for _, s := range ts.states {
+		locs := s.Pattern.FindAllStringIndex(d.Screen, -1)
+		a := ts.answers[s.Name]
+		if len(locs) == 0 {
+			if a != nil {
+				delete(ts.answers, s.Name) // gone: drawn again later, it is new
+			}
+			continue
+		}
+		if a == nil || stateKind(s.Name) != "prompt" {
+			return found(s.Name, locs[0])
+		}
+		if lines == nil {
+			lines = strings.Split(d.Screen, "\n")
+		}
+		shift, shown := a.shift(lines, d.Newlines)
+		if !shown {
+			delete(ts.answers, s.Name)
+			return found(s.Name, locs[0])
+		}
+		oldRow, oldCol := a.row-shift, a.col
+		for _, loc := range locs {
+			row, col := position(d.Screen, loc[0])
+			if row > oldRow || (row == oldRow && col > oldCol) {
+				return found(s.Name, loc)
+			}
+		}
+		if stale == nil {
+			stale, staleAt = a, offset(lines, oldRow, oldCol)
+		}
+	}
+	return 0, stale, staleAt
+}
+
+// position turns a byte offset of screen into its row and the byte column
+// in that row.
+func position(screen string, off int) (row, col int) {
+	row = strings.Count(screen[:off], "\n")
+	return row, off - lineStart(screen, off)
+}
+
+// offset is the byte offset of row, col on a screen split into lines.
+func offset(lines []string, row, col int) int {
+	off := 0
+	for _, l := range lines[:row] {
+		off += len(l) + 1
+	}
+	return off + col
+}
+
+func lineStart(s string, off int) int { return strings.LastIndexByte(s[:off], '\n') + 1 }
+
+func (ts *terminalState) patternOf(name string) *regexp.Regexp {
+	for _, s := range ts.states {
+		if s.Name == name {
+			return s.Pattern
+		}
+	}
+	return nil
+}
+
+// remember records that d's question was answered (by the policy or by a
+// person) at the match starting at off.
+func (ts *terminalState) remember(d runner.Detection, off int, byPerson bool) {
+	p := ts.patternOf(d.State)
+	if p == nil {
+		return
+	}
+	row, col := position(d.Screen, off)
+	_, rows := ts.term.Size()
+	ts.answers[d.State] = &answered{
+		state: d.State, pattern: p, lines: strings.Split(d.Screen, "\n"), rows: rows,
+		row: row, col: col, cursorRow: d.CursorRow, newlines: d.Newlines,
+		at: time.Now(), byPerson: byPerson,
+	}
+	// Looked at again when it could be stuck, changed screen or not.
+	ts.wakeIn(ts.stuckAfter)
+}
+
 // onDetection drives an interactive task from what its screen shows.
 func (tr *taskRun) onDetection(d runner.Detection) {
 	ts, x, t := tr.term, tr.x, tr.task
+	start, stale, staleAt := ts.classify(&d)
 	kind := stateKind(d.State)
 	if d.State != ts.lastSeen {
 		// Logged on change only: a spinner changes the screen many times a
@@ -149,48 +322,53 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		ts.lastSeen = d.State
 		x.emit(EvStateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
-	if ts.waitingState != "" && d.State != ts.waitingState {
+	if ts.waitingState != "" && d.State != ts.waitingState && (stale == nil || stale.state != ts.waitingState) {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
 		x.setStatus(t.ID, state.TaskRunning, map[string]any{"reason": "answered"})
 	}
-	if d.State != ts.lastActed {
-		ts.lastActed = ""
+	if ts.attached || ts.waitingState != "" {
+		return
 	}
-	if ts.attached {
+	if kind == "working" {
+		ts.turnRan = true
+	}
+	if kind != "prompt" && stale != nil && tr.stuck(stale, staleAt, d) {
 		return
 	}
 	switch kind {
-	case "working":
-		ts.turnRan = true
 	case "prompt":
-		if ts.waitingState == d.State {
-			return
-		}
-		if since := time.Since(ts.lastActedAt); ts.lastActed == d.State && since < actionCooldown {
-			// The answer was sent; the TUI has not redrawn past the prompt
-			// yet. Looked at again when the cooldown ends.
-			ts.wakeIn(actionCooldown - since)
-			return
-		}
-		if x.opts.AutoApprove {
-			if act, match := tr.autoAction(d); act != nil {
-				ts.answered(d.State)
-				_ = tr.proc.Send(act.Keys)
-				x.emit(EvAutoAction, t.ID, map[string]any{"state": d.State, "match": match, "keys": act.Keys, "action": act.Description})
+		if ts.stepState == d.State {
+			if since := time.Since(ts.stepAt); since < stepCooldown {
+				// A navigation key was sent; the TUI has not redrawn yet.
+				ts.wakeIn(stepCooldown - since)
 				return
 			}
 		}
-		tr.askPerson(d)
-	case "idle":
-		if ts.awaitingTurn && !ts.turnRan && !ts.idleSettled() {
-			// The turn has not been seen working. A fast turn (a slash
-			// command) or an adapter without a working state still ends on
-			// an idle screen: it counts once that has stayed the same for
-			// the settle time.
-			return
+		ts.stepState = ""
+		if x.opts.AutoApprove {
+			// The handlers see the question and what is below it, not an
+			// older question left above it.
+			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[lineStart(d.Screen, start):], Match: d.Match}
+			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
+				ts.remember(d, start, false)
+				_ = tr.proc.Send(act.Keys)
+				x.emit(EvAutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
+				return
+			}
 		}
-		ts.awaitingTurn, ts.turnRan = false, false
+		ts.askedAt = start
+		tr.askPerson(d, "")
+	case "idle":
+		if ts.awaitingTurn {
+			evidence := tr.turnEvidence(d)
+			if evidence == "" {
+				tr.idleWithoutEvidence(d)
+				return
+			}
+			ts.awaitingTurn, ts.turnRan = false, false
+			tr.evidence = evidence
+		}
 		x.mu.Lock()
 		queue := append([]string(nil), x.record(t.ID).PendingInputs...)
 		x.mu.Unlock()
@@ -198,19 +376,114 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			tr.completeWith("idle")
 			return
 		}
-		tr.typeLine(queue[0], "queue")
+		tr.submit(queue[0], "queue")
 		tr.popQueue()
-		ts.awaitingTurn = true
-		// The turn may leave the screen exactly as it was, which would never
-		// be reported: look again once it could have settled.
-		ts.typedAt = time.Now()
-		ts.wakeIn(ts.settle)
 		x.emit(EvQueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
 	}
 }
 
-// onRecheck takes a fresh look at the screen, changed or not: when an
-// answer's cooldown ends, or when an idle screen may have settled.
+// stuck reports (and handles) an answered question that is still shown,
+// at offset at of d's screen, with no output since its answer for
+// stuckAfter: the answer did not reach it, or it waits for something else.
+// It is never typed into again; a person is asked, or the session parks.
+func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
+	ts := tr.term
+	if ts.term.LastOutput().After(a.at) {
+		return false // it reacted: moving on, or a line-oriented program's scrollback
+	}
+	if left := ts.stuckAfter - time.Since(a.at); left > 0 {
+		ts.wakeIn(left)
+		return false
+	}
+	delete(ts.answers, a.state) // asked about as a question again
+	d.State = a.state
+	end := at
+	if loc := a.pattern.FindStringIndex(d.Screen[at:]); loc != nil {
+		end = at + loc[1]
+	}
+	d.Match = d.Screen[at:end]
+	ts.askedAt = at
+	tr.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String())
+	return true
+}
+
+// turnEvidence says how the current turn is known to have run, or "" when
+// it is not (yet): a working state seen since it was submitted, or, for
+// TUIs without one, output since, the submitted text shown in the
+// transcript (outside the idle prompt itself), and an idle screen that has
+// settled. An idle-looking splash screen before the turn is never enough.
+func (tr *taskRun) turnEvidence(d runner.Detection) string {
+	ts := tr.term
+	if ts.turnRan {
+		return evidenceWorking
+	}
+	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, ts.turnText) {
+		return ""
+	}
+	if !ts.quietFor(ts.typedAt, ts.settle) {
+		return ""
+	}
+	return evidenceScreen
+}
+
+// shownOutside reports whether text (its first line, spaces collapsed) is
+// on d's screen outside the idle match, where a transcript shows what was
+// submitted. An empty text (a bare Enter) cannot be looked for: any output
+// then counts.
+func shownOutside(d runner.Detection, text string) bool {
+	want := strings.Join(strings.Fields(firstLine(text)), " ")
+	if want == "" {
+		return true
+	}
+	if n := []rune(want); len(n) > 40 {
+		want = string(n[:40]) // long lines wrap; the start is enough
+	}
+	screen := d.Screen
+	if d.Match != "" {
+		if i := strings.Index(screen, d.Match); i >= 0 {
+			screen = screen[:i] + "\n" + screen[i+len(d.Match):]
+		}
+	}
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.Contains(strings.Join(strings.Fields(l), " "), want) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// idleWithoutEvidence waits on an idle screen whose turn shows no sign of
+// having run. After stuckAfter without output it is a question for a
+// person, never a DONE.
+func (tr *taskRun) idleWithoutEvidence(d runner.Detection) {
+	ts := tr.term
+	if !ts.quietFor(ts.typedAt, ts.stuckAfter) {
+		return
+	}
+	tr.askPerson(d, "idle, with no sign that its turn ran")
+}
+
+// submit types text then Enter as a new turn.
+func (tr *taskRun) submit(text, source string) {
+	ts := tr.term
+	ts.typedAt = tr.typeLine(text, source)
+	ts.awaitingTurn, ts.turnRan = true, false
+	ts.turnText = text
+	// The turn may leave the screen exactly as it was, which would never be
+	// reported: look again once it could have settled.
+	ts.wakeIn(ts.settle)
+}
+
+// onRecheck takes a fresh look at the screen, changed or not.
 func (tr *taskRun) onRecheck() {
 	ts := tr.term
 	ts.wakeAt = time.Time{}
@@ -219,73 +492,76 @@ func (tr *taskRun) onRecheck() {
 	}
 }
 
-// answered starts the cooldown after keys were sent for a question: the
-// same question is not answered again until the TUI has had time to move
-// on, and is looked at again when the cooldown ends.
-func (ts *terminalState) answered(state string) {
-	ts.lastActed, ts.lastActedAt = state, time.Now()
-	ts.wakeIn(actionCooldown)
-}
-
-// typeLine types text and then Enter. The pause between them keeps TUIs
-// that detect pastes by timing (Ink) from taking the Enter as a newline.
-func (tr *taskRun) typeLine(text, source string) {
+// typeLine types text and then Enter, and returns when Enter was sent:
+// output after that instant may be the turn (a fast TUI redraws before this
+// returns). The pause between them keeps TUIs that detect pastes by timing
+// (Ink) from taking the Enter as a newline.
+func (tr *taskRun) typeLine(text, source string) time.Time {
 	if text != "" {
 		_ = tr.send(text, source)
 		time.Sleep(submitDelay)
 	}
+	at := time.Now()
 	_ = tr.proc.Send("\r")
-}
-
-// autoAction returns the first auto-policy handler action for d.
-func (tr *taskRun) autoAction(d runner.Detection) (*handlers.Action, string) {
-	pol := tr.adapter.AutoPolicy()
-	if pol == nil {
-		return nil, ""
-	}
-	for _, h := range pol.Handlers {
-		loc := h.When.FindStringIndex(d.Screen)
-		if loc == nil {
-			continue
-		}
-		match := d.Screen[loc[0]:loc[1]]
-		if h.Send != "" {
-			return &handlers.Action{Keys: h.Send, Description: "send"}, match
-		}
-		fn, err := handlers.Lookup(h.Use)
-		if err != nil {
-			continue
-		}
-		if act := fn(handlers.Context{TaskID: tr.task.ID, State: d.State, Screen: d.Screen, Match: match}); act != nil {
-			if act.Description == "" {
-				act.Description = h.Use
-			}
-			return act, match
-		}
-	}
-	return nil, ""
+	return at
 }
 
 // askPerson marks the task WAITING_FOR_USER and, depending on the policy,
-// asks the CLI or parks/fails the session.
-func (tr *taskRun) askPerson(d runner.Detection) {
+// asks the CLI or parks/fails the session. why, when set, says why a
+// screen that is not a fresh question needs a person.
+func (tr *taskRun) askPerson(d runner.Detection, why string) {
 	ts, x, t := tr.term, tr.x, tr.task
 	ts.waitingState = d.State
+	ts.asked = d
 	excerpt := Excerpt(d.Screen, excerptLines)
 	x.mu.Lock()
 	rec := x.record(t.ID)
 	rec.Reason = "waiting:" + d.State
 	rec.Excerpt = excerpt
 	x.mu.Unlock()
-	x.setStatus(t.ID, state.TaskWaitingForUser, map[string]any{"state": d.State})
-	x.emit(EvInteraction, t.ID, map[string]any{
-		"state": d.State, "excerpt": excerpt, "name": t.DisplayName(), "adapter": t.Adapter,
-	})
+	fields := map[string]any{"state": d.State}
+	if why != "" {
+		fields["why"] = why
+	}
+	x.setStatus(t.ID, state.TaskWaitingForUser, fields)
+	ev := map[string]any{"state": d.State, "excerpt": excerpt, "name": t.DisplayName(), "adapter": t.Adapter}
+	if why != "" {
+		ev["why"] = why
+	}
+	x.emit(EvInteraction, t.ID, ev)
+	what := d.State
+	if why != "" {
+		what += ": " + why
+	}
 	switch x.opts.Interaction {
 	case InteractionPark:
-		x.park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+d.State+")")
+		x.park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+what+")")
 	case InteractionFail:
-		x.park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+d.State+") and --on-interaction=fail")
+		x.park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+what+") and --on-interaction=fail")
+	}
+}
+
+// navigationKeys are replies that move within a question without
+// answering it: the person is asked again once the TUI has redrawn.
+var navigationKeys = map[string]bool{"\x1b[A": true, "\x1b[B": true, "\x1b[C": true, "\x1b[D": true, "\t": true}
+
+// answeredByPerson records a person's reply to the question they were
+// asked: it is that appearance's one answer, unless it only navigated.
+func (ts *terminalState) answeredByPerson(r reply) {
+	d := ts.asked
+	switch {
+	case stateKind(d.State) != "prompt":
+		// An idle screen without evidence: what the person typed is the
+		// turn now.
+		if r.enter {
+			ts.turnText, ts.typedAt, ts.turnRan = r.text, r.sentAt, false
+		}
+		ts.wakeIn(ts.settle)
+	case !r.enter && navigationKeys[r.text]:
+		ts.stepState, ts.stepAt = d.State, time.Now()
+		ts.wakeIn(stepCooldown)
+	default:
+		ts.remember(d, ts.askedAt, true)
 	}
 }
 

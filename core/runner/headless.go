@@ -18,8 +18,9 @@ type headless struct {
 	inMu     sync.Mutex
 	inClosed bool
 
+	reaper *reaper
 	exited chan struct{} // leader reaped
-	done   chan struct{} // leader reaped and output drained
+	done   chan struct{} // leader reaped, its processes gone, output drained
 	result Result
 }
 
@@ -28,7 +29,7 @@ type headless struct {
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = mergedEnv(spec.Env)
+	cmd.Env = mergedEnv(withTag(spec.Env, spec.Tag))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	stdin, err := cmd.StdinPipe()
@@ -61,6 +62,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	errW.Close()
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	h.reaper = newReaper(cmd.Process.Pid, spec.Tag, h.exited)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go h.read("stdout", outR, onOutput, &readers)
@@ -68,15 +70,19 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	go func() {
 		h.result = resultOf(cmd.Wait())
 		close(h.exited)
-		// Whatever the agent left behind in its group goes with it, so no
-		// orphan outlives the task and the pipes reach EOF.
-		if groupAlive(cmd.Process.Pid) {
-			killGroup(cmd.Process.Pid, syscall.SIGTERM)
-			t := time.AfterFunc(2*time.Second, func() { killGroup(cmd.Process.Pid, syscall.SIGKILL) })
-			readers.Wait()
-			t.Stop()
-		} else {
-			readers.Wait()
+		// Whatever the agent left behind goes with it, so nothing outlives
+		// the task; and before the drain, because what it left may hold
+		// the pipes open.
+		h.reaper.end(exitGrace)
+		drained := make(chan struct{})
+		go func() { readers.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(drainWait):
+			// Held by a process we could not find: give up the rest.
+			outR.Close()
+			errR.Close()
+			<-drained
 		}
 		h.closeInput()
 		close(h.done)
@@ -131,14 +137,9 @@ func (h *headless) closeInput() error {
 func (h *headless) Done() <-chan struct{} { return h.done }
 func (h *headless) Result() Result        { return h.result }
 
-func (h *headless) Kill() { killGroup(h.Pid(), syscall.SIGKILL) }
+func (h *headless) Kill() { h.reaper.killNow() }
 
 func (h *headless) Stop(grace time.Duration) {
-	select {
-	case <-h.done:
-		return
-	default:
-	}
-	stopGroup(h.Pid(), grace, h.exited)
+	h.reaper.end(grace)
 	<-h.done
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +46,14 @@ type Detection struct {
 	Match  string
 	Screen string
 	Seq    uint64 // increases with every detection
+	// The cursor when the screen was rendered (0-based; also when hidden).
+	CursorRow int
+	CursorCol int
+	// Newlines counts the '\n' bytes the child had written when the screen
+	// was rendered, over the Terminal's whole life (bytes the backlog
+	// dropped included): the same question asked twice may show the same
+	// screen, but not the same count once anything scrolled in between.
+	Newlines uint64
 }
 
 // TerminalOptions configure the PTY runner.
@@ -59,30 +68,32 @@ type TerminalOptions struct {
 
 // Terminal is a process running in a pseudo-terminal.
 type Terminal struct {
-	cmd  *exec.Cmd
-	ptmx *os.File
-	opts TerminalOptions
+	cmd   *exec.Cmd
+	ptmx  *os.File
+	slave string // the terminal's path, /dev/pts/N
+	opts  TerminalOptions
 
 	writeMu  sync.Mutex
 	attached atomic.Bool                  // a real terminal answers queries while attached
 	mirror   atomic.Pointer[mirrorWriter] // live copy of the output (attach)
-	screenMu sync.Mutex                   // guards vt, backlog, lastScreen
+	screenMu sync.Mutex                   // guards vt, backlog, lines, lastText, seq
 	vt       vt10x.Terminal
 	backlog  []byte
 	dropped  bool
+	lines    uint64 // newlines appended to the backlog, dropped ones included
 	lastText string
 	seq      uint64
 
-	lastOut  atomic.Int64 // unix nanoseconds of the last output chunk
-	closeMu  sync.Mutex   // pty.Setsize reads the raw fd, which must not race with Close
-	closed   bool
-	chunks   chan []byte
-	answers  chan string // replies to terminal queries, written aside from the reader
-	pool     sync.Pool
-	exited   chan struct{}
-	done     chan struct{}
-	result   Result
-	stopOnce sync.Once
+	lastOut atomic.Int64 // unix nanoseconds of the last output chunk
+	closeMu sync.Mutex   // pty.Setsize reads the raw fd, which must not race with Close
+	closed  bool
+	chunks  chan []byte
+	answers chan string // replies to terminal queries, written aside from the reader
+	pool    sync.Pool
+	reaper  *reaper
+	exited  chan struct{}
+	done    chan struct{}
+	result  Result
 }
 
 type mirrorWriter struct{ w io.Writer }
@@ -108,6 +119,9 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	for k, v := range spec.Env {
 		env[k] = v
 	}
+	if spec.Tag != "" {
+		env[TaskEnv] = spec.Tag
+	}
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = mergedEnv(env)
@@ -125,7 +139,11 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		exited:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	if f, ok := cmd.Stdin.(*os.File); ok {
+		t.slave = f.Name()
+	}
 	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
+	t.reaper = newReaper(cmd.Process.Pid, spec.Tag, t.exited)
 
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -135,20 +153,18 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	go func() {
 		t.result = resultOf(cmd.Wait())
 		close(t.exited)
-		pid := cmd.Process.Pid
-		if groupAlive(pid) {
-			killGroup(pid, syscall.SIGTERM)
-			escalate := time.AfterFunc(2*time.Second, func() { killGroup(pid, syscall.SIGKILL) })
-			defer escalate.Stop()
-		}
+		// Whatever the agent left behind goes with it (a Stop's sweep, if
+		// one runs, is waited for instead).
+		t.reaper.end(exitGrace)
 		// The reader ends at EIO once every holder of the slave is gone; if
-		// something outside the group still holds it, stop waiting.
+		// a process we could not find still holds it, stop waiting.
 		drained := make(chan struct{})
 		go func() { wg.Wait(); close(drained) }()
 		select {
 		case <-drained:
-		case <-time.After(3 * time.Second):
+		case <-time.After(drainWait):
 			t.closePTY()
+			t.wakeReader()
 			<-drained
 		}
 		t.closePTY()
@@ -294,8 +310,10 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 }
 
 func (t *Terminal) appendBacklog(chunk []byte) {
+	n := uint64(bytes.Count(chunk, []byte{'\n'}))
 	t.screenMu.Lock()
 	defer t.screenMu.Unlock()
+	t.lines += n
 	if len(chunk) >= screenBacklog {
 		t.backlog = append(t.backlog[:0], chunk[len(chunk)-screenBacklog:]...)
 		t.dropped = true
@@ -309,8 +327,8 @@ func (t *Terminal) appendBacklog(chunk []byte) {
 	t.backlog = append(t.backlog, chunk...)
 }
 
-// renderLocked brings the virtual terminal up to date and returns its text.
-func (t *Terminal) renderLocked() string {
+// renderLocked brings the virtual terminal up to date and returns it.
+func (t *Terminal) renderLocked() Detection {
 	if t.dropped {
 		cols, rows := t.vt.Size()
 		t.vt = vt10x.New(vt10x.WithSize(cols, rows))
@@ -320,7 +338,8 @@ func (t *Terminal) renderLocked() string {
 		_, _ = t.vt.Write(t.backlog)
 		t.backlog = t.backlog[:0]
 	}
-	return screenText(t.vt)
+	text, cur := screenText(t.vt)
+	return Detection{Screen: text, CursorRow: cur.Y, CursorCol: cur.X, Newlines: t.lines}
 }
 
 // RenderScreen plays raw terminal output (a task's .raw.log) into a virtual
@@ -328,13 +347,20 @@ func (t *Terminal) renderLocked() string {
 func RenderScreen(raw []byte, cols, rows int) string {
 	vt := vt10x.New(vt10x.WithSize(cols, rows))
 	_, _ = vt.Write(raw)
-	return screenText(vt)
+	text, _ := screenText(vt)
+	return text
 }
 
-func screenText(vt vt10x.Terminal) string {
+// screenText is the screen's text, lines right-trimmed except on the
+// cursor's row, which keeps what is left of the cursor: a prompt "> "
+// waiting for input shows as "> ", so patterns can tell it from a ">" that
+// ends a line of output. The cursor counts even when hidden: TUIs hide it
+// and draw their own.
+func screenText(vt vt10x.Terminal) (string, vt10x.Cursor) {
 	vt.Lock()
 	defer vt.Unlock()
 	cols, rows := vt.Size()
+	cur := vt.Cursor()
 	var b strings.Builder
 	line := make([]rune, 0, cols)
 	for y := 0; y < rows; y++ {
@@ -346,24 +372,31 @@ func screenText(vt vt10x.Terminal) string {
 			}
 			line = append(line, r)
 		}
-		b.WriteString(strings.TrimRight(string(line), " "))
+		keep := len(line)
+		for keep > 0 && line[keep-1] == ' ' {
+			keep--
+		}
+		if y == cur.Y && keep < cur.X {
+			keep = min(cur.X, len(line))
+		}
+		b.WriteString(string(line[:keep]))
 		b.WriteByte('\n')
 	}
-	return strings.TrimRight(b.String(), "\n") + "\n"
+	return strings.TrimRight(b.String(), "\n") + "\n", cur
 }
 
 // check renders the screen and, when it changed since the last check,
 // reports the first matching state.
 func (t *Terminal) check() {
 	t.screenMu.Lock()
-	text := t.renderLocked()
-	if text == t.lastText {
+	d := t.renderLocked()
+	if d.Screen == t.lastText {
 		t.screenMu.Unlock()
 		return
 	}
-	t.lastText = text
+	t.lastText = d.Screen
 	t.seq++
-	d := Detection{Screen: text, Seq: t.seq}
+	d.Seq = t.seq
 	t.screenMu.Unlock()
 	t.match(&d)
 	t.opts.OnState(d)
@@ -373,10 +406,10 @@ func (t *Terminal) check() {
 // or not it changed.
 func (t *Terminal) Detect() (Detection, bool) {
 	t.screenMu.Lock()
-	text := t.renderLocked()
-	t.lastText = text
+	d := t.renderLocked()
+	t.lastText = d.Screen
 	t.seq++
-	d := Detection{Screen: text, Seq: t.seq}
+	d.Seq = t.seq
 	t.screenMu.Unlock()
 	t.match(&d)
 	return d, len(t.opts.States) > 0
@@ -396,7 +429,7 @@ func (t *Terminal) match(d *Detection) {
 func (t *Terminal) Screen() string {
 	t.screenMu.Lock()
 	defer t.screenMu.Unlock()
-	return t.renderLocked()
+	return t.renderLocked().Screen
 }
 
 // Pid is the child's pid (also its process group and session id).
@@ -424,16 +457,29 @@ func (t *Terminal) Exited() <-chan struct{} { return t.exited }
 // Result is valid after Done.
 func (t *Terminal) Result() Result { return t.result }
 
-// Stop ends the process group: SIGTERM, grace, SIGKILL.
+// Stop ends the process group and the tagged processes: SIGTERM, grace,
+// SIGKILL. It returns once all of them are gone (bounded after SIGKILL) and
+// the output is drained.
 func (t *Terminal) Stop(grace time.Duration) {
-	t.stopOnce.Do(func() {
-		select {
-		case <-t.exited:
-		default:
-			stopGroup(t.Pid(), grace, t.exited)
-		}
-	})
+	t.reaper.end(grace)
 	<-t.done
+}
+
+// wakeReader ends a read of the master that waits on a terminal still held
+// by a process we could not find. Closing the master does not interrupt a
+// read already in the kernel (creack/pty leaves the fd blocking); a byte
+// written on the terminal does, and the next read finds the file closed. A
+// NUL: nothing on the screen or in the clean text.
+func (t *Terminal) wakeReader() {
+	if t.slave == "" {
+		return
+	}
+	f, err := os.OpenFile(t.slave, os.O_WRONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write([]byte{0})
+	_ = f.Close()
 }
 
 func (t *Terminal) closePTY() {
@@ -461,8 +507,8 @@ func (t *Terminal) Size() (cols, rows int) {
 	return t.vt.Size()
 }
 
-// Kill SIGKILLs the process group now.
-func (t *Terminal) Kill() { killGroup(t.Pid(), syscall.SIGKILL) }
+// Kill SIGKILLs the process group and the tagged processes now.
+func (t *Terminal) Kill() { t.reaper.killNow() }
 
 // Resize changes the PTY's window size (the child gets SIGWINCH).
 func (t *Terminal) Resize(cols, rows int) error {

@@ -49,6 +49,7 @@ func TestTerminalAnswersCursorQueryAndDetectsStates(t *testing.T) {
 	var seen []Detection
 	var raw bytes.Buffer
 	var term *Terminal
+	started := make(chan struct{}) // term is set: the first state may come sooner
 	sent := false
 	term, err := StartTerminal(Spec{Command: bin, Args: []string{"-record", rec, "-work", "200ms", "-exit-after", "1"}},
 		TerminalOptions{
@@ -66,16 +67,17 @@ func TestTerminalAnswersCursorQueryAndDetectsStates(t *testing.T) {
 				}
 				mu.Unlock()
 				if first {
-					go func() { _ = term.Send("hello\r") }()
+					go func() { <-started; _ = term.Send("hello\r") }()
 				}
 			},
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
+	close(started)
 	select {
 	case <-term.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		term.Stop(time.Second)
 		t.Fatalf("faketui did not finish; screen:\n%s", term.Screen())
 	}
@@ -112,7 +114,16 @@ func TestTerminalStopKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	defer term.Kill()
+	// Stop once the shell has forked, which it does after setting the trap.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if pids, _ := GroupMembers(term.Pid()); len(pids) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell never forked")
+		}
+	}
 	start := time.Now()
 	term.Stop(300 * time.Millisecond)
 	if d := time.Since(start); d > 5*time.Second {

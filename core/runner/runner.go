@@ -25,6 +25,10 @@ type Spec struct {
 	Env     map[string]string // merged over os.Environ()
 	Cols    int
 	Rows    int
+	// Tag, when set, is put in the child's environment as VIBETEAM_TASK;
+	// whatever carries it when the task ends is stopped with the task, even
+	// outside the process group. It must be unique to the task run.
+	Tag string
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the
@@ -56,11 +60,13 @@ type Process interface {
 	Done() <-chan struct{}
 	// Result is valid after Done is closed.
 	Result() Result
-	// Stop sends SIGTERM to the process group, waits up to grace, then
-	// SIGKILLs the group. It returns once the process has been reaped.
+	// Stop sends SIGTERM to the process group and the processes carrying
+	// the Tag, waits up to grace, then SIGKILLs them. It returns once the
+	// process has been reaped and the others are gone (a few seconds after
+	// SIGKILL at most).
 	Stop(grace time.Duration)
-	// Kill SIGKILLs the process group now (a second interrupt); a Stop in
-	// progress then returns.
+	// Kill SIGKILLs the group and the tagged processes now (a second
+	// interrupt); a Stop in progress then returns.
 	Kill()
 }
 
@@ -158,32 +164,6 @@ func GroupMembers(pgid int) (pids []int, ok bool) {
 	return pids, true
 }
 
-// stopGroup is the shared SIGTERM → grace → SIGKILL sequence. exited is
-// closed when the leader has been reaped.
-func stopGroup(pid int, grace time.Duration, exited <-chan struct{}) {
-	killGroup(pid, syscall.SIGTERM)
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-deadline.C:
-			killGroup(pid, syscall.SIGKILL)
-			<-exited
-			return
-		case <-tick.C:
-			select {
-			case <-exited:
-				if !groupAlive(pid) {
-					return
-				}
-			default:
-			}
-		}
-	}
-}
-
 // ProcStart is a process's start time (clock ticks since boot, from
 // /proc/<pid>/stat); with the pid it identifies the process across pid reuse.
 func ProcStart(pid int) (uint64, bool) {
@@ -207,26 +187,29 @@ func ProcStart(pid int) (uint64, bool) {
 
 // StopOrphan stops the process group of a task left running by a vibeteam
 // that died (kill -9, power loss of the terminal): only if pid is still the
-// same process (its start time matches) and still leads its group. It
-// reports whether it stopped anything.
-func StopOrphan(pid int, start uint64, grace time.Duration) bool {
+// same process (its start time matches). With a tag (the dead run's
+// Spec.Tag), the processes carrying it and started no earlier than the
+// leader go too, even when the leader is gone. It reports whether it stopped
+// anything, and returns once all of it is gone (bounded after SIGKILL).
+func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool {
 	if pid <= 0 || start == 0 {
 		return false
 	}
-	if now, ok := ProcStart(pid); !ok || now != start {
+	// The leader is not our child: signal its processes one by one, each
+	// checked first, never the group id blindly.
+	r := &reaper{since: start, exited: closedChan, kill: make(chan struct{})}
+	if len(tag) > 0 {
+		r.tag = tag[0]
+	}
+	if now, ok := ProcStart(pid); ok && now == start {
+		r.pgid = pid
+	}
+	if r.pgid == 0 && r.tag == "" {
 		return false
 	}
-	if members, _ := GroupMembers(pid); len(members) == 0 {
+	if r.signal(0, spared(), nil) == 0 {
 		return false
 	}
-	killGroup(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for groupAlive(pid) {
-		if time.Now().After(deadline) {
-			killGroup(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(time.Hour)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.end(grace)
 	return true
 }

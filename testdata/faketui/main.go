@@ -10,7 +10,10 @@
 //
 // Flags: -menu-first shows the menu before the first idle (a trust dialog),
 // -record FILE appends every submitted line and answer, -work DUR sets the
-// turn length, -exit-after N exits after N turns. A positional argument is
+// turn length, -exit-after N exits after N turns, -react DUR delays the
+// redraw after an answer (a slow machine), -menu-twice shows the first menu
+// again after it has gone, -splash DUR shows an idle-looking start-up
+// screen before the first turn. A positional argument is
 // submitted as the first turn by the program itself.
 package main
 
@@ -31,6 +34,9 @@ var (
 	work      = flag.Duration("work", 400*time.Millisecond, "length of a turn")
 	exitAfter = flag.Int("exit-after", 0, "exit after this many turns (0: never)")
 	pidfile   = flag.String("pidfile", "", "write the pid to this file")
+	react     = flag.Duration("react", 0, "wait this long after an answer before redrawing (a slow machine)")
+	splash    = flag.Duration("splash", 0, "show an idle-looking start-up screen this long before the first turn")
+	menuTwice = flag.Bool("menu-twice", false, "with -menu-first: after a pause, show the same menu again")
 )
 
 var (
@@ -74,6 +80,18 @@ func main() {
 			draw([]string{"not trusted, bye"}, "")
 			os.Exit(5)
 		}
+		if *menuTwice {
+			// Gone, then drawn again: a new appearance of the same question.
+			spin(*work)
+			answer = menu("Do you trust the files in this folder?")
+			rec("menu:" + answer)
+		}
+	}
+	if *splash > 0 {
+		// Like codex's start-up screen: it looks idle, takes no input, and
+		// the positional prompt has not been submitted yet.
+		draw([]string{"starting…"}, fmt.Sprintf(idleBox, ""))
+		time.Sleep(*splash)
 	}
 	turns := 0
 	if args := flag.Args(); len(args) > 0 {
@@ -211,6 +229,7 @@ func question(q string) string {
 	draw(history, q+" ")
 	for b := range keys {
 		if b == 'y' || b == 'n' {
+			time.Sleep(*react)
 			return string(b)
 		}
 	}
@@ -235,8 +254,10 @@ func menu(q string) string {
 		}
 		switch {
 		case b == '1' || b == '2':
+			time.Sleep(*react)
 			return string(b)
 		case b == '\r':
+			time.Sleep(*react)
 			return fmt.Sprint(sel)
 		case b == 'A':
 			sel = 1
