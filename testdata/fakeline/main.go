@@ -11,26 +11,47 @@
 // Flags: -asks N, -question TEXT, -between N (lines printed after each
 // answer, to scroll), -react DUR (wait this long after a key before
 // printing anything), -exit (exit 0 after the last answer instead of
-// showing the prompt).
+// showing the prompt), -message TEXT (printed first, as a transcript).
+// FAKELINE_ASKS, FAKELINE_QUESTION and FAKELINE_RECORD set the defaults, so
+// an adapter file can be used as written (e.g. the README's aider example,
+// whose --yes-always and --no-pretty are accepted and ignored).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/term"
 )
 
 var (
-	asks     = flag.Int("asks", 3, "how many times to ask")
-	question = flag.String("question", "Proceed? (y/n) ", "the question")
+	asks     = flag.Int("asks", envInt("FAKELINE_ASKS", 3), "how many times to ask")
+	question = flag.String("question", envOr("FAKELINE_QUESTION", "Proceed? (y/n) "), "the question")
 	between  = flag.Int("between", 0, "lines printed after each answer")
 	react    = flag.Duration("react", 0, "delay before reacting to a key")
-	record   = flag.String("record", "", "append every key received to this file")
+	record   = flag.String("record", os.Getenv("FAKELINE_RECORD"), "append every key received to this file")
 	exit     = flag.Bool("exit", false, "exit after the last answer")
+	message  = flag.String("message", "", "a message to show first")
+	_        = flag.Bool("yes-always", false, "accepted, ignored")
+	_        = flag.Bool("no-pretty", false, "accepted, ignored")
 )
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return n
+	}
+	return def
+}
 
 func rec(s string) {
 	if *record == "" {
@@ -62,6 +83,9 @@ func main() {
 			}
 		}
 	}()
+	if *message != "" {
+		fmt.Printf("user: %s\r\n", *message)
+	}
 	for i := 1; i <= *asks; i++ {
 		fmt.Print(*question)
 		b, ok := <-keys
