@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,5 +223,56 @@ func TestResumeAfterACrashStopsLeftoverProcesses(t *testing.T) {
 	pidAlive(t, first, false)
 	if n := countEvents(p.events(p.only().ID), "orphan_stopped"); n != 1 {
 		t.Errorf("%d orphan_stopped events, want 1", n)
+	}
+}
+
+// survivors lists the live processes whose command line holds marker.
+func survivors(marker string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(cmdline, []byte(marker)) {
+			continue
+		}
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return out
+}
+
+// A process that leaves its task's group and session (setsid) is stopped
+// with the task all the same, whether the task ends DONE, fails, or runs
+// in a PTY.
+func TestNoProcessOutlivesItsTask(t *testing.T) {
+	for _, c := range []struct {
+		name, mode, tail string
+		code             int
+	}{
+		{"headless done", "headless", "", 0},
+		{"headless failed", "headless", "; exit 3", 1},
+		{"pty done", "interactive", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProject(t)
+			marker := fmt.Sprintf("%d.%d", time.Now().UnixNano()%100000, os.Getpid()) // sleep's argument, unique
+			p.write("wf.yaml", fmt.Sprintf(`id: esc
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: shell, executionMode: %s, prompt: "setsid sh -c 'trap \"\" TERM; exec sleep %s' & setsid sleep %s & sleep 0.2%s" }
+`, c.mode, marker, marker, c.tail))
+			wantCode(t, p.run("run", "wf.yaml", "--grace", "500ms"), c.code)
+			if left := survivors(marker); len(left) != 0 {
+				t.Errorf("%d process(es) outlived the task:\n%s", len(left), strings.Join(left, "\n"))
+			}
+		})
 	}
 }
