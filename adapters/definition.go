@@ -387,6 +387,10 @@ func (p *parser) definition(root *yaml.Node) *definition {
 		"inactivityTimeout": func(k, v *yaml.Node) { d.inactivityTimeout, _ = p.duration(v, "inactivityTimeout") },
 		"stuckAfter": func(k, v *yaml.Node) {
 			if t, ok := p.duration(v, "stuckAfter"); ok {
+				if t == 0 {
+					p.errorf(v, "stuckAfter", "must be more than 0 (an answer needs time to show)")
+					return
+				}
 				d.stuckAfter = t
 			}
 		},

@@ -341,7 +341,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		if msg != "" {
 			fields["error"] = msg
 		}
-		if st == state.TaskDone && tr.evidence != "" {
+		if st == state.TaskDone && reason == "idle" && tr.evidence != "" {
 			// A DONE that rested on the fallback rule says so.
 			fields["evidence"] = tr.evidence
 		}

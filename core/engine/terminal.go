@@ -241,8 +241,13 @@ func (ts *terminalState) classify(d *runner.Detection) (start int, stale *answer
 			}
 			continue
 		}
-		if a == nil || stateKind(s.Name) != "prompt" {
+		if stateKind(s.Name) != "prompt" {
 			return found(s.Name, locs[0])
+		}
+		// A program asks one question at a time: of several, the newest,
+		// lowest one is live; the others were answered before.
+		if a == nil {
+			return found(s.Name, locs[len(locs)-1])
 		}
 		if lines == nil {
 			lines = strings.Split(d.Screen, "\n")
@@ -250,13 +255,14 @@ func (ts *terminalState) classify(d *runner.Detection) (start int, stale *answer
 		shift, shown := a.shift(lines, d.Newlines)
 		if !shown {
 			delete(ts.answers, s.Name)
-			return found(s.Name, locs[0])
+			return found(s.Name, locs[len(locs)-1])
 		}
 		oldRow, oldCol := a.row-shift, a.col
-		for _, loc := range locs {
-			row, col := position(d.Screen, loc[0])
+		{
+			last := locs[len(locs)-1]
+			row, col := position(d.Screen, last[0])
 			if row > oldRow || (row == oldRow && col > oldCol) {
-				return found(s.Name, loc)
+				return found(s.Name, last)
 			}
 		}
 		if stale == nil {
