@@ -436,7 +436,7 @@ func (x *Executor) stopOrphans() {
 	}
 	x.mu.Unlock()
 	for _, o := range found {
-		if runner.StopOrphan(o.pid, o.start, x.opts.Grace) {
+		if runner.StopOrphan(o.pid, o.start, x.opts.Grace, x.sess.ID+"/"+o.task) {
 			x.emit(EvOrphanStopped, o.task, map[string]any{"pid": o.pid})
 		}
 	}

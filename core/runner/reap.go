@@ -57,23 +57,34 @@ type reaper struct {
 	exited <-chan struct{}
 
 	once     sync.Once
+	swept    chan struct{} // the sweep is over
 	kill     chan struct{}
 	killOnce sync.Once
 }
 
 func newReaper(pid int, tag string, exited <-chan struct{}) *reaper {
 	since, _ := ProcStart(pid)
-	return &reaper{pgid: pid, tag: tag, since: since, exited: exited, kill: make(chan struct{})}
+	return &reaper{pgid: pid, tag: tag, since: since, exited: exited, swept: make(chan struct{}), kill: make(chan struct{})}
 }
 
 // end stops the task's processes with grace between SIGTERM and SIGKILL.
 // Only the first call sweeps, with its grace; later ones wait for it, so a
 // Stop's grace is not cut short by the leader's exit and Done waits for the
 // sweep a Stop started.
-func (r *reaper) end(grace time.Duration) { r.once.Do(func() { r.sweep(grace) }) }
+func (r *reaper) end(grace time.Duration) {
+	r.once.Do(func() {
+		r.sweep(grace)
+		close(r.swept)
+	})
+}
 
 // killNow SIGKILLs everything now and makes a sweep in progress escalate.
+// After the sweep it does nothing: the next run of the same task carries the
+// same tag.
 func (r *reaper) killNow() {
+	if isClosed(r.swept) {
+		return
+	}
 	r.killOnce.Do(func() { close(r.kill) })
 	r.signal(syscall.SIGKILL, spared(), nil)
 }

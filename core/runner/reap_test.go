@@ -17,8 +17,13 @@ import (
 
 // marker is a sleep duration no other process on the machine uses, so the
 // processes of one test are found by their command line alone, whatever
-// group, session or environment they ended up in.
-func marker() string { return fmt.Sprintf("300.%09d", rand.IntN(1e9)) }
+// group, session or environment they ended up in. A failed test leaves
+// none behind.
+func marker(t *testing.T) string {
+	m := fmt.Sprintf("300.%09d", rand.IntN(1e9))
+	t.Cleanup(func() { killMarked(t, m) })
+	return m
+}
 
 // survivors lists the live processes whose command line holds m.
 func survivors(t *testing.T, m string) []string {
@@ -65,7 +70,7 @@ func escapeScript(dir, m string) string {
 
 func TestHeadlessExitStopsEscapedProcesses(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	var mu sync.Mutex
 	var out strings.Builder
 	p, err := StartHeadless(Spec{Command: "sh", Args: []string{"-c", escapeScript(t.TempDir(), m)}, Tag: "test/" + m},
@@ -90,7 +95,7 @@ func TestHeadlessExitStopsEscapedProcesses(t *testing.T) {
 
 func TestTerminalExitStopsEscapedProcesses(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	term, err := StartTerminal(Spec{Command: "sh", Args: []string{"-c", escapeScript(t.TempDir(), m)}, Tag: "test/" + m}, TerminalOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +120,7 @@ func TestDoneWhenAnUnfoundProcessHoldsTheOutput(t *testing.T) {
 	for _, mode := range []string{"headless", "pty"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			m := marker()
-			t.Cleanup(func() { killMarked(t, m) })
+			m := marker(t)
 			spec := Spec{Command: "sh", Args: []string{"-c", escapeScript(t.TempDir(), m)}}
 			var p Process
 			var err error
@@ -163,7 +167,7 @@ func TestStopEndsEscapedAndStubbornProcesses(t *testing.T) {
 	for _, mode := range []string{"headless", "pty"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			m := marker()
+			m := marker(t)
 			spec := Spec{Command: "sh", Args: []string{"-c", stubbornScript(t.TempDir(), m)}, Tag: "test/" + m}
 			ready := make(chan struct{})
 			var once sync.Once
@@ -206,7 +210,7 @@ func TestStopEndsEscapedAndStubbornProcesses(t *testing.T) {
 // no tag to help.
 func TestStopWaitsForTheWholeGroup(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	script := fmt.Sprintf(`sh -c 'trap "" TERM; echo > %[1]s; exec sleep %[3]s' &
@@ -245,7 +249,7 @@ wait`, a, b, m)
 
 func TestKillEndsAStopInProgress(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	ready := make(chan struct{})
 	var once sync.Once
 	term, err := StartTerminal(Spec{Command: "sh", Args: []string{"-c", stubbornScript(t.TempDir(), m)}, Tag: "test/" + m},
@@ -295,7 +299,7 @@ func orphanRun(t *testing.T, script, tag string) (*exec.Cmd, uint64) {
 
 func TestStopOrphanStopsGroupAndTaggedProcesses(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	tag := "orphan/" + m
 	dir := t.TempDir()
 	cmd, start := orphanRun(t, escapeScript(dir, m)+"; exec sleep "+m, tag)
@@ -325,7 +329,7 @@ func TestStopOrphanStopsGroupAndTaggedProcesses(t *testing.T) {
 
 func TestStopOrphanFindsTaggedProcessesAfterTheLeader(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	tag := "orphan/" + m
 	cmd, start := orphanRun(t, escapeScript(t.TempDir(), m), tag)
 	if err := cmd.Wait(); err != nil {
@@ -347,7 +351,7 @@ func TestStopOrphanFindsTaggedProcessesAfterTheLeader(t *testing.T) {
 
 func TestHasEnvMatchesWholeEntries(t *testing.T) {
 	t.Parallel()
-	m := marker()
+	m := marker(t)
 	p, err := StartHeadless(Spec{Command: "sh", Args: []string{"-c", "read x"}, Env: map[string]string{"A": "1"}, Tag: "s/" + m}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -369,5 +373,29 @@ func TestHasEnvMatchesWholeEntries(t *testing.T) {
 	}
 	if spared()[p.Pid()] || !spared()[os.Getpid()] || !spared()[os.Getppid()] {
 		t.Error("spared is not this process and its ancestors")
+	}
+}
+
+// The next run of a task carries the same tag: a late Kill of the finished
+// run must not reach it.
+func TestKillAfterDoneSparesTheNextRun(t *testing.T) {
+	t.Parallel()
+	tag := "test/" + marker(t)
+	first, err := StartHeadless(Spec{Command: "true", Tag: tag}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, first)
+	next, err := StartHeadless(Spec{Command: "sh", Args: []string{"-c", "read x; exit 3"}, Tag: tag}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Kill()
+	first.Kill()
+	first.Stop(time.Second)
+	_ = next.CloseInput()
+	waitDone(t, next)
+	if res := next.Result(); res.ExitCode != 3 {
+		t.Errorf("next run ended %+v, want exit 3", res)
 	}
 }

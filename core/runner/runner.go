@@ -27,7 +27,7 @@ type Spec struct {
 	Rows    int
 	// Tag, when set, is put in the child's environment as VIBETEAM_TASK;
 	// whatever carries it when the task ends is stopped with the task, even
-	// outside the process group. It must be unique to the task run.
+	// outside the process group. Runs sharing a tag must not overlap.
 	Tag string
 }
 
@@ -197,7 +197,7 @@ func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool 
 	}
 	// The leader is not our child: signal its processes one by one, each
 	// checked first, never the group id blindly.
-	r := &reaper{since: start, exited: closedChan, kill: make(chan struct{})}
+	r := &reaper{since: start, exited: closedChan, swept: make(chan struct{}), kill: make(chan struct{})}
 	if len(tag) > 0 {
 		r.tag = tag[0]
 	}
