@@ -35,6 +35,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "events", Usage: "write JSONL events to `FILE` (- for stdout)"},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "mirror task output on stderr, prefixed by task name"},
 		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}},
+		&ucli.BoolFlag{Name: "keep-going", Aliases: []string{"k"}, Usage: "let the other tasks of a stage finish when one fails (by default the first failure stops them; they re-run on resume)"},
 		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
 	}
@@ -69,7 +70,9 @@ func runCommand(streams IO) *ucli.Command {
 			if _, err := engine.RenderPrompts(def, vars); err != nil {
 				return exitf(ExitUsage, "%s: %v", def.Source, err)
 			}
-			return execute(c, streams, reg, runOptions(c, base, vars), func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+			opts := runOptions(c, base, vars)
+			opts.SourceDigest = fileDigest(def.Source)
+			return execute(c, streams, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Start(def, opts)
 			})
 		},
@@ -81,7 +84,10 @@ func resumeCommand(streams IO) *ucli.Command {
 		Name:      "resume",
 		Usage:     "continue a stopped, failed or parked session at its current stage (DONE tasks are skipped)",
 		ArgsUsage: "ID",
-		Flags:     executionFlags(),
+		Flags: append(executionFlags(),
+			&ucli.BoolFlag{Name: "reload", Usage: "read the workflow file again (after a fix) and continue with it: tasks match by id; DONE tasks stay DONE unless their definition changed"},
+			&ucli.StringSliceFlag{Name: "rerun", Usage: "run task `ID` again even if it is DONE (repeatable)"},
+		),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "resume needs a session id (see vibeteam sessions)")
@@ -111,9 +117,17 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
+			opts := runOptions(c, base, vars)
+			if err := applyReload(c, streams, base, reg, sess, &opts); err != nil {
+				return err
+			}
+			def := sess.WorkflowDefinition
+			if opts.Reload != nil {
+				def = opts.Reload
+			}
 			// The stored definition is checked again: adapters may have changed
 			// since, and --headless needs prompts.
-			if errs := workflow.Validate(sess.WorkflowDefinition, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")}); len(errs) > 0 {
+			if errs := workflow.Validate(def, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")}); len(errs) > 0 {
 				return exitf(ExitUsage, "session %s: %v", id, errs)
 			}
 			merged := map[string]string{}
@@ -123,10 +137,10 @@ func resumeCommand(streams IO) *ucli.Command {
 			for k, v := range vars {
 				merged[k] = v
 			}
-			if _, err := engine.RenderPrompts(sess.WorkflowDefinition, merged); err != nil {
+			if _, err := engine.RenderPrompts(def, merged); err != nil {
 				return exitf(ExitUsage, "session %s: %v", id, err)
 			}
-			return execute(c, streams, reg, runOptions(c, base, vars), func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+			return execute(c, streams, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Resume(id, opts)
 			})
 		},
@@ -142,6 +156,7 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 		Grace:         c.Duration("grace"),
 		KeepSessions:  c.Int("keep-sessions"),
 		Interaction:   c.String("on-interaction"),
+		KeepGoing:     c.Bool("keep-going"),
 	}
 }
 
@@ -307,7 +322,7 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	case state.StatusWaiting, state.StatusBlocked, state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	default:
-		return exitf(ExitFailed, "%s\nsession %s failed; after fixing it: vibeteam resume %s", failureReport(sess, out.FailedTask), sess.ID, sess.ID)
+		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
 	}
 }
 

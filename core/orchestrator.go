@@ -40,6 +40,14 @@ type RunOptions struct {
 	Grace         time.Duration
 	KeepSessions  int    // prune to this many after a session starts; 0 = no pruning
 	Interaction   string // engine.InteractionAsk | Park | Fail; default park
+	KeepGoing     bool   // a failed task does not stop the others of its stage
+	// SourceDigest is the sha256 of the workflow file the definition came
+	// from (run), or of its new version (resume with Reload).
+	SourceDigest string
+	// Reload, on resume, replaces the session's definition by this fresh
+	// load of its file; Rerun names tasks to run again even if DONE.
+	Reload *workflow.Definition
+	Rerun  []string
 }
 
 // Orchestrator holds the controllers of the sessions this process runs.
@@ -85,6 +93,7 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 		Status:             state.StatusRunning,
 		Vars:               opts.Vars,
 		WorkflowDefinition: def,
+		SourceDigest:       opts.SourceDigest,
 		BaseDir:            opts.BaseDir,
 		StartTime:          now,
 		History:            []state.HistoryEntry{},
@@ -125,6 +134,18 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 		sess.Vars[k] = v
 	}
 	sess.BaseDir = opts.BaseDir
+	switch {
+	case opts.Reload != nil:
+		if _, err := reloadSession(sess, opts.Reload, opts.SourceDigest, opts.Rerun); err != nil {
+			_ = lock.Release()
+			return nil, err
+		}
+	case len(opts.Rerun) > 0:
+		if err := rerunTasks(sess, opts.Rerun); err != nil {
+			_ = lock.Release()
+			return nil, err
+		}
+	}
 	return o.newController(mgr, lock, sess, opts, EvSessionResumed)
 }
 
@@ -142,6 +163,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		ForceHeadless: opts.ForceHeadless,
 		Grace:         opts.Grace,
 		Interaction:   opts.Interaction,
+		KeepGoing:     opts.KeepGoing,
 		Emit:          c.emit,
 	})
 	if err := mgr.Save(sess); err != nil {

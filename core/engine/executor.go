@@ -66,6 +66,7 @@ type Options struct {
 	TailLines     int
 	Emit          func(state.Event) // called synchronously; must not block for long
 	Interaction   string            // ask | park | fail (default park: never hang)
+	KeepGoing     bool              // a failed task does not stop the rest of its stage
 }
 
 // Outcome is how a run ended.
@@ -220,13 +221,16 @@ func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[s
 	)
 	// The first task to fail is the one named, even if a later one finishes
 	// failing first (a timeout waits out its grace period before it ends).
+	// It stops the others unless the run keeps going.
 	failing := func(taskID, why string) {
 		if ctx.Err() != nil {
 			return
 		}
 		failOnce.Do(func() {
 			failedTask, reason = taskID, why
-			cancel()
+			if !x.opts.KeepGoing {
+				cancel()
+			}
 		})
 	}
 	for _, t := range st.Tasks {
