@@ -58,7 +58,6 @@ type answered struct {
 	cursorRow int
 	newlines  uint64 // newlines fed to the screen it was answered on
 	at        time.Time
-	byPerson  bool
 }
 
 // shift finds how far the answered appearance has scrolled up on cur (0
@@ -301,7 +300,7 @@ func (ts *terminalState) patternOf(name string) *regexp.Regexp {
 
 // remember records that d's question was answered (by the policy or by a
 // person) at the match starting at off.
-func (ts *terminalState) remember(d runner.Detection, off int, byPerson bool) {
+func (ts *terminalState) remember(d runner.Detection, off int) {
 	p := ts.patternOf(d.State)
 	if p == nil {
 		return
@@ -311,7 +310,7 @@ func (ts *terminalState) remember(d runner.Detection, off int, byPerson bool) {
 	ts.answers[d.State] = &answered{
 		state: d.State, pattern: p, lines: strings.Split(d.Screen, "\n"), rows: rows,
 		row: row, col: col, cursorRow: d.CursorRow, newlines: d.Newlines,
-		at: time.Now(), byPerson: byPerson,
+		at: time.Now(),
 	}
 	// Looked at again when it could be stuck, changed screen or not.
 	ts.wakeIn(ts.stuckAfter)
@@ -328,7 +327,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		ts.lastSeen = d.State
 		x.emit(EvStateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
-	if ts.waitingState != "" && d.State != ts.waitingState && (stale == nil || stale.state != ts.waitingState) {
+	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
 		x.setStatus(t.ID, state.TaskRunning, map[string]any{"reason": "answered"})
@@ -357,7 +356,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			// older question left above it.
 			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[lineStart(d.Screen, start):], Match: d.Match}
 			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
-				ts.remember(d, start, false)
+				ts.remember(d, start)
 				_ = tr.proc.Send(act.Keys)
 				x.emit(EvAutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
 				return
@@ -367,7 +366,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		tr.askPerson(d, "")
 	case "idle":
 		if ts.awaitingTurn {
-			evidence := tr.turnEvidence(d)
+			evidence := tr.turnEvidence(d, start)
 			if evidence == "" {
 				tr.idleWithoutEvidence(d)
 				return
@@ -418,12 +417,12 @@ func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
 // TUIs without one, output since, the submitted text shown in the
 // transcript (outside the idle prompt itself), and an idle screen that has
 // settled. An idle-looking splash screen before the turn is never enough.
-func (tr *taskRun) turnEvidence(d runner.Detection) string {
+func (tr *taskRun) turnEvidence(d runner.Detection, idleAt int) string {
 	ts := tr.term
 	if ts.turnRan {
 		return evidenceWorking
 	}
-	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, ts.turnText) {
+	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, idleAt, ts.turnText) {
 		return ""
 	}
 	if !ts.quietFor(ts.typedAt, ts.settle) {
@@ -433,10 +432,10 @@ func (tr *taskRun) turnEvidence(d runner.Detection) string {
 }
 
 // shownOutside reports whether text (its first line, spaces collapsed) is
-// on d's screen outside the idle match, where a transcript shows what was
-// submitted. An empty text (a bare Enter) cannot be looked for: any output
-// then counts.
-func shownOutside(d runner.Detection, text string) bool {
+// on d's screen outside its idle match (at idleAt), where a transcript
+// shows what was submitted. An empty text (a bare Enter) cannot be looked
+// for: any output then counts.
+func shownOutside(d runner.Detection, idleAt int, text string) bool {
 	want := strings.Join(strings.Fields(firstLine(text)), " ")
 	if want == "" {
 		return true
@@ -444,12 +443,7 @@ func shownOutside(d runner.Detection, text string) bool {
 	if n := []rune(want); len(n) > 40 {
 		want = string(n[:40]) // long lines wrap; the start is enough
 	}
-	screen := d.Screen
-	if d.Match != "" {
-		if i := strings.Index(screen, d.Match); i >= 0 {
-			screen = screen[:i] + "\n" + screen[i+len(d.Match):]
-		}
-	}
+	screen := d.Screen[:idleAt] + "\n" + d.Screen[idleAt+len(d.Match):]
 	for _, l := range strings.Split(screen, "\n") {
 		if strings.Contains(strings.Join(strings.Fields(l), " "), want) {
 			return true
@@ -567,7 +561,7 @@ func (ts *terminalState) answeredByPerson(r reply) {
 		ts.stepState, ts.stepAt = d.State, time.Now()
 		ts.wakeIn(stepCooldown)
 	default:
-		ts.remember(d, ts.askedAt, true)
+		ts.remember(d, ts.askedAt)
 	}
 }
 
