@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -8,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/handlers"
+	"github.com/vibeteam/vibeteam/internal/source"
 )
 
 // An adapter file (built-in, or <baseDir>/.vibeteam/adapters/<name>.yaml):
@@ -29,6 +32,7 @@ import (
 //	      # flag: --message  # flag only
 //	      # form: separate   # flag only: separate (`--message PROMPT`) | equals (`--message=PROMPT`)
 //	      # allowLeadingDash: true  # see below
+//	      # required: true   # the CLI cannot run without one (sh -c)
 //	    usePTY: false        # headless only; interactive always has a PTY
 //	    closeStdin: true     # headless without a PTY only
 //	cols: 120                # PTY size
@@ -114,6 +118,9 @@ type promptSpec struct {
 	form             string // PromptFlag only: PromptFormSeparate or PromptFormEquals
 	separator        string // PromptArg only; "" for none
 	allowLeadingDash bool
+	// required: the command cannot run without a prompt (sh -c), so a task
+	// without one is refused before anything starts.
+	required bool
 }
 
 // optionSafe reports whether every prompt, whatever its first character,
@@ -137,7 +144,7 @@ func parseDefinition(file string, data []byte) (*definition, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.errs = append(p.errs, yamlSyntaxError(file, err))
+		p.errs = append(p.errs, yamlSyntaxError(file, err, data))
 		return nil, p.errs.err()
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -162,14 +169,24 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // yamlSyntaxError turns yaml.v3's "yaml: line N: msg" into a FileError, so
 // syntax errors are located like every other error.
-func yamlSyntaxError(file string, err error) *FileError {
+func yamlSyntaxError(file string, err error, data []byte) *FileError {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &FileError{File: file, Line: line, Msg: m[2]}
 	}
-	return &FileError{File: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	fe := &FileError{File: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	// An undefined alias comes without a position; find it in the text.
+	if m := yamlAlias.FindStringSubmatch(msg); m != nil {
+		if off := source.AliasOffset(data, m[1]); off >= 0 {
+			fe.Line = 1 + bytes.Count(data[:off], []byte("\n"))
+			fe.Col = 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:off], '\n')+1:off])
+		}
+	}
+	return fe
 }
+
+var yamlAlias = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
 
 // parser walks yaml.Node trees rather than decoding into structs, because
 // struct decoding stops at the first error and loses the positions of
@@ -453,7 +470,7 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 
 func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	var spec promptSpec
-	var posNode, flagNode, formNode, sepNode, dashNode *yaml.Node
+	var posNode, flagNode, formNode, sepNode, dashNode, reqNode *yaml.Node
 	p.fields(n, path, map[string]func(k, v *yaml.Node){
 		"position": func(k, v *yaml.Node) {
 			s, ok := p.str(v, join(path, "position"))
@@ -502,6 +519,11 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 				spec.allowLeadingDash, dashNode = b, v
 			}
 		},
+		"required": func(k, v *yaml.Node) {
+			if b, ok := p.boolean(v, join(path, "required")); ok {
+				spec.required, reqNode = b, v
+			}
+		},
 	})
 	switch {
 	case spec.position == "" && spec.flag != "":
@@ -530,6 +552,9 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
 	} else if dashNode != nil && spec.position == PromptNone {
 		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: position is none")
+	}
+	if reqNode != nil && spec.required && spec.position == PromptNone {
+		p.errorf(reqNode, join(path, "required"), "contradicts position: none, which takes no prompt")
 	}
 	return spec
 }

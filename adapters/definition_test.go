@@ -106,7 +106,7 @@ func TestParseErrorCases(t *testing.T) {
 		{"allowLeadingDash type", "command: a\nmodes:\n  headless: { prompt: { allowLeadingDash: 1 } }\n",
 			`x.yaml:3:43: modes.headless.prompt.allowLeadingDash: want true or false, got "1"`},
 		{"prompt unknown key", "command: a\nmodes:\n  headless: { prompt: { sep: '--' } }\n",
-			"x.yaml:3:25: modes.headless.prompt.sep: unknown key (known: allowLeadingDash, flag, form, position, separator)"},
+			"x.yaml:3:25: modes.headless.prompt.sep: unknown key (known: allowLeadingDash, flag, form, position, required, separator)"},
 		{"usePTY type", "command: a\nmodes:\n  headless: { usePTY: yes }\n",
 			`x.yaml:3:23: modes.headless.usePTY: want true or false, got "yes"`},
 		{"closeStdin in PTY", "command: a\nmodes:\n  interactive: { closeStdin: true }\n",

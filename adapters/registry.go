@@ -12,6 +12,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vibeteam/vibeteam/internal/source"
 )
 
 //go:embed builtin/*.yaml
@@ -39,6 +43,7 @@ type entry struct {
 type Registry struct {
 	mu      sync.RWMutex
 	entries map[string]entry
+	broken  map[string]BrokenFile // by file
 }
 
 // NewRegistry returns a registry holding the built-in adapters.
@@ -48,7 +53,7 @@ func NewRegistry() *Registry { return newRegistry(builtinFS) }
 // so a broken one is a bug in vibeteam itself, found by its tests: it panics
 // rather than making every caller handle an error no user can cause.
 func newRegistry(fsys fs.FS) *Registry {
-	r := &Registry{entries: map[string]entry{}}
+	r := &Registry{entries: map[string]entry{}, broken: map[string]BrokenFile{}}
 	files, err := fs.Glob(fsys, "builtin/*.yaml")
 	if err != nil {
 		panic(fmt.Sprintf("adapters: built-in adapters: %v", err))
@@ -86,9 +91,14 @@ func asErrorList(err error) ErrorList {
 
 // LoadDir adds the adapter files (*.yaml, *.yml) of dir, normally
 // <baseDir>/.vibeteam/adapters. A file defining the name of a built-in
-// replaces it. A missing dir is not an error: most projects have none. The
-// good files are loaded even when others are bad; the error is an ErrorList
-// of the problems of every bad file.
+// replaces it. A missing dir is not an error: most projects have none.
+//
+// A file that cannot be loaded (bad YAML, unknown keys, a FIFO, too large)
+// does not stop the others: it is kept as broken (see BrokenFiles), so that
+// it fails only the workflows that use its adapter, and "vibeteam adapters"
+// can still show what is wrong. A broken file named like a built-in hides
+// the built-in, which its author meant to replace. The error is only for a
+// dir that cannot be listed.
 func (r *Registry) LoadDir(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -97,7 +107,6 @@ func (r *Registry) LoadDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("load adapters: %w", err)
 	}
-	var errs ErrorList
 	loaded := map[string]string{} // name → file, to catch two files defining one name
 	for _, e := range ents {
 		ext := strings.ToLower(path.Ext(e.Name()))
@@ -105,35 +114,188 @@ func (r *Registry) LoadDir(dir string) error {
 			continue
 		}
 		file := filepath.Join(dir, e.Name())
-		// Stat follows symlinks, so a linked adapter file works while a
-		// directory named x.yaml is skipped.
-		if st, err := os.Stat(file); err != nil || st.IsDir() {
-			if err != nil {
-				errs = append(errs, &FileError{File: file, Msg: err.Error()})
+		def, name, err := loadFile(file)
+		if err == nil {
+			if prev, dup := loaded[def.name]; dup {
+				err = ErrorList{{File: file, Field: "name", Msg: fmt.Sprintf("adapter %q is already defined in %s", def.name, prev)}}
 			}
-			continue
 		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			errs = append(errs, &FileError{File: file, Msg: err.Error()})
-			continue
-		}
-		def, err := parseDefinition(file, data)
-		if err != nil {
-			errs = append(errs, asErrorList(err)...)
-			continue
-		}
-		if prev, dup := loaded[def.name]; dup {
-			errs = append(errs, &FileError{File: file, Field: "name",
-				Msg: fmt.Sprintf("adapter %q is already defined in %s", def.name, prev)})
-			continue
-		}
-		loaded[def.name] = file
 		r.mu.Lock()
-		r.entries[def.name] = entry{def: def, source: file}
+		if err != nil {
+			r.broken[file] = BrokenFile{Name: name, File: file, Err: err}
+			if e, ok := r.entries[name]; ok && e.source == SourceBuiltin {
+				delete(r.entries, name)
+			}
+		} else {
+			delete(r.broken, file)
+			loaded[def.name] = file
+			r.entries[def.name] = entry{def: def, source: file}
+		}
 		r.mu.Unlock()
 	}
-	return errs.err()
+	return nil
+}
+
+// loadFile reads and parses one user adapter file. On failure it still
+// returns the adapter name the file was meant to define, from its name key
+// when that can be read, else from the file name.
+func loadFile(file string) (*definition, string, error) {
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	data, err := source.Read(file)
+	if err != nil {
+		var se *source.Error
+		if errors.As(err, &se) {
+			return nil, name, ErrorList{{File: file, Msg: se.Msg}}
+		}
+		return nil, name, ErrorList{{File: file, Msg: err.Error()}}
+	}
+	def, err := parseDefinition(file, data)
+	if err != nil {
+		if n := nameKey(data); n != "" {
+			name = n
+		}
+		return nil, name, err
+	}
+	return def, def.name, nil
+}
+
+// nameKey is the value of a file's top-level name key, if it is a valid
+// adapter name, else "".
+func nameKey(data []byte) string {
+	var doc struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal(data, &doc) != nil || !namePattern.MatchString(doc.Name) {
+		return ""
+	}
+	return doc.Name
+}
+
+// ParseFile checks one adapter file, as LoadDir would load it, for
+// "vibeteam validate": it returns the adapter's Info, or an ErrorList of
+// every problem of the file (or an error naming it if it cannot be read).
+func ParseFile(file string) (Info, error) {
+	def, _, err := loadFile(file)
+	if err != nil {
+		return Info{}, err
+	}
+	return info(def, file), nil
+}
+
+// Parse is ParseFile on the contents of file, already read.
+func Parse(file string, data []byte) (Info, error) {
+	def, err := parseDefinition(file, data)
+	if err != nil {
+		return Info{}, err
+	}
+	return info(def, file), nil
+}
+
+func info(def *definition, file string) Info {
+	_, lookErr := exec.LookPath(def.command)
+	return Info{Name: def.name, Source: file, Command: def.command, OnPath: lookErr == nil, Description: def.description}
+}
+
+// BrokenFile is a user adapter file that could not be loaded.
+type BrokenFile struct {
+	Name string // the adapter it defines (its name key, else its file name)
+	File string
+	Err  error // an ErrorList: every problem of the file, located
+}
+
+// BrokenFiles returns the adapter files LoadDir could not load, by path.
+func (r *Registry) BrokenFiles() []BrokenFile {
+	r.mu.RLock()
+	out := make([]BrokenFile, 0, len(r.broken))
+	for _, b := range r.broken {
+		out = append(out, b)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// Broken returns the problems of the file that was to define adapter name,
+// or nil when name is registered or no broken file claims it.
+func (r *Registry) Broken(name string) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.entries[name]; ok {
+		return nil
+	}
+	var files []string
+	for f, b := range r.broken {
+		if b.Name == name {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	sort.Strings(files)
+	return r.broken[files[0]].Err
+}
+
+// CheckLaunch reports what would stop a task of adapter name from starting
+// in mode with this prompt (already rendered) and extraArgs: a missing mode,
+// a prompt the mode needs but lacks, or one it cannot pass (see
+// LaunchConfig). It starts nothing.
+func (r *Registry) CheckLaunch(name, mode, prompt string, extraArgs []string) error {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown adapter %q", name)
+	}
+	m, ok := e.def.modes[Mode(mode)]
+	if !ok {
+		return fmt.Errorf("adapter %q has no %s mode", name, mode)
+	}
+	inst := newInstance(e.def, Options{})
+	if prompt == "" && m.prompt.required {
+		msg := fmt.Sprintf("adapter %q needs a prompt in %s mode", name, mode)
+		if lc, err := inst.LaunchConfig(Mode(mode), "PROMPT", extraArgs); err == nil {
+			msg += fmt.Sprintf(" (it runs `%s %s`)", lc.Command, strings.Join(lc.Args, " "))
+		}
+		return errors.New(msg)
+	}
+	_, err := inst.LaunchConfig(Mode(mode), prompt, extraArgs)
+	return err
+}
+
+// CheckCommand reports whether the command of adapter name can be started
+// by a task running in dir: found on PATH, or, for a command written as a
+// path, an executable file there (a relative one is relative to dir, as
+// os/exec takes it).
+func (r *Registry) CheckCommand(name, dir string) error {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown adapter %q", name)
+	}
+	cmd := e.def.command
+	if !strings.ContainsRune(cmd, filepath.Separator) && !strings.ContainsRune(cmd, '/') {
+		if _, err := exec.LookPath(cmd); err != nil {
+			if errors.Is(err, exec.ErrDot) {
+				return fmt.Errorf("command %q of adapter %q is found only through a relative PATH entry, which is not used: %v", cmd, name, err)
+			}
+			return fmt.Errorf("command %q of adapter %q is not installed (not found on PATH)", cmd, name)
+		}
+		return nil
+	}
+	p := cmd
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("command %s of adapter %q does not exist", p, name)
+	case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("command %s of adapter %q is not an executable file", p, name)
+	}
+	return nil
 }
 
 // Has reports whether an adapter type is registered.

@@ -1,7 +1,6 @@
 package adapters
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -302,36 +301,56 @@ func mustNew(t *testing.T, r *Registry, name string) Adapter {
 	return a
 }
 
-func TestLoadDirReportsEveryBadFileAndKeepsGoodOnes(t *testing.T) {
+func TestLoadDirKeepsBadFilesAsBrokenAndLoadsGoodOnes(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "a.yaml", "command: a\nmodes: { headless: {} }\nbogus: 1\n")
 	writeFile(t, dir, "b.yaml", "command: b\nmodes: { sideways: {} }\n")
 	writeFile(t, dir, "good.yaml", "command: good\nmodes: { headless: {} }\n")
 	writeFile(t, dir, "twin.yaml", "name: good\ncommand: twin\nmodes: { headless: {} }\n")
+	// A broken file meant to replace a built-in hides it: running the
+	// built-in instead would not be what its author asked for.
+	writeFile(t, dir, "codex.yaml", "command: codex\nmodes: { headless: { args: oops } }\n")
 	r := NewRegistry()
-	err := r.LoadDir(dir)
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("want ErrorList, got %v", err)
+	if err := r.LoadDir(dir); err != nil {
+		t.Fatalf("LoadDir = %v; a bad file must not fail the others", err)
 	}
 	want := []string{
 		filepath.Join(dir, "a.yaml") + ":3:1: bogus: unknown key",
 		filepath.Join(dir, "b.yaml") + ":2:10: modes.sideways: unknown key (known: headless, interactive)",
+		filepath.Join(dir, "codex.yaml") + ":2:28: modes.headless.args: want a list of strings",
 		filepath.Join(dir, "twin.yaml") + `: name: adapter "good" is already defined in ` + filepath.Join(dir, "good.yaml"),
 	}
-	if len(list) != len(want) {
-		t.Fatalf("got %d errors:\n%v", len(list), err)
+	broken := r.BrokenFiles()
+	if len(broken) != len(want) {
+		t.Fatalf("got %d broken files: %+v", len(broken), broken)
 	}
 	for i, w := range want {
-		if !strings.HasPrefix(list[i].Error(), w) {
-			t.Errorf("error %d = %q\nwant prefix %q", i, list[i].Error(), w)
+		if !strings.HasPrefix(broken[i].Err.Error(), w) {
+			t.Errorf("broken file %d = %q\nwant prefix %q", i, broken[i].Err.Error(), w)
 		}
 	}
-	if !r.Has("good") || r.Has("a") || r.Has("b") {
+	if !r.Has("good") || r.Has("a") || r.Has("b") || r.Has("codex") {
 		t.Errorf("Names = %v", r.Names())
 	}
 	if lc, _ := mustNew(t, r, "good").LaunchConfig(Headless, "", nil); lc.Command != "good" {
 		t.Errorf("the first file of a name must win, got %s", lc.Command)
+	}
+	if err := r.Broken("codex"); err == nil || !strings.Contains(err.Error(), "codex.yaml:2:28") {
+		t.Errorf("Broken(codex) = %v", err)
+	}
+	if err := r.Broken("good"); err != nil {
+		t.Errorf("Broken(good) = %v; a loaded adapter is not broken", err)
+	}
+	if err := r.Broken("claude"); err != nil {
+		t.Errorf("Broken(claude) = %v", err)
+	}
+	// Fixed and loaded again, a file is no longer broken.
+	writeFile(t, dir, "a.yaml", "command: a\nmodes: { headless: {} }\n")
+	if err := r.LoadDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Has("a") || r.Broken("a") != nil || len(r.BrokenFiles()) != len(want)-1 {
+		t.Errorf("after the fix: Has(a) = %v, broken %+v", r.Has("a"), r.BrokenFiles())
 	}
 }
 

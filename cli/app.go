@@ -8,13 +8,18 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/mattn/go-isatty"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/state"
 )
 
 // Exit codes (DESIGN.md §6).
@@ -36,11 +41,14 @@ type IO struct {
 	// OpenTTY opens the controlling terminal for pauses; nil means there is
 	// none (tests, CI).
 	OpenTTY func() (*os.File, error)
+	// Exit ends the process at once, for a second interrupt before a run
+	// has anything to clean up; nil (in-process tests) never exits.
+	Exit func(code int)
 }
 
 // StdIO is the process's own streams.
 func StdIO() IO {
-	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: openTTY}
+	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: openTTY, Exit: os.Exit}
 }
 
 // exitError carries an exit code through urfave/cli.
@@ -57,6 +65,12 @@ func exitf(code int, format string, args ...any) error {
 
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, streams IO) int {
+	// The completion protocol's arguments are a command line being typed,
+	// not options for us: they are neither reordered nor parsed.
+	if len(args) > 1 && args[1] == completeCommand {
+		complete(streams, args[2:])
+		return ExitOK
+	}
 	app := newApp(streams)
 	err := app.Run(interspersed(args, app))
 	if err == nil {
@@ -87,16 +101,36 @@ Interactive tasks run in a pseudo-terminal; when one needs a person and no
 --auto-approve policy answers, vibeteam asks at the terminal (or parks the
 session when there is none).
 
+A session ID may be shortened to any prefix that only one session has.
+
 Exit codes: 0 completed, 1 failed, 2 usage or validation error,
 3 parked (resumable), 130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
 
 Try it:  vibeteam run demo`,
-		Reader:          streams.In,
-		Writer:          streams.Out,
-		ErrWriter:       streams.Err,
+		Reader:    streams.In,
+		Writer:    streams.Out,
+		ErrWriter: streams.Err,
+		// Our own help command replaces urfave/cli's, which answers an
+		// unknown topic with a message of its own and exit code 3.
 		HideHelpCommand: true,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "base-dir", Usage: "project directory holding .vibeteam/ (default: the git top-level, else the current directory)", EnvVars: []string{"VIBETEAM_BASE_DIR"}},
+			&ucli.BoolFlag{Name: "version", Usage: "print the version and exit"},
+			// urfave/cli adds --help itself only when it also adds its help command.
+			ucli.HelpFlag,
+		},
+		Before: func(c *ucli.Context) error {
+			if c.Bool("version") {
+				fmt.Fprintln(streams.Out, versionString())
+				return &exitError{code: ExitOK}
+			}
+			return nil
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() == 0 {
+				return ucli.ShowAppHelp(c)
+			}
+			return unknownCommand(c.App, c.Args().First())
 		},
 		Commands: []*ucli.Command{
 			runCommand(streams),
@@ -105,13 +139,156 @@ Try it:  vibeteam run demo`,
 			sessionsCommand(streams),
 			showCommand(streams),
 			adaptersCommand(streams),
+			schemaCommand(streams),
+			completionCommand(streams),
+			versionCommand(streams),
+			helpCommand(),
 		},
 		ExitErrHandler: func(*ucli.Context, error) {}, // Main maps errors to codes
-		OnUsageError: func(c *ucli.Context, err error, _ bool) error {
-			return exitf(ExitUsage, "%v (see vibeteam %s --help)", err, c.Command.Name)
-		},
+		OnUsageError:   usageError,
+	}
+	for _, cmd := range app.Commands {
+		// Without it, urfave/cli prints "Incorrect Usage" and the whole help
+		// to stdout.
+		cmd.OnUsageError = usageError
+		// A "help" word after a command is its argument (a workflow may be
+		// called help), not a hidden subcommand; --help stays.
+		cmd.HideHelpCommand = true
+		rejectArgs(cmd)
 	}
 	return app
+}
+
+// usageError turns a flag that urfave/cli (the flag package) rejected into
+// one line naming the command, with a suggestion for a misspelt flag.
+func usageError(c *ucli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		msg = "unknown flag " + dashed(name)
+		if s := closest(name, flagNames(c.Command.VisibleFlags())); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", dashed(s))
+		}
+	} else {
+		// The flag package writes every flag with one dash.
+		msg = singleDash.ReplaceAllString(msg, "$1--$2")
+	}
+	return exitf(ExitUsage, "%s; see %s --help", msg, c.Command.HelpName)
+}
+
+var singleDash = regexp.MustCompile(`(^|[\s:])-([a-z][a-z0-9-]+)`)
+
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func flagNames(flags []ucli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	return names
+}
+
+func unknownCommand(app *ucli.App, name string) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if s := closest(name, commandNames(app)); s != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", s)
+	}
+	return exitf(ExitUsage, "%s; see vibeteam --help", msg)
+}
+
+func commandNames(app *ucli.App) []string {
+	var names []string
+	for _, cmd := range app.VisibleCommands() {
+		names = append(names, cmd.Names()...)
+	}
+	return names
+}
+
+// closest is the word of known the user most likely meant by w: the only one
+// that starts with w, else the nearest within two edits. The distance must
+// also be less than w's length, or any short word would match anything.
+func closest(w string, known []string) string {
+	var prefixed []string
+	for _, k := range known {
+		if strings.HasPrefix(k, w) {
+			prefixed = append(prefixed, k)
+		}
+	}
+	if len(prefixed) == 1 && len(w) > 1 {
+		return prefixed[0]
+	}
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := state.EditDistance(w, k); d < bestD && d < len(w) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// rejectArgs makes a command that names no arguments in its ArgsUsage refuse
+// any, rather than silently ignore a word the user meant something by.
+func rejectArgs(cmd *ucli.Command) {
+	action := cmd.Action
+	if cmd.ArgsUsage != "" || action == nil {
+		return
+	}
+	cmd.Action = func(c *ucli.Context) error {
+		if c.NArg() > 0 {
+			return exitf(ExitUsage, "%s takes no arguments, got %q; see %s --help", cmd.Name, c.Args().First(), cmd.HelpName)
+		}
+		return action(c)
+	}
+}
+
+// atLeastZero validates an int flag that counts something.
+func atLeastZero(name string) func(*ucli.Context, int) error {
+	return func(_ *ucli.Context, v int) error {
+		if v < 0 {
+			return exitf(ExitUsage, "--%s must be 0 or more, not %d", name, v)
+		}
+		return nil
+	}
+}
+
+func helpCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "help",
+		Usage:     "show the commands, or the help of one command",
+		ArgsUsage: "[COMMAND]",
+		Action: func(c *ucli.Context) error {
+			switch c.NArg() {
+			case 0:
+				return ucli.ShowAppHelp(c)
+			case 1:
+				name := c.Args().First()
+				if cmd := c.App.Command(name); cmd == nil || cmd.Hidden {
+					return unknownCommand(c.App, name)
+				}
+				return ucli.ShowCommandHelp(c, name)
+			}
+			return exitf(ExitUsage, "help takes one command, got %d words; see vibeteam help help", c.NArg())
+		},
+	}
+}
+
+// resolveSession maps the ID argument of a command, a whole id or a unique
+// prefix, to a session id.
+func resolveSession(mgr *state.Manager, arg string) (string, error) {
+	id, err := mgr.Resolve(arg)
+	var amb *state.AmbiguousError
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.As(err, &amb):
+		return "", exitf(ExitUsage, "%v; type more of the id", err)
+	}
+	return "", sessionLoadError(err)
 }
 
 // baseDir is --base-dir, else the git top-level of the current directory,
@@ -125,6 +302,11 @@ func baseDir(c *ucli.Context) (string, error) {
 			break
 		}
 	}
+	return findBaseDir(d)
+}
+
+// findBaseDir is baseDir for a --base-dir value, "" when none was given.
+func findBaseDir(d string) (string, error) {
 	if d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -151,4 +333,106 @@ func loadRegistry(base string) (*adapters.Registry, error) {
 		return nil, exitf(ExitUsage, "%v", err)
 	}
 	return reg, nil
+}
+
+// interrupts are the signals that stop run and resume, caught from the start
+// of the command: one that arrived while the session was being created would
+// otherwise kill vibeteam between taking the session's lock and saving the
+// session, and leave the lock behind with nothing to resume.
+//
+// Until the run is attached, the first signal is noted at once and stops
+// vibeteam before it creates the session; a second one exits at once, in
+// case loading is stuck (an --events FIFO nobody reads). After, every signal
+// goes to C for the run's watcher.
+type interrupts struct {
+	C chan os.Signal
+
+	raw     chan os.Signal
+	looped  chan struct{}
+	streams IO
+
+	mu       sync.Mutex
+	first    os.Signal
+	attached bool
+}
+
+func catchInterrupts(streams IO) *interrupts {
+	in := &interrupts{C: make(chan os.Signal, 4), raw: make(chan os.Signal, 4), looped: make(chan struct{}), streams: streams}
+	// SIGHUP (terminal closed) stops like SIGTERM. SIGPIPE (stdout piped to
+	// a reader that went away) is caught rather than ignored, so writes fail
+	// with EPIPE instead of killing vibeteam and orphaning its tasks, while
+	// the children still get the default disposition.
+	signal.Notify(in.raw, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	go in.loop()
+	return in
+}
+
+func (in *interrupts) loop() {
+	defer close(in.looped)
+	for s := range in.raw {
+		if s == syscall.SIGPIPE {
+			continue
+		}
+		in.mu.Lock()
+		first := in.first == nil
+		if first {
+			in.first = s
+		}
+		attached := in.attached
+		in.mu.Unlock()
+		switch {
+		case attached:
+			select {
+			case in.C <- s:
+			default: // the watcher has more than it needs to act
+			}
+		case first:
+			fmt.Fprintf(in.streams.Err, "vibeteam: %s: stopping before the session starts (again to quit now)\n", s)
+		case in.streams.Exit != nil:
+			in.streams.Exit(interruptCode(in.got()))
+		}
+	}
+}
+
+func (in *interrupts) stop() {
+	signal.Stop(in.raw) // after which nothing is sent on raw
+	close(in.raw)
+	<-in.looped
+}
+
+// attach hands the signals to the run's watcher, through C, and returns the
+// signal that came before, if any: then there must be no run.
+func (in *interrupts) attach() os.Signal {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.attached = true
+	return in.first
+}
+
+// got is the first stopping signal, or nil.
+func (in *interrupts) got() os.Signal {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.first
+}
+
+// interruptCode is the conventional 128+n exit code of a stopping signal.
+func interruptCode(s os.Signal) int {
+	switch s {
+	case syscall.SIGTERM:
+		return 143
+	case syscall.SIGHUP:
+		return 129
+	}
+	return ExitInterrupted
+}
+
+// warnOpenDirs makes the folders that hold sessions and logs private, and
+// warns about those it cannot.
+func warnOpenDirs(streams IO, base string) {
+	if err := state.NewManager(base).SecureDirs(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(streams.Err, "vibeteam: warning:", line)
+		}
+	}
 }

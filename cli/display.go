@@ -5,9 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
+	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/engine"
@@ -17,10 +24,15 @@ import (
 // display renders core events: a live board redrawn in place on a terminal,
 // timestamped status lines otherwise, JSONL with --events, task output with
 // --verbose. Agent output is shown only with --verbose.
+//
+// Every text that comes from a workflow, a session or an agent goes through
+// safe before it is printed: such text must never drive the terminal.
 type display struct {
 	streams IO
 	verbose bool
 	color   bool
+	// width is the terminal's width in columns, 0 when unknown.
+	width func() int
 
 	events      io.Writer
 	eventsClose func() error
@@ -32,7 +44,7 @@ type display struct {
 	stageAt   time.Time
 	tasks     map[string]*taskView
 	order     []string // tasks of the current stage, in declared order
-	drawn     int      // board lines currently on screen
+	drawn     []int    // display width of each board line on screen
 	partial   map[string]string
 	finished  bool
 	tickStop  chan struct{}
@@ -80,6 +92,18 @@ func newDisplay(streams IO, verbose bool, events string) (*display, error) {
 		color:   streams.ErrTTY && os.Getenv("NO_COLOR") == "",
 		tasks:   map[string]*taskView{},
 		partial: map[string]string{},
+		width:   func() int { return 0 },
+	}
+	if f, ok := streams.Err.(interface{ Fd() uintptr }); ok && streams.ErrTTY {
+		// Asked at every redraw rather than cached: the size is one ioctl,
+		// and a resize between two redraws is then never missed.
+		d.width = func() int {
+			cols, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return cols
+		}
 	}
 	switch events {
 	case "":
@@ -108,8 +132,14 @@ func (d *display) attach(ctrl *core.SessionController) {
 	}
 }
 
+// tick redraws the board for its elapsed times, and at once when the
+// terminal is resized, so its lines are cut to the new width before the
+// terminal wraps them.
 func (d *display) tick() {
 	defer close(d.tickDone)
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -117,10 +147,11 @@ func (d *display) tick() {
 		case <-d.tickStop:
 			return
 		case <-t.C:
-			d.mu.Lock()
-			d.redrawLocked()
-			d.mu.Unlock()
+		case <-winch:
 		}
+		d.mu.Lock()
+		d.redrawLocked()
+		d.mu.Unlock()
 	}
 }
 
@@ -134,7 +165,7 @@ func (d *display) finish() {
 	d.mu.Lock()
 	d.redrawLocked()
 	d.finished = true
-	d.drawn = 0
+	d.drawn = nil
 	d.mu.Unlock()
 }
 
@@ -166,29 +197,29 @@ func (d *display) handle(e core.Event) {
 		if e.Type == core.EvSessionResumed {
 			verb = "resumed"
 		}
-		d.printLocked(fmt.Sprintf("%ssession %s %s: workflow %v", d.stamp(), e.Session, verb, f["workflow"]))
+		d.printLocked(fmt.Sprintf("%ssession %s %s: workflow %s", d.stamp(), safe(e.Session), verb, safe(fmt.Sprint(f["workflow"]))))
 	case engine.EvStageStarted:
 		d.stage, d.stageAt = fmt.Sprint(f["stage"]), e.Time
 		d.stageIdx, _ = f["index"].(int)
 		d.order = nil
-		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %v task(s)", d.stamp(), d.stageIdx+1, d.stageN, d.stage, f["tasks"]))
+		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %v task(s)", d.stamp(), d.stageIdx+1, d.stageN, safe(d.stage), f["tasks"]))
 	case engine.EvStageCompleted:
 		if d.streams.ErrTTY {
 			// The stage's final board stays on screen above the next one.
-			rows := d.boardRowsLocked()
+			rows := d.boardRowsLocked(d.width())
 			d.order = nil
 			for _, r := range rows {
-				d.printLocked(r)
+				d.printLocked(r.text)
 			}
 		}
-		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), f["stage"], e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
+		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["stage"])), e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
 		d.order = nil
 	case engine.EvTaskStarted:
 		tv := d.view(e.Task)
 		tv.name, tv.adapter = fmt.Sprint(f["name"]), fmt.Sprint(f["adapter"])
 		tv.started, tv.ended, tv.note = e.Time, time.Time{}, ""
 		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s started (%s, %v, pid %v)", d.stamp(), tv.name, tv.adapter, f["mode"], f["pid"]))
+			d.printLocked(fmt.Sprintf("%stask %s started (%s, %s, pid %v)", d.stamp(), d.labelOf(e.Task), safe(tv.adapter), safe(fmt.Sprint(f["mode"])), f["pid"]))
 		}
 	case engine.EvTaskStatus:
 		tv := d.view(e.Task)
@@ -199,23 +230,28 @@ func (d *display) handle(e core.Event) {
 		if r, _ := f["reason"].(string); r != "" && r != "exit" {
 			tv.note = r
 		}
+		msg := fmt.Sprintf("task %s %s", d.labelOf(e.Task), safe(tv.status))
+		if tv.note == "stopped" {
+			msg = fmt.Sprintf("task %s stopped (it runs again on resume)", d.labelOf(e.Task))
+		} else if code, ok := f["exitCode"]; ok && code != -1 {
+			msg += fmt.Sprintf(" (exit %v", code)
+			if tv.note != "" {
+				msg += ", " + safe(tv.note)
+			}
+			msg += ")"
+		} else if tv.note != "" {
+			msg += " (" + safe(tv.note) + ")"
+		}
+		if !tv.started.IsZero() {
+			msg += " after " + e.Time.Sub(tv.started).Round(10*time.Millisecond).String()
+		}
 		if !d.streams.ErrTTY {
-			msg := fmt.Sprintf("%stask %s %s", d.stamp(), d.nameOf(e.Task), tv.status)
-			if tv.note == "stopped" {
-				msg = fmt.Sprintf("%stask %s stopped (it runs again on resume)", d.stamp(), d.nameOf(e.Task))
-			} else if code, ok := f["exitCode"]; ok && code != -1 {
-				msg += fmt.Sprintf(" (exit %v", code)
-				if tv.note != "" {
-					msg += ", " + tv.note
-				}
-				msg += ")"
-			} else if tv.note != "" {
-				msg += " (" + tv.note + ")"
-			}
-			if !tv.started.IsZero() {
-				msg += " after " + e.Time.Sub(tv.started).Round(10*time.Millisecond).String()
-			}
-			d.printLocked(msg)
+			d.printLocked(d.stamp() + msg)
+		}
+		if d.held && d.prompter != nil && tv.note != "stopped" {
+			// The board is hidden while a person is asked: the end of a
+			// sibling is said in one line instead.
+			d.prompter.note(glyphChar(tv.status)+" "+msg, false)
 		}
 	case engine.EvTaskOutput:
 		if d.verbose {
@@ -223,26 +259,26 @@ func (d *display) handle(e core.Event) {
 		}
 	case engine.EvInteraction:
 		if d.prompter != nil {
-			d.prompter.enqueue(e)
+			d.prompter.enqueue(e, d.labelOf(e.Task))
 			break
 		}
-		what := fmt.Sprint(f["state"])
+		what := safe(fmt.Sprint(f["state"]))
 		if why, ok := f["why"].(string); ok && why != "" {
-			what += ": " + why
+			what += ": " + safe(why)
 		}
-		msg := fmt.Sprintf("%stask %s needs a person (%s); its screen:", d.stamp(), d.nameOf(e.Task), what)
+		msg := fmt.Sprintf("%stask %s needs a person (%s); its screen:", d.stamp(), d.labelOf(e.Task), what)
 		for _, l := range strings.Split(fmt.Sprint(f["excerpt"]), "\n") {
-			msg += "\n  | " + l
+			msg += "\n  | " + safeLine(l)
 		}
 		d.printLocked(msg)
 	case engine.EvKeptAlive:
 		tv := d.view(e.Task)
 		tv.note = fmt.Sprintf("kept alive, pid %v", f["pid"])
 		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %v)", d.stamp(), d.nameOf(e.Task), f["pid"]))
+			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %v)", d.stamp(), d.labelOf(e.Task), f["pid"]))
 		}
 	case "error":
-		d.printLocked(d.stamp() + "error: " + fmt.Sprint(f["error"]))
+		d.printLocked(d.stamp() + "error: " + safe(fmt.Sprint(f["error"])))
 	}
 	d.redrawLocked()
 }
@@ -273,13 +309,25 @@ func (d *display) nameOf(id string) string {
 	return id
 }
 
+// labelOf names a task in messages, safe to print: "Name (id)", or "id".
+func (d *display) labelOf(id string) string { return taskLabel(d.nameOf(id), id) }
+
+// taskLabel is how every message names a task: by its name and, when that
+// differs, its id, the key of `show` and of the files under .vibeteam/.
+func taskLabel(name, id string) string {
+	if name == "" || name == id {
+		return safe(id)
+	}
+	return safe(name) + " (" + safe(id) + ")"
+}
+
 // mirrorLocked writes complete lines of a task's output, prefixed by its name.
 func (d *display) mirrorLocked(taskID, text string) {
 	buf := d.partial[taskID] + text
 	lines := strings.Split(buf, "\n")
 	d.partial[taskID] = lines[len(lines)-1]
 	for _, l := range lines[:len(lines)-1] {
-		d.printLocked(d.paint("2", "["+d.nameOf(taskID)+"]") + " " + strings.TrimRight(l, "\r"))
+		d.printLocked(d.paint("2", "["+safe(d.nameOf(taskID))+"]") + " " + safeLine(strings.TrimRight(l, "\r")))
 	}
 }
 
@@ -312,12 +360,26 @@ func (d *display) paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
+// clearBoardLocked erases the board: up to its first line, then to the end
+// of the screen.
 func (d *display) clearBoardLocked() {
-	if !d.streams.ErrTTY || d.drawn == 0 {
+	if !d.streams.ErrTTY || len(d.drawn) == 0 {
 		return
 	}
-	fmt.Fprintf(d.streams.Err, "\x1b[%dA\x1b[J", d.drawn)
-	d.drawn = 0
+	// Lines are drawn narrower than the terminal, so each takes one row,
+	// unless the terminal has since been narrowed: most terminals (VTE,
+	// iTerm2, kitty, tmux...) then rewrap each line over several rows, and
+	// moving up one row per line would leave the rest as a stale copy.
+	cols, rows := d.width(), 0
+	for _, w := range d.drawn {
+		n := 1
+		if cols > 0 && w > cols {
+			n = (w + cols - 1) / cols
+		}
+		rows += n
+	}
+	fmt.Fprintf(d.streams.Err, "\r\x1b[%dA\x1b[J", rows)
+	d.drawn = nil
 }
 
 // redrawLocked draws one line per task of the current stage, in place.
@@ -326,51 +388,201 @@ func (d *display) redrawLocked() {
 		return
 	}
 	d.clearBoardLocked()
-	rows := d.boardRowsLocked()
-	fmt.Fprint(d.streams.Err, strings.Join(rows, "\n")+"\n")
-	d.drawn = len(rows)
+	var b strings.Builder
+	for _, r := range d.boardRowsLocked(d.width()) {
+		b.WriteString(r.text + "\n")
+		d.drawn = append(d.drawn, r.width)
+	}
+	// One write: a redraw is never seen half done.
+	_, _ = io.WriteString(d.streams.Err, b.String())
 }
 
-// boardRowsLocked is one line per task of the current stage.
-func (d *display) boardRowsLocked() []string {
-	var rows []string
+// boardRow is one board line and its width in columns (its colour codes
+// take none).
+type boardRow struct {
+	text  string
+	width int
+}
+
+// boardRowsLocked is one line per task of the current stage, fitted to a
+// terminal of cols columns (0: unknown, 80 assumed). A line is kept
+// shorter than the terminal: one that filled it would wrap, and each redraw
+// would then leave a copy behind. Names take the room there is; when it
+// runs short, what gives way is the adapter, then the name (down to 10
+// columns), then the end of the line.
+func (d *display) boardRowsLocked(cols int) []boardRow {
+	if cols <= 0 {
+		cols = 80
+	}
+	avail := cols - 1
+	type cells struct{ glyph, name, adapter, status, elapsed string }
+	var all []cells
+	nameW, adW, statusW := 0, 0, 0
 	for _, id := range d.order {
 		tv := d.tasks[id]
-		elapsed := ""
+		c := cells{glyph: d.glyph(tv.status), name: taskLabel(tv.name, id), adapter: safe(tv.adapter), status: safe(tv.status)}
 		if !tv.started.IsZero() {
 			end := tv.ended
 			if end.IsZero() {
 				end = time.Now()
 			}
-			elapsed = end.Sub(tv.started).Round(100 * time.Millisecond).String()
+			c.elapsed = end.Sub(tv.started).Round(100 * time.Millisecond).String()
 		}
-		status := tv.status
 		if tv.note != "" {
-			status += " (" + tv.note + ")"
+			c.status += " (" + safe(tv.note) + ")"
 		}
-		rows = append(rows, fmt.Sprintf("  %s %-20s %-10s %-28s %s", d.glyph(tv.status), trunc(tv.name, 20), trunc(tv.adapter, 10), status, elapsed))
+		nameW = max(nameW, runewidth.StringWidth(c.name))
+		adW = max(adW, runewidth.StringWidth(c.adapter))
+		statusW = max(statusW, runewidth.StringWidth(c.status))
+		all = append(all, c)
+	}
+	adW, statusW = min(adW, 12), min(statusW, 40)
+	const lead, elapsedW = 4, 8 // "  ● ", " 12m3.4s"
+	total := func() int {
+		n := lead + nameW + 2 + statusW + elapsedW
+		if adW > 0 {
+			n += adW + 2
+		}
+		return n
+	}
+	if total() > avail && lead+10+2+statusW+elapsedW+adW+2 > avail {
+		adW = 0
+	}
+	if over := total() - avail; over > 0 {
+		nameW = max(10, nameW-over)
+	}
+	rows := make([]boardRow, 0, len(all))
+	for _, c := range all {
+		line := fill(c.name, nameW) + "  "
+		if adW > 0 {
+			line += fill(c.adapter, adW) + "  "
+		}
+		line += fill(c.status, statusW)
+		if c.elapsed != "" {
+			line += " " + c.elapsed
+		}
+		line = fit(strings.TrimRight(line, " "), avail-lead)
+		rows = append(rows, boardRow{text: "  " + c.glyph + " " + line, width: lead + runewidth.StringWidth(line)})
 	}
 	return rows
 }
 
 func (d *display) glyph(status string) string {
+	g := glyphChar(status)
 	switch state.TaskStatus(status) {
 	case state.TaskDone:
-		return d.paint("32", "✓")
+		return d.paint("32", g)
 	case state.TaskError:
-		return d.paint("31", "✗")
+		return d.paint("31", g)
 	case state.TaskWaitingForUser:
-		return d.paint("33", "?")
+		return d.paint("33", g)
 	case state.TaskRunning:
-		return d.paint("36", "●")
+		return d.paint("36", g)
+	}
+	return g
+}
+
+// glyphChar is a task status at a glance, one column wide.
+func glyphChar(status string) string {
+	switch state.TaskStatus(status) {
+	case state.TaskDone:
+		return "✓"
+	case state.TaskError:
+		return "✗"
+	case state.TaskWaitingForUser:
+		return "?"
+	case state.TaskRunning:
+		return "●"
 	}
 	return "·"
 }
 
-func trunc(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+// safe makes text that comes from outside vibeteam — workflow files,
+// session files, agents — harmless to print: every non-printable rune is
+// shown escaped as Go quotes it (ESC as \x1b, BEL as \a, a right-to-left
+// override as \u202e), and so is each byte of invalid UTF-8. Printable
+// unicode is kept. Otherwise a task name could retitle or clear the
+// person's terminal, or hide text from them.
+func safe(s string) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
 		return s
 	}
-	return string(r[:n-1]) + "…"
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// safeLine is safe for one line of an agent's output or screen: tabs, which
+// are common there (`go test`) and harmless, are expanded rather than
+// shown as \t.
+func safeLine(s string) string {
+	if !strings.Contains(s, "\t") {
+		return safe(s)
+	}
+	var b strings.Builder
+	col := 0
+	for _, r := range s {
+		if r == '\t' {
+			n := 8 - col%8
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+			continue
+		}
+		b.WriteRune(r)
+		col += runewidth.RuneWidth(r)
+	}
+	return safe(b.String())
+}
+
+// fit cuts printable text to at most w columns, marking the cut with "…".
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	return runewidth.Truncate(s, w, "…")
+}
+
+// fill fits s to exactly w columns.
+func fill(s string, w int) string {
+	return runewidth.FillRight(fit(s, w), w)
+}
+
+// pad pads s with spaces to at least w columns.
+func pad(s string, w int) string {
+	return runewidth.FillRight(s, w)
+}
+
+// sessionTaskLabel names a task of sess as taskLabel does.
+func sessionTaskLabel(sess *state.Session, id string) string {
+	if sess.WorkflowDefinition != nil {
+		for _, st := range sess.WorkflowDefinition.Stages() {
+			for _, t := range st.Tasks {
+				if t.ID == id {
+					return taskLabel(t.DisplayName(), id)
+				}
+			}
+		}
+	}
+	return safe(id)
 }

@@ -126,9 +126,9 @@ stages:
 			t.Fatal(err)
 		}
 	}
-	step("Asker (tui) needs you: interaction_confirm", "y")  // one key: sent alone
-	step("Asker (tui) needs you: interaction_menu", ":down") // arrow, then Enter picks option 2
-	step("Asker (tui) needs you: interaction_menu", "")
+	step("Asker (a) needs you: interaction_confirm", "y")  // one key: sent alone
+	step("Asker (a) needs you: interaction_menu", ":down") // arrow, then Enter picks option 2
+	step("Asker (a) needs you: interaction_menu", "")
 	if code := waitExit(t, cmd, screen); code != 0 {
 		t.Fatalf("exit %d\n%s", code, screen.String())
 	}

@@ -35,10 +35,23 @@ type prompter struct {
 	attachedTo string
 	done       chan struct{}
 	stopped    bool
+
+	// outMu orders what is written to the terminal: the panel, the reply
+	// prompt and notes about other tasks. Taken before mu, never after.
+	outMu    sync.Mutex
+	atPrompt bool         // "reply › " is the last thing written; a reply is awaited
+	notes    []promptNote // notes that wait for the next prompt
 }
 
+// promptNote is a line about another task; waiting names the task when
+// the note says that it waits too.
+type promptNote struct{ line, waiting string }
+
+// maxNotes bounds the notes kept while the terminal is attached to an agent.
+const maxNotes = 200
+
 type waitingTask struct {
-	id, name, adapter, state, excerpt string
+	id, label, state, excerpt string // label and state are safe to print
 }
 
 // openTTY opens the controlling terminal, so prompts work with stdin piped.
@@ -72,14 +85,13 @@ func newPrompter(tty *os.File, disp *display) *prompter {
 	return &prompter{tty: tty, disp: disp, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// enqueue is called from the event handler when a task starts waiting.
-func (p *prompter) enqueue(e core.Event) {
-	w := waitingTask{id: e.Task, state: fmt.Sprint(e.Fields["state"]), excerpt: fmt.Sprint(e.Fields["excerpt"])}
+// enqueue is called from the event handler when a task starts waiting;
+// label names the task (safe to print).
+func (p *prompter) enqueue(e core.Event, label string) {
+	w := waitingTask{id: e.Task, label: label, state: safe(fmt.Sprint(e.Fields["state"])), excerpt: fmt.Sprint(e.Fields["excerpt"])}
 	if why, ok := e.Fields["why"].(string); ok && why != "" {
-		w.state += " (" + why + ")"
+		w.state += " (" + safe(why) + ")"
 	}
-	w.name, _ = e.Fields["name"].(string)
-	w.adapter, _ = e.Fields["adapter"].(string)
 	p.mu.Lock()
 	for i, q := range p.queue {
 		if q.id == w.id {
@@ -89,23 +101,64 @@ func (p *prompter) enqueue(e core.Event) {
 		}
 	}
 	p.queue = append(p.queue, w)
-	busy := p.asking != ""
+	busy := p.asking != "" && p.asking != w.id
 	p.mu.Unlock()
 	if busy {
-		// Announced now, asked after the current one; the prompt is shown
-		// again so the person still types on a prompt line. Not while
-		// attached: the terminal belongs to the agent then.
-		p.mu.Lock()
-		attached := p.attachedTo != ""
-		p.mu.Unlock()
-		if !attached {
-			fmt.Fprintf(p.tty, "\a\r\n(%s is waiting too; it is next)\r\nreply › ", w.name)
-		}
+		// Announced now, with a bell, and asked after the current one.
+		p.noteAbout(w.id, "? task "+w.label+" is waiting too ("+w.state+"); it is asked next", true)
 	}
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// note tells the person, in one line, about another task while a question
+// is up (line is safe to print). With the reply prompt up, the line is
+// inserted above the prompt's row, so the person goes on typing on the one
+// prompt: index down and back up (the screen scrolls if the prompt is on
+// the last row, so a row below it exists), save the cursor, insert a line
+// at the prompt's row (which moves down), write the note there, and go back
+// to the saved column one row down. While the panel is being drawn, or an
+// agent has the terminal, the note waits for the next prompt or the end of
+// the question.
+func (p *prompter) note(line string, bell bool) { p.noteAbout("", line, bell) }
+
+// noteAbout is note; waiting names the task the note says waits too.
+func (p *prompter) noteAbout(waiting, line string, bell bool) {
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	if bell {
+		_, _ = io.WriteString(p.tty, "\a")
+	}
+	if !p.atPrompt {
+		if len(p.notes) >= maxNotes {
+			p.notes = append(p.notes[:0], p.notes[len(p.notes)-maxNotes/2:]...)
+		}
+		p.notes = append(p.notes, promptNote{line, waiting})
+		return
+	}
+	_, _ = io.WriteString(p.tty, "\x1bD\x1bM\x1b7\r\x1b[L"+fit(line, p.width()-1)+"\x1b8\x1bD")
+}
+
+// flushNotesLocked writes the notes that waited, one line each, at the
+// start of a line. outMu is held.
+func (p *prompter) flushNotesLocked() {
+	w := p.width()
+	for _, n := range p.notes {
+		fmt.Fprintf(p.tty, "%s\n", fit(n.line, w-1))
+	}
+	p.notes = nil
+}
+
+// width is the terminal's width in columns (80 when unknown).
+func (p *prompter) width() int {
+	if fd, ok := ttyFd(p.tty); ok {
+		if cols, _, err := term.GetSize(fd); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return 80
 }
 
 // run asks until ctx ends. The read of the terminal is unblocked by closing
@@ -163,25 +216,51 @@ func (p *prompter) setAsking(id string) {
 func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 	p.disp.hold()
 	defer p.disp.release()
+	// Notes that came in while the reply was applied are shown before the
+	// board comes back.
+	defer func() {
+		p.outMu.Lock()
+		p.flushNotesLocked()
+		p.outMu.Unlock()
+	}()
 	t := p.tty
-	fmt.Fprintf(t, "\n── %s (%s) needs you: %s ──\n", w.name, w.adapter, w.state)
+	p.outMu.Lock()
+	fmt.Fprintf(t, "\n── %s needs you: %s ──\n", w.label, w.state)
 	for _, l := range strings.Split(w.excerpt, "\n") {
-		fmt.Fprintf(t, "│ %s\n", l)
+		fmt.Fprintf(t, "│ %s\n", safeLine(l))
 	}
 	p.mu.Lock()
 	var others []string
+	listed := map[string]bool{}
 	for _, q := range p.queue {
-		others = append(others, q.name)
+		others = append(others, q.label)
+		listed[q.id] = true
 	}
 	p.mu.Unlock()
+	// A task listed here is not announced again by its note.
+	kept := p.notes[:0]
+	for _, n := range p.notes {
+		if !listed[n.waiting] {
+			kept = append(kept, n)
+		}
+	}
+	p.notes = kept
 	if len(others) > 0 {
 		// Waiting since before this panel: announced here, asked next.
 		fmt.Fprintf(t, "\a(%s is waiting too; it is next)\n", strings.Join(others, ", "))
 	}
 	fmt.Fprintln(t, "── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit")
+	p.outMu.Unlock()
 	for {
+		p.outMu.Lock()
+		p.flushNotesLocked()
 		fmt.Fprint(t, "reply › ")
+		p.atPrompt = true
+		p.outMu.Unlock()
 		line, err := in.ReadString('\n')
+		p.outMu.Lock()
+		p.atPrompt = false
+		p.outMu.Unlock()
 		if err != nil {
 			p.mu.Lock()
 			stopped := p.stopped
@@ -217,7 +296,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 			sendErr = p.attach(w)
 		default:
 			if strings.HasPrefix(line, ":") && len(line) > 1 {
-				fmt.Fprintf(t, "unknown command %s\n", line)
+				fmt.Fprintf(t, "unknown command %s\n", safe(line))
 				continue
 			}
 			if len([]rune(line)) == 1 {
@@ -227,7 +306,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 			}
 		}
 		if sendErr != nil {
-			fmt.Fprintf(t, "%v\n", sendErr)
+			fmt.Fprintf(t, "%s\n", safe(sendErr.Error()))
 			if ex.TaskStatus(w.id) != state.TaskWaitingForUser {
 				return true
 			}
@@ -250,7 +329,7 @@ func (p *prompter) attach(w waitingTask) error {
 		return err
 	}
 	defer term.Restore(fd, old)
-	fmt.Fprintf(p.tty, "\x1b[2J\x1b[H(attached to %s; Ctrl-] detaches)\r\n", w.name)
+	fmt.Fprintf(p.tty, "\x1b[2J\x1b[H(attached to %s; Ctrl-] detaches)\r\n", w.label)
 	if cols, rows, err := term.GetSize(fd); err == nil {
 		_ = pt.Resize(cols, rows)
 	}
@@ -304,7 +383,7 @@ func (p *prompter) attach(w waitingTask) error {
 	for {
 		n, err := p.tty.Read(buf)
 		if err != nil {
-			fmt.Fprintf(p.tty, "\r\n(%s ended)\r\n", w.name)
+			fmt.Fprintf(p.tty, "\r\n(%s ended)\r\n", w.label)
 			return nil
 		}
 		chunk := buf[:n]

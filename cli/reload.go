@@ -67,7 +67,17 @@ func applyReload(c *ucli.Context, streams IO, base string, reg *adapters.Registr
 	if fileDigest(src) == "" {
 		return exitf(ExitUsage, "--reload: session %s did not come from a workflow file that can be read (%q)", sess.ID, src)
 	}
-	def, err := loadDefinition(src, base, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")})
+	// Checked as run checks a file, with the variables the session has.
+	lo := loadOptions(c, reg, base)
+	vars := map[string]string{}
+	for k, v := range sess.Vars {
+		vars[k] = v
+	}
+	for k, v := range lo.Vars {
+		vars[k] = v
+	}
+	lo.Vars = vars
+	def, err := loadDefinition(src, base, lo)
 	if err != nil {
 		return err
 	}

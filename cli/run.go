@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -34,7 +31,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "headless", Usage: "run every task headless (CI: no TTY, no prompts); each task then needs a prompt"},
 		&ucli.StringFlag{Name: "events", Usage: "write JSONL events to `FILE` (- for stdout)"},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "mirror task output on stderr, prefixed by task name"},
-		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}},
+		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned (0 keeps all)", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}, Action: atLeastZero("keep-sessions")},
 		&ucli.BoolFlag{Name: "keep-going", Aliases: []string{"k"}, Usage: "let the other tasks of a stage finish when one fails (by default the first failure stops them; they re-run on resume)"},
 		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
@@ -48,6 +45,8 @@ func runCommand(streams IO) *ucli.Command {
 		ArgsUsage: "FILE|NAME",
 		Flags:     executionFlags(),
 		Action: func(c *ucli.Context) error {
+			sigs := catchInterrupts(streams)
+			defer sigs.stop()
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "run needs exactly one workflow file or name (see vibeteam run --help)")
 			}
@@ -59,7 +58,8 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			def, err := loadDefinition(c.Args().First(), base, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")})
+			warnBrokenAdapters(streams.Err, reg)
+			def, err := loadDefinition(c.Args().First(), base, loadOptions(c, reg, base))
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ func runCommand(streams IO) *ucli.Command {
 			}
 			opts := runOptions(c, base, vars)
 			opts.SourceDigest = fileDigest(def.Source)
-			return execute(c, streams, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Start(def, opts)
 			})
 		},
@@ -89,6 +89,8 @@ func resumeCommand(streams IO) *ucli.Command {
 			&ucli.StringSliceFlag{Name: "rerun", Usage: "run task `ID` again even if it is DONE (repeatable)"},
 		),
 		Action: func(c *ucli.Context) error {
+			sigs := catchInterrupts(streams)
+			defer sigs.stop()
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "resume needs a session id (see vibeteam sessions)")
 			}
@@ -100,8 +102,12 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			id := c.Args().First()
+			warnBrokenAdapters(streams.Err, reg)
 			mgr := state.NewManager(base)
+			id, err := resolveSession(mgr, c.Args().First())
+			if err != nil {
+				return err
+			}
 			sess, err := mgr.Load(id)
 			if err != nil {
 				return sessionLoadError(err)
@@ -140,7 +146,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			if _, err := engine.RenderPrompts(def, merged); err != nil {
 				return exitf(ExitUsage, "session %s: %v", id, err)
 			}
-			return execute(c, streams, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
+			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Resume(id, opts)
 			})
 		},
@@ -202,7 +208,8 @@ func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 
 // execute creates the controller, runs it with signal handling and the
 // display, and maps the outcome to an exit code.
-func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
+func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
+	warnOpenDirs(streams, opts.BaseDir)
 	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
@@ -225,6 +232,9 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 		return exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
 	}
 
+	if s := sigs.attach(); s != nil {
+		return exitf(interruptCode(s), "interrupted before the session started; nothing to resume")
+	}
 	orch := core.NewOrchestrator(reg, disp.handle)
 	ctrl, err := start(orch, opts)
 	if err != nil {
@@ -247,33 +257,17 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runDone := make(chan struct{})
-	sigs := make(chan os.Signal, 4)
-	// SIGHUP (terminal closed) stops like SIGTERM. SIGPIPE (stdout piped to
-	// a reader that went away) is caught rather than ignored, so writes fail
-	// with EPIPE instead of killing vibeteam and orphaning its tasks, while
-	// the children still get the default disposition.
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	var (
-		sigMu  sync.Mutex
-		gotSig os.Signal
-	)
+	// A signal that came while the session was being created is waiting in
+	// sigs.C: the watcher stops the run as soon as it starts.
 	watcherDone := make(chan struct{})
 	go func() {
 		defer close(watcherDone)
+		stopping := false
 		for {
 			select {
-			case s := <-sigs:
-				if s == syscall.SIGPIPE {
-					continue
-				}
-				sigMu.Lock()
-				first := gotSig == nil
-				if first {
-					gotSig = s
-				}
-				sigMu.Unlock()
-				if first {
+			case s := <-sigs.C:
+				if !stopping {
+					stopping = true
 					disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
 					cancel()
 				} else {
@@ -308,17 +302,7 @@ func execute(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunO
 		fmt.Fprintf(streams.Err, "session %s completed (%s); details: vibeteam show %s\n", sess.ID, time.Since(sess.StartTime).Round(10*time.Millisecond), sess.ID)
 		return nil
 	case state.StatusCancelled:
-		sigMu.Lock()
-		s := gotSig
-		sigMu.Unlock()
-		code := ExitInterrupted
-		switch s {
-		case syscall.SIGTERM:
-			code = 143
-		case syscall.SIGHUP:
-			code = 129
-		}
-		return exitf(code, "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
+		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
 	case state.StatusWaiting, state.StatusBlocked, state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	default:
@@ -335,31 +319,33 @@ func ttyOf(streams IO) (*os.File, error) {
 
 // failureReport says which task failed, how, and its last output lines.
 func failureReport(sess *state.Session, taskID string) string {
+	// Text from the workflow and the task goes through safe.
+	label := sessionTaskLabel(sess, taskID)
 	rec := sess.Tasks[taskID]
 	if rec == nil {
-		return fmt.Sprintf("task %s failed", taskID)
+		return fmt.Sprintf("task %s failed", label)
 	}
 	var b strings.Builder
 	how := rec.Error
 	if rec.ExitCode != nil {
 		how = "exit code " + strconv.Itoa(*rec.ExitCode)
 	}
-	fmt.Fprintf(&b, "task %s failed: %s", taskID, how)
+	fmt.Fprintf(&b, "task %s failed: %s", label, safe(how))
 	if rec.Reason != "" && rec.Reason != "exit" {
-		fmt.Fprintf(&b, " (%s)", rec.Reason)
+		fmt.Fprintf(&b, " (%s)", safe(rec.Reason))
 	}
 	if len(rec.OutputTail) > 0 {
 		tail := rec.OutputTail
 		if len(tail) > 10 {
 			tail = tail[len(tail)-10:]
 		}
-		fmt.Fprintf(&b, "\nlast output of %s:", taskID)
+		fmt.Fprintf(&b, "\nlast output of %s:", label)
 		for _, l := range tail {
-			fmt.Fprintf(&b, "\n  | %s", l)
+			fmt.Fprintf(&b, "\n  | %s", safeLine(l))
 		}
 	}
 	if rec.LogPath != "" {
-		fmt.Fprintf(&b, "\nfull log: %s", rec.LogPath)
+		fmt.Fprintf(&b, "\nfull log: %s", safe(rec.LogPath))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

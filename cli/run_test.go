@@ -329,17 +329,6 @@ stages:
 	}
 }
 
-func TestBadAdapterFileIsAValidationError(t *testing.T) {
-	p := newProject(t)
-	p.write(".vibeteam/adapters/broken.yaml", "name: broken\ncommand: x\nstates:\n  - { name: s, pattern: '(' }\n")
-	p.write("ok.yaml", "id: ok\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: x }\n")
-	r := p.run("run", "ok.yaml")
-	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, "broken.yaml:4:") {
-		t.Errorf("adapter file error lacks file:line: %s", r.stderr)
-	}
-}
-
 func TestSessionsShowAndAdaptersCommands(t *testing.T) {
 	p := newProject(t)
 	p.write("wf.yaml", "id: listme\ngoal: list me\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: print=visible_tail }\n")

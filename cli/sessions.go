@@ -64,13 +64,13 @@ func sessionsCommand(streams IO) *ucli.Command {
 				return enc.Encode(rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintf(streams.Err, "no sessions under %s\n", mgr.Root())
+				fmt.Fprintf(streams.Err, "no sessions under %s\n", safe(mgr.Root()))
 				return nil
 			}
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS\tUPDATED\tGOAL")
 			for _, r := range rows {
-				status := r.Status
+				status := safe(r.Status)
 				switch {
 				case r.Running && r.Status != "running":
 					status += " (running)"
@@ -78,7 +78,8 @@ func sessionsCommand(streams IO) *ucli.Command {
 					status += " (no live process)"
 				}
 				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Workflow, status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), trunc(r.Goal, 50))
+				// Session files hold workflow text: safe before printing.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), fit(safe(r.Goal), 50))
 			}
 			return tw.Flush()
 		},

@@ -31,7 +31,11 @@ func showCommand(streams IO) *ucli.Command {
 				return err
 			}
 			mgr := state.NewManager(base)
-			s, err := mgr.Load(c.Args().First())
+			id, err := resolveSession(mgr, c.Args().First())
+			if err != nil {
+				return err
+			}
+			s, err := mgr.Load(id)
 			if err != nil {
 				return sessionLoadError(err)
 			}
@@ -49,31 +53,33 @@ func showCommand(streams IO) *ucli.Command {
 			if sum.Running {
 				status += " (running)"
 			}
-			fmt.Fprintf(out, "session   %s\nworkflow  %s\n", s.ID, s.Workflow)
+			// Everything below comes from the session file, which holds
+			// text from the workflow and the agents: it goes through safe.
+			fmt.Fprintf(out, "session   %s\nworkflow  %s\n", safe(s.ID), safe(s.Workflow))
 			if s.Goal != "" {
-				fmt.Fprintf(out, "goal      %s\n", s.Goal)
+				fmt.Fprintf(out, "goal      %s\n", safe(s.Goal))
 			}
 			fmt.Fprintf(out, "status    %s\nstage     %d/%d\nstarted   %s\nupdated   %s\n", status, min(sum.Stage+1, sum.Stages), sum.Stages,
 				s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
 			if s.Error != "" {
-				fmt.Fprintf(out, "error     %s\n", s.Error)
+				fmt.Fprintf(out, "error     %s\n", safe(s.Error))
 			}
-			fmt.Fprintf(out, "events    %s\n", mgr.EventLogPath(s.ID))
+			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
 			for i, st := range s.WorkflowDefinition.Stages() {
 				marker := " "
 				if i == s.CurrentStageIndex {
 					marker = ">"
 				}
-				fmt.Fprintf(out, "\n%s stage %d %s\n", marker, i+1, st.ID)
+				fmt.Fprintf(out, "\n%s stage %d %s\n", marker, i+1, safe(st.ID))
 				for _, t := range st.Tasks {
 					rec := s.Tasks[t.ID]
-					line := fmt.Sprintf("    %-20s %-10s %-17s", t.DisplayName(), t.Adapter, s.TaskStatus[t.ID])
+					line := fmt.Sprintf("    %s %s %s", pad(taskLabel(t.DisplayName(), t.ID), 20), pad(safe(t.Adapter), 10), pad(safe(string(s.TaskStatus[t.ID])), 17))
 					if rec != nil {
 						if rec.ExitCode != nil {
 							line += fmt.Sprintf(" exit %d", *rec.ExitCode)
 						}
 						if rec.Reason != "" && rec.Reason != "exit" {
-							line += " (" + rec.Reason + ")"
+							line += " (" + safe(rec.Reason) + ")"
 						}
 						if rec.StartedAt != nil && rec.EndedAt != nil {
 							line += " " + rec.EndedAt.Sub(*rec.StartedAt).Round(10*time.Millisecond).String()
@@ -84,7 +90,7 @@ func showCommand(streams IO) *ucli.Command {
 						continue
 					}
 					if rec.Error != "" {
-						fmt.Fprintf(out, "      error: %s\n", rec.Error)
+						fmt.Fprintf(out, "      error: %s\n", safe(rec.Error))
 					}
 					tail := rec.OutputTail
 					if len(tail) > 5 {
@@ -96,10 +102,10 @@ func showCommand(streams IO) *ucli.Command {
 						fmt.Fprintln(out, "      last screen:")
 					}
 					for _, l := range tail {
-						fmt.Fprintf(out, "      | %s\n", l)
+						fmt.Fprintf(out, "      | %s\n", safeLine(l))
 					}
 					if rec.LogPath != "" {
-						fmt.Fprintf(out, "      log: %s\n", rec.LogPath)
+						fmt.Fprintf(out, "      log: %s\n", safe(rec.LogPath))
 					}
 				}
 			}

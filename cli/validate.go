@@ -1,52 +1,254 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/internal/source"
 )
 
 func validateCommand(streams IO) *ucli.Command {
 	return &ucli.Command{
 		Name:      "validate",
-		Usage:     "check workflow files without running them; every problem is reported as file:line:col",
+		Usage:     "check workflow and adapter files without running anything: every problem as file:line:col",
 		ArgsUsage: "FILE|NAME...",
+		Description: `Checks each workflow (a file, .vibeteam/workflows/NAME.*, or a built-in) for
+everything run checks before it starts a task: structure, ids, adapters and
+their modes, prompts rendered with the --set variables (a missing one is an
+error), what an adapter's mode needs (a prompt for shell), and that each
+task's cwd exists. An adapter file (top-level command: or modes:) is checked
+as one.
+
+Each problem is one line on stderr, file:line:col: field: message. A
+warning reads file:line:col: warning: field: message: an agent CLI that is
+not installed here is a warning (run makes it an error), as it may be
+installed where the workflow runs.
+
+--json prints one JSON array on stdout instead, [] when there is nothing to
+report; each problem is an object
+  {"file", "line", "col", "field", "message", "severity"}
+with severity "error" or "warning", and line and col 0 when unknown.
+
+Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 		Flags: []ucli.Flag{
 			baseDirFlag,
 			&ucli.BoolFlag{Name: "headless", Usage: "validate as if run with --headless (every task needs a prompt)"},
+			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts, as run takes it (repeatable)"},
+			&ucli.BoolFlag{Name: "json", Usage: "print the problems as one JSON array on stdout (see above)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
-				return exitf(ExitUsage, "validate needs at least one workflow file")
+				return exitf(ExitUsage, "validate needs at least one workflow or adapter file")
 			}
 			base, err := baseDir(c)
 			if err != nil {
 				return err
 			}
+			vars, err := render.ParseSets(c.StringSlice("set"))
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
 			reg, err := loadRegistry(base)
 			if err != nil {
 				return err
 			}
+			warnBrokenAdapters(streams.Err, reg)
+			opts := workflow.LoadOptions{
+				Adapters:      reg,
+				ForceHeadless: c.Bool("headless"),
+				Vars:          vars,
+				BaseDir:       base,
+				Commands:      workflow.CheckWarn,
+			}
+			asJSON := c.Bool("json")
+			all := []problem{}
 			bad := 0
 			for _, arg := range c.Args().Slice() {
-				def, err := loadDefinition(arg, base, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")})
-				if err != nil {
+				probs, summary := validateOne(arg, base, opts)
+				all = append(all, probs...)
+				failed := slices.ContainsFunc(probs, func(p problem) bool { return p.Severity == severityError })
+				if failed {
 					bad++
-					fmt.Fprintln(streams.Err, err)
+				}
+				if asJSON {
 					continue
 				}
-				n := 0
-				for _, st := range def.Stages() {
-					n += len(st.Tasks)
+				for _, p := range probs {
+					fmt.Fprintln(streams.Err, p)
 				}
-				fmt.Fprintf(streams.Out, "%s: ok (%d stages, %d tasks)\n", def.Source, len(def.Stages()), n)
+				if !failed {
+					fmt.Fprintf(streams.Out, "%s: ok (%s)\n", summary.file, summary.what)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(all); err != nil {
+					return err
+				}
 			}
 			if bad > 0 {
 				return exitf(ExitUsage, "%d of %d file(s) invalid", bad, c.NArg())
 			}
 			return nil
 		},
+	}
+}
+
+// Severities of a problem in validate's output.
+const (
+	severityError   = "error"
+	severityWarning = "warning"
+)
+
+// problem is one line of validate's report, or one object of --json.
+type problem struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Col      int    `json:"col"`
+	Field    string `json:"field"`
+	Message  string `json:"message"`
+	Severity string `json:"severity"`
+}
+
+// String is the file:line:col: [warning: ]field: message of the text report.
+func (p problem) String() string {
+	e := workflow.Error{Pos: workflow.Pos{File: p.File, Line: p.Line, Col: p.Col}, Field: p.Field, Msg: p.Message, Warning: p.Severity == severityWarning}
+	return e.Error()
+}
+
+type summary struct{ file, what string }
+
+// validateOne checks one argument of validate: a workflow or adapter file, a
+// named workflow or a built-in one.
+func validateOne(arg, base string, opts workflow.LoadOptions) ([]problem, summary) {
+	path, err := workflow.Resolve(arg, base)
+	if err != nil {
+		var nf *workflow.NotFoundError
+		data, src, ok := builtin.Workflow(arg)
+		if !errors.As(err, &nf) || !ok {
+			if errors.As(err, &nf) {
+				err = fmt.Errorf("%v (built-in workflows: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
+			}
+			return []problem{{File: arg, Message: err.Error(), Severity: severityError}}, summary{}
+		}
+		def, probs := workflow.Diagnose(data, src, opts)
+		return workflowProblems(probs), workflowSummary(src, def)
+	}
+	data, err := source.Read(path)
+	if err != nil {
+		msg := err.Error()
+		var se *source.Error
+		if errors.As(err, &se) {
+			msg = se.Msg
+		}
+		return []problem{{File: path, Message: msg, Severity: severityError}}, summary{}
+	}
+	if isAdapterFile(path, base, data) {
+		return validateAdapter(path, data)
+	}
+	def, probs := workflow.Diagnose(data, path, opts)
+	return workflowProblems(probs), workflowSummary(path, def)
+}
+
+// isAdapterFile tells an adapter file from a workflow: it lives in
+// .vibeteam/adapters, or its top level has an adapter's keys and none of a
+// workflow's. Checked as a workflow, an adapter file would only get a list
+// of "unknown key" errors.
+func isAdapterFile(path, base string, data []byte) bool {
+	if abs, err := filepath.Abs(path); err == nil && filepath.Dir(abs) == filepath.Join(base, ".vibeteam", "adapters") {
+		return true
+	}
+	keys := workflow.TopLevelKeys(data, path)
+	has := func(k string) bool { return slices.Contains(keys, k) }
+	return (has("command") || has("modes")) && !has("id") && !has("stages") && !has("steps")
+}
+
+func validateAdapter(path string, data []byte) ([]problem, summary) {
+	info, err := adapters.Parse(path, data)
+	if err != nil {
+		var list adapters.ErrorList
+		if !errors.As(err, &list) {
+			return []problem{{File: path, Message: err.Error(), Severity: severityError}}, summary{}
+		}
+		probs := make([]problem, 0, len(list))
+		for _, e := range list {
+			probs = append(probs, problem{File: e.File, Line: e.Line, Col: e.Col, Field: e.Field, Message: e.Msg, Severity: severityError})
+		}
+		return probs, summary{}
+	}
+	var probs []problem
+	if !info.OnPath {
+		probs = append(probs, problem{File: path, Field: "command", Severity: severityWarning,
+			Message: fmt.Sprintf("command %q is not installed (not found on PATH)", info.Command)})
+	}
+	return probs, summary{path, fmt.Sprintf("adapter %q", info.Name)}
+}
+
+func workflowProblems(list workflow.ErrorList) []problem {
+	probs := make([]problem, 0, len(list))
+	for _, e := range list {
+		sev := severityError
+		if e.Warning {
+			sev = severityWarning
+		}
+		probs = append(probs, problem{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col, Field: e.Field, Message: e.Msg, Severity: sev})
+	}
+	return probs
+}
+
+func workflowSummary(file string, def *workflow.Definition) summary {
+	if def == nil {
+		return summary{}
+	}
+	n := 0
+	for _, st := range def.Stages() {
+		n += len(st.Tasks)
+	}
+	return summary{file, fmt.Sprintf("%d stages, %d tasks", len(def.Stages()), n)}
+}
+
+// warnBrokenAdapters says, in one line, which user adapter files could not
+// be loaded: they fail only the workflows that use them, so the others go
+// on, but the user should know.
+func warnBrokenAdapters(w io.Writer, reg *adapters.Registry) {
+	broken := reg.BrokenFiles()
+	if len(broken) == 0 {
+		return
+	}
+	files := make([]string, len(broken))
+	for i, b := range broken {
+		files[i] = b.File
+	}
+	what := "a broken adapter file"
+	if len(files) > 1 {
+		what = strconv.Itoa(len(files)) + " broken adapter files"
+	}
+	fmt.Fprintf(w, "vibeteam: warning: ignoring %s (%s); vibeteam adapters shows the problems\n", what, strings.Join(files, ", "))
+}
+
+// loadOptions are the checks a workflow gets before run starts anything.
+// validate makes the same ones, with an agent CLI that is not installed
+// only a warning. A bad --set leaves Vars nil, for the caller to report.
+func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.LoadOptions {
+	vars, _ := render.ParseSets(c.StringSlice("set"))
+	return workflow.LoadOptions{
+		Adapters:      reg,
+		ForceHeadless: c.Bool("headless"),
+		Vars:          vars,
+		BaseDir:       base,
+		Commands:      workflow.CheckError,
 	}
 }

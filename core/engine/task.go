@@ -439,7 +439,13 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			res := tr.proc.Result()
 			x.mu.Lock()
 			parked := x.parkStatus != ""
+			failed := x.parkStatus == state.StatusFailed // --on-interaction=fail
 			x.mu.Unlock()
+			if failed && tr.term != nil && tr.term.waitingState != "" {
+				// The session fails for want of a person: the task is
+				// failed too, not left waiting for one.
+				return finish(state.TaskError, "interaction_failed", &res, "needed a person ("+tr.term.waitingState+") with --on-interaction=fail")
+			}
 			if parked && tr.term != nil && tr.term.waitingState != "" {
 				return finish(state.TaskWaitingForUser, interactionParked, &res, "parked while waiting for a person ("+tr.term.waitingState+")")
 			}

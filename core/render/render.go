@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+	"time"
 )
 
 // maxOutput bounds a rendered prompt. A template can loop ({{range 1e9}}),
@@ -16,6 +17,9 @@ import (
 const maxOutput = 8 << 20
 
 var errTooLarge = errors.New("too large")
+
+// maxRenderTime bounds one prompt's rendering (a variable for tests).
+var maxRenderTime = 5 * time.Second
 
 // Prompt renders a Go text/template prompt with vars available as {{.key}}
 // and the goal as {{.goal}}. A --set goal=... in vars wins over the goal of
@@ -37,7 +41,18 @@ func Prompt(taskID, text string, vars map[string]string, goal string) (string, e
 		data[k] = v
 	}
 	out := &limitedBuffer{max: maxOutput}
-	if err := tmpl.Execute(out, data); err != nil {
+	// A template can loop without writing ({{range 1000000000000}}{{end}}),
+	// which the size limit never stops. text/template cannot be cancelled,
+	// so a render that runs too long is abandoned: the command using it
+	// exits with the error soon after.
+	done := make(chan error, 1)
+	go func() { done <- tmpl.Execute(out, data) }()
+	select {
+	case err = <-done:
+	case <-time.After(maxRenderTime):
+		return "", fmt.Errorf("prompt of task %q: rendering took longer than %s (a range over a huge number?)", taskID, maxRenderTime)
+	}
+	if err != nil {
 		if errors.Is(err, errTooLarge) {
 			return "", fmt.Errorf("prompt of task %q: rendered prompt is larger than %d MiB", taskID, maxOutput>>20)
 		}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPrompt(t *testing.T) {
@@ -97,4 +98,17 @@ func FuzzPrompt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		_, _ = Prompt("t", text, map[string]string{"a": "x", "b": "y"}, "g")
 	})
+}
+
+// A template that loops without writing is stopped by time, not size.
+func TestPromptThatLoopsForeverIsAnError(t *testing.T) {
+	old := maxRenderTime
+	maxRenderTime = 100 * time.Millisecond
+	defer func() { maxRenderTime = old }()
+	// Long enough to outlast the bound, short enough not to burn a core for
+	// the rest of the test binary once abandoned.
+	_, err := Prompt("t", "{{range 50000000}}{{end}}", nil, "")
+	if err == nil || !strings.Contains(err.Error(), "rendering took longer than") {
+		t.Fatalf("err = %v", err)
+	}
 }

@@ -41,6 +41,55 @@ func (e *NotFoundError) Error() string {
 	return msg
 }
 
+// AmbiguousError reports a prefix shared by several sessions.
+type AmbiguousError struct {
+	Prefix string
+	IDs    []string // every session whose id starts with Prefix, sorted
+}
+
+func (e *AmbiguousError) Error() string {
+	ids := e.IDs
+	more := ""
+	if len(ids) > maxAmbiguous {
+		more = fmt.Sprintf(" and %d more", len(ids)-maxAmbiguous)
+		ids = ids[:maxAmbiguous]
+	}
+	return fmt.Sprintf("session id %s is ambiguous: %s%s", e.Prefix, strings.Join(ids, ", "), more)
+}
+
+// maxAmbiguous bounds how many candidates an AmbiguousError names.
+const maxAmbiguous = 10
+
+// Resolve maps what a user typed to a session id: the id itself, or any
+// prefix of exactly one id. A prefix of several yields an *AmbiguousError,
+// one of none a *NotFoundError with the nearest ids.
+func (m *Manager) Resolve(arg string) (string, error) {
+	if !validID(arg) {
+		return "", m.notFound(arg)
+	}
+	ids, err := m.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if id == arg {
+			// Exact wins, even if the id is also a prefix of a longer one.
+			return id, nil
+		}
+		if strings.HasPrefix(id, arg) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", &NotFoundError{ID: arg, Nearest: nearestIDs(arg, ids, maxNearest)}
+	case 1:
+		return matches[0], nil
+	}
+	return "", &AmbiguousError{Prefix: arg, IDs: matches}
+}
+
 // NewID returns a fresh session id: 8 lowercase hex characters, which need no
 // quoting in any shell. An id is never reused while anything of an earlier
 // session with that id remains, so a new run never appends to old logs.
@@ -130,7 +179,7 @@ func nearestIDs(want string, ids []string, n int) []string {
 		if id == want {
 			continue
 		}
-		cands = append(cands, cand{id, commonPrefix(want, id), levenshtein(want, id)})
+		cands = append(cands, cand{id, commonPrefix(want, id), EditDistance(want, id)})
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -160,7 +209,9 @@ func commonPrefix(a, b string) int {
 	return n
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b, counted in runes. It
+// is exported for the CLI's "did you mean" on commands and flags.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

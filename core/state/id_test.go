@@ -63,14 +63,14 @@ func TestNearestIDs(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
+func TestEditDistance(t *testing.T) {
 	cases := []struct {
 		a, b string
 		d    int
 	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"abcd1234", "abdc1234", 2}, {"é", "e", 1}}
 	for _, c := range cases {
-		if got := levenshtein(c.a, c.b); got != c.d {
-			t.Errorf("levenshtein(%q,%q) = %d, want %d", c.a, c.b, got, c.d)
+		if got := EditDistance(c.a, c.b); got != c.d {
+			t.Errorf("EditDistance(%q,%q) = %d, want %d", c.a, c.b, got, c.d)
 		}
 	}
 }

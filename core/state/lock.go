@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +17,12 @@ import (
 // after creating the file, so only a process killed in between leaves one
 // unreadable for longer.
 const staleUnparsedAge = 10 * time.Second
+
+// orphanLockAge is how old a lock without a session file must be before
+// Prune removes it. A new session is saved right after its lock is taken, so
+// only a process killed in between leaves one this old; the age is a margin
+// on top of the check that its holder is gone.
+const orphanLockAge = 5 * time.Second
 
 // maxLockAttempts bounds how often Lock retries when the lock file changes
 // under it (a concurrent takeover or release).
@@ -243,4 +250,45 @@ func (m *Manager) Running(id string) bool {
 	}
 	// The lock file keeps being replaced: somebody is actively taking it.
 	return true
+}
+
+// removeOrphanLocks deletes the locks of sessions that do not exist, left by
+// a process killed between taking a new session's lock and saving it. A lock
+// whose holder is alive, or on another host, is left alone.
+func (m *Manager) removeOrphanLocks() error {
+	entries, err := os.ReadDir(m.sessionsDir())
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), lockExt)
+		if !ok || !validID(id) || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := os.Lstat(m.SessionPath(id)); !errors.Is(err, fs.ErrNotExist) {
+			continue // a session's own lock: the next Lock takes it over if stale
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < orphanLockAge {
+			continue
+		}
+		// Taking the lock rather than deleting the file judges the holder
+		// exactly as a resume would, races included; releasing it removes it.
+		l, err := m.Lock(id)
+		if err != nil {
+			var le *LockedError
+			if !errors.As(err, &le) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := l.Release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -348,3 +348,34 @@ func TestLockHeldByKilledProcess(t *testing.T) {
 	}
 	l.Release()
 }
+
+// A lock whose session was never saved (its process was killed in between)
+// is pruned once its holder is gone and it is old enough; a live holder's,
+// a fresh one, and a session's own lock are kept.
+func TestPruneRemovesOrphanLocks(t *testing.T) {
+	t.Parallel()
+	m := NewManager(t.TempDir())
+	old := time.Now().Add(-time.Minute)
+	dead := deadPid(t)
+	writeLockFile(t, m, "dead0001", lockRecord{Pid: dead, Host: hostname(), Time: old})
+	writeLockFile(t, m, "dead0002", lockRecord{Pid: dead, Host: hostname(), Time: time.Now()}) // fresh
+	writeLockFile(t, m, "live0001", lockRecord{Pid: os.Getpid(), Host: hostname(), Time: old})
+	writeLockFile(t, m, "host0001", lockRecord{Pid: dead, Host: "elsewhere", Time: old})
+	writeLockFile(t, m, "sess0001", lockRecord{Pid: dead, Host: hostname(), Time: old})
+	putSession(t, m, "sess0001", StatusFailed, time.Now())
+	for _, id := range []string{"dead0001", "live0001", "host0001", "sess0001"} {
+		if err := os.Chtimes(m.lockPath(id), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Prune(10); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"dead0001": false, "dead0002": true, "live0001": true, "host0001": true, "sess0001": true} {
+		_, err := os.Stat(m.lockPath(id))
+		if got := err == nil; got != want {
+			t.Errorf("lock %s exists: %v, want %v", id, got, want)
+		}
+	}
+	assertSessions(t, m, "sess0001")
+}

@@ -262,6 +262,8 @@ func pruneTier(s *Session) int {
 }
 
 // Prune deletes sessions until at most keep remain, together with their logs.
+// It also removes debris of killed processes: old temporary files, and locks
+// of sessions that were never saved.
 // Completed, failed and cancelled sessions go first, oldest first; then the
 // resumable ones. A session in use by a live process is never deleted, so
 // fewer sessions than requested may be removed. Corrupt session files are not
@@ -276,6 +278,9 @@ func (m *Manager) Prune(keep int) error {
 	}
 	var errs []error
 	if err := m.removeStaleTemps(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := m.removeOrphanLocks(); err != nil {
 		errs = append(errs, err)
 	}
 	excess := len(sessions) - keep

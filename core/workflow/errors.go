@@ -13,10 +13,14 @@ type Error struct {
 	Pos   Pos
 	Field string
 	Msg   string
+	// Warning marks a problem that does not make the file invalid, such as
+	// an agent CLI that is not installed here but may be where it runs.
+	Warning bool
 }
 
 // Error formats as "file:line:col: field: msg", leaving out the parts that are
-// unknown, so that editors and terminals can jump to the spot.
+// unknown, so that editors and terminals can jump to the spot. A warning
+// reads "file:line:col: warning: field: msg", as compilers write theirs.
 func (e *Error) Error() string {
 	loc := e.Pos.File
 	if e.Pos.Line > 0 {
@@ -28,8 +32,12 @@ func (e *Error) Error() string {
 			loc += ":" + strconv.Itoa(e.Pos.Col)
 		}
 	}
-	parts := make([]string, 0, 3)
-	for _, s := range []string{loc, e.Field, e.Msg} {
+	sev := ""
+	if e.Warning {
+		sev = "warning"
+	}
+	parts := make([]string, 0, 4)
+	for _, s := range []string{loc, sev, e.Field, e.Msg} {
 		if s != "" {
 			parts = append(parts, s)
 		}
@@ -69,6 +77,16 @@ func (l ErrorList) Err() error {
 		return nil
 	}
 	return l
+}
+
+// HasErrors reports whether l holds a problem that is not a warning.
+func (l ErrorList) HasErrors() bool {
+	for _, e := range l {
+		if !e.Warning {
+			return true
+		}
+	}
+	return false
 }
 
 // sortByPos orders errors by position. The sort is stable so errors without a

@@ -2,20 +2,18 @@ package workflow
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
-)
 
-// maxFileSize bounds what LoadFile reads: a workflow is a few kilobytes, and
-// a path such as /dev/zero must fail instead of eating all memory.
-const maxFileSize = 16 << 20
+	"github.com/vibeteam/vibeteam/internal/source"
+)
 
 // Keys accepted at each level, in the order suggestions prefer them.
 var (
@@ -25,41 +23,34 @@ var (
 		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout"}
 )
 
-// LoadFile reads and parses a definition file. A file that cannot be read is
-// a plain error naming the path; a file with problems is an ErrorList.
+// LoadFile reads and parses a definition file. A file that cannot be read
+// (missing, not a regular file, over source.MaxSize) is an *source.Error
+// naming the path; a file with problems is an ErrorList.
 func LoadFile(path string, opts LoadOptions) (*Definition, error) {
-	data, err := readFile(path)
+	data, err := source.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return Parse(data, path, opts)
-}
-
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxFileSize>>20)
-	}
-	return data, nil
 }
 
 // Parse loads a definition from YAML or JSON. JSON is read with
 // encoding/json into the same node tree as YAML, so both report positions and
 // problems the same way. filename is used in positions and as
 // Definition.Source, and its extension chooses the syntax (see isJSON). On any
-// problem it returns every problem found as an ErrorList and no definition.
+// error it returns every problem found (warnings included) as an ErrorList
+// and no definition; warnings alone are dropped (see Diagnose).
 func Parse(data []byte, filename string, opts LoadOptions) (*Definition, error) {
+	def, probs := Diagnose(data, filename, opts)
+	if probs.HasErrors() {
+		return nil, probs
+	}
+	return def, nil
+}
+
+// Diagnose is Parse for validate: it returns every problem, warnings
+// included, and the definition only when none of them is an error.
+func Diagnose(data []byte, filename string, opts LoadOptions) (*Definition, ErrorList) {
 	p := newParser(filename, len(data))
 	root, errs := decode(data, filename)
 	if len(errs) > 0 {
@@ -69,12 +60,45 @@ func Parse(data []byte, filename string, opts LoadOptions) (*Definition, error) 
 	if def != nil && !p.exhausted {
 		p.errs = append(p.errs, check(def, opts, p.pos, p.broken, p.rootPos)...)
 	}
-	if len(p.errs) > 0 {
-		p.errs.sortByPos()
-		return nil, dedupe(p.errs)
+	p.errs.sortByPos()
+	probs := dedupe(p.errs)
+	if probs.HasErrors() || def == nil {
+		return nil, probs
 	}
 	Normalize(def, opts)
-	return def, nil
+	return def, probs
+}
+
+// DiagnoseFile is Diagnose on a file. A file that cannot be read is one
+// problem without a line, naming the file.
+func DiagnoseFile(path string, opts LoadOptions) (*Definition, ErrorList) {
+	data, err := source.Read(path)
+	if err != nil {
+		msg := err.Error()
+		var se *source.Error
+		if errors.As(err, &se) {
+			msg = se.Msg
+		}
+		return nil, ErrorList{{Pos: Pos{File: path}, Msg: msg}}
+	}
+	return Diagnose(data, path, opts)
+}
+
+// TopLevelKeys returns the keys of the top-level mapping of a YAML or JSON
+// file, or nil when it has none or does not parse: enough to tell a workflow
+// from another kind of file (an adapter) without loading it.
+func TopLevelKeys(data []byte, filename string) []string {
+	root, errs := decode(data, filename)
+	if len(errs) > 0 || root.Kind != yaml.MappingNode {
+		return nil
+	}
+	keys := make([]string, 0, len(root.Content)/2)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Kind == yaml.ScalarNode {
+			keys = append(keys, k.Value)
+		}
+	}
+	return keys
 }
 
 // decode parses data into the root node of its only document.

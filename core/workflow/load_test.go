@@ -391,7 +391,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "control character", src: "id: \x01\n",
 			want: []string{`wf.yaml:1:5: invalid YAML: control characters are not allowed`}},
 		{name: "undefined alias", src: "id: *nope\n",
-			want: []string{`wf.yaml: invalid YAML: unknown anchor 'nope' referenced`}},
+			want: []string{`wf.yaml:1:5: invalid YAML: unknown anchor 'nope' referenced`}},
+		{name: "undefined alias, placed past text that only looks like one", src: "id: wf # *nope\ngoal: \"*nope\"\nstages:\n  - id: s\n    tasks: [{id: a, adapter: *nope}]\n",
+			want: []string{`wf.yaml:5:30: invalid YAML: unknown anchor 'nope' referenced`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/vibeteam/vibeteam/internal/source"
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -257,9 +259,13 @@ var yamlFirstLinePrefixes = []string{
 	"block sequence entries ", "exceeded max depth ",
 }
 
+// yamlAliasRE is yaml.v3's message for an alias to an anchor never defined,
+// which carries no position: the alias is looked for in the text instead.
+var yamlAliasRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
 // yamlSyntaxError turns "yaml: line 3: did not find expected key" into an
-// Error at line 3: yaml.v3 only reports errors as text. Errors that yaml.v3
-// cannot place (an undefined alias, say) keep only the file name.
+// Error at line 3: yaml.v3 only reports errors as text. Errors that cannot
+// be placed keep only the file name.
 func yamlSyntaxError(err error, file string, data []byte) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	pos := Pos{File: file}
@@ -277,6 +283,10 @@ func yamlSyntaxError(err error, file string, data []byte) *Error {
 		// on the line after the last one.
 		if last, _ := newLineCounter(data).pos(len(data)); pos.Line > last {
 			pos.Line, pos.Col = last, 0
+		}
+	case yamlAliasRE.MatchString(msg):
+		if off := source.AliasOffset(data, yamlAliasRE.FindStringSubmatch(msg)[1]); off >= 0 {
+			pos.Line, pos.Col = newLineCounter(data).pos(off)
 		}
 	case slices.Contains(yamlReaderProblems, msg):
 		if off := yamlBadChar(data); off >= 0 {

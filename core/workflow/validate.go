@@ -1,11 +1,17 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/template"
 	"unicode"
+
+	"github.com/vibeteam/vibeteam/core/render"
 )
 
 // Validate runs the semantic checks (stages and tasks present, ids unique,
@@ -54,7 +60,10 @@ type checker struct {
 	// (a list where a string belongs, say): the semantic check of such a field
 	// would only repeat the same problem in vaguer words.
 	broken map[string]bool
-	errs   ErrorList
+	goal   string // for {{.goal}} in prompts
+	// commands holds the adapter and directory pairs whose command was looked for.
+	commands map[string]bool
+	errs     ErrorList
 }
 
 // firstDef remembers where an id was first seen, to point at it from the
@@ -65,7 +74,7 @@ type firstDef struct {
 }
 
 func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[string]bool, root Pos) ErrorList {
-	c := &checker{opts: opts, pos: pos, broken: broken}
+	c := &checker{opts: opts, pos: pos, broken: broken, goal: def.Goal, commands: map[string]bool{}}
 	switch def.Kind {
 	case "", KindStages:
 	case KindGrimoire:
@@ -120,25 +129,44 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 		c.unique(ids, "task", t.ID, tf+".id", tpos)
 	}
 
+	// known: the adapter is registered, so its modes can be asked about.
 	af := tf + ".adapter"
+	known := false
 	switch {
 	case c.broken[af]:
 	case strings.TrimSpace(t.Adapter) == "":
 		c.missing(tf, "adapter", tpos)
-	case c.opts.Adapters != nil && !c.opts.Adapters.Has(t.Adapter):
-		known := "no adapters are registered"
-		if names := c.opts.Adapters.Names(); len(names) > 0 {
-			known = "known: " + strings.Join(names, ", ")
+	case c.opts.Adapters == nil:
+	case c.opts.Adapters.Has(t.Adapter):
+		known = true
+	default:
+		if bs, ok := c.opts.Adapters.(BrokenSet); ok {
+			if err := bs.Broken(t.Adapter); err != nil {
+				c.add(c.at(af, tpos), af, brokenAdapterMsg(t.Adapter, err))
+				break
+			}
 		}
-		c.add(c.at(af, tpos), af, fmt.Sprintf("unknown adapter %q (%s)", t.Adapter, known))
+		names := "no adapters are registered"
+		if list := c.opts.Adapters.Names(); len(list) > 0 {
+			names = "known: " + strings.Join(list, ", ")
+		}
+		c.add(c.at(af, tpos), af, fmt.Sprintf("unknown adapter %q (%s)", t.Adapter, names))
 	}
 
+	// A mode that is not one of the two is reported once, here: the checks
+	// that depend on the mode would only repeat it.
 	mf := tf + ".executionMode"
+	validMode := true
 	switch t.ExecutionMode {
 	case "", ModeInteractive, ModeHeadless:
 	default:
+		validMode = false
 		if !c.broken[mf] {
-			c.add(c.at(mf, tpos), mf, fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, t.ExecutionMode))
+			msg := fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, t.ExecutionMode)
+			if s := suggest(t.ExecutionMode, []string{ModeInteractive, ModeHeadless}); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			c.add(c.at(mf, tpos), mf, msg)
 		}
 	}
 
@@ -149,20 +177,26 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	if c.opts.ForceHeadless {
 		effective = ModeHeadless
 	}
-	if ms, ok := c.opts.Adapters.(ModeSet); ok && !c.broken[af] && c.opts.Adapters.Has(t.Adapter) && !ms.HasMode(t.Adapter, effective) {
-		msg := fmt.Sprintf("adapter %q has no %s mode", t.Adapter, effective)
-		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
-			msg += " (--headless runs every task headless)"
+	// runnable: the adapter is known and has the mode the task runs in.
+	runnable := known && (validMode || c.opts.ForceHeadless)
+	if ms, ok := c.opts.Adapters.(ModeSet); ok && runnable {
+		if !ms.HasMode(t.Adapter, effective) {
+			runnable = false
+			msg := fmt.Sprintf("adapter %q has no %s mode", t.Adapter, effective)
+			if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
+				msg += " (--headless runs every task headless)"
+			}
+			c.add(c.at(mf, tpos), af, msg)
+		} else if len(t.PendingInputs) > 0 && !ms.TakesQueue(t.Adapter, effective) {
+			qf := tf + ".pendingInputs"
+			c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
 		}
-		c.add(c.at(mf, tpos), af, msg)
-	} else if ok && len(t.PendingInputs) > 0 && c.opts.Adapters.Has(t.Adapter) && !ms.TakesQueue(t.Adapter, effective) {
-		qf := tf + ".pendingInputs"
-		c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
 	}
 
 	pf := tf + ".prompt"
 	headless := t.ExecutionMode == ModeHeadless || c.opts.ForceHeadless
 	if headless && strings.TrimSpace(t.Prompt) == "" && !c.broken[pf] {
+		runnable = false // the launch check would say it again
 		msg := "a headless task needs a prompt"
 		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
 			msg = fmt.Sprintf("task %q has no prompt; --headless runs every task headless, and a headless task needs a prompt", t.ID)
@@ -170,12 +204,27 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 		c.add(c.at(pf, tpos), pf, msg)
 	}
 
-	if !c.broken[pf] && strings.Contains(t.Prompt, "{{") {
-		// Syntax only: variables are known at run time.
+	// The prompt as the agent will get it, when that can be known here.
+	prompt, promptKnown := t.Prompt, !strings.Contains(t.Prompt, "{{")
+	if !c.broken[pf] && !promptKnown {
 		if _, err := template.New("prompt").Parse(t.Prompt); err != nil {
 			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
 			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
 			c.add(c.at(pf, tpos), pf, "template line "+msg)
+		} else if c.opts.Vars != nil {
+			// Rendered as run renders it, so a missing --set variable is
+			// found here, at its task, and not by a run already under way.
+			out, err := render.Prompt(t.ID, t.Prompt, c.opts.Vars, c.goal)
+			if err != nil {
+				c.add(c.at(pf, tpos), pf, strings.TrimPrefix(err.Error(), fmt.Sprintf("prompt of task %q: ", t.ID)))
+			} else {
+				prompt, promptKnown = out, true
+			}
+		}
+	}
+	if ls, ok := c.opts.Adapters.(LaunchSet); ok && runnable && promptKnown && !c.broken[pf] {
+		if err := ls.CheckLaunch(t.Adapter, effective, prompt, t.ExtraArgs); err != nil {
+			c.add(c.at(pf, tpos), pf, err.Error())
 		}
 	}
 
@@ -187,6 +236,63 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 			c.add(c.at(tf+"."+d.key, tpos), tf+"."+d.key, "must be a positive duration")
 		}
 	}
+
+	dir, dirOK := c.dir(tf, t, tpos)
+	if cs, ok := c.opts.Adapters.(CommandSet); ok && known && dirOK && c.opts.Commands != CheckOff {
+		// Once per adapter and directory: ten tasks of an agent that is not
+		// installed are one problem.
+		key := t.Adapter + "\x00" + dir
+		if !c.commands[key] {
+			c.commands[key] = true
+			if err := cs.CheckCommand(t.Adapter, dir); err != nil {
+				c.errs = append(c.errs, &Error{Pos: c.at(af, tpos), Field: af, Msg: err.Error(), Warning: c.opts.Commands == CheckWarn})
+			}
+		}
+	}
+}
+
+// dir checks the task's cwd when the base directory is known, and returns
+// the directory the task would run in and whether it is usable.
+func (c *checker) dir(tf string, t Task, tpos Pos) (string, bool) {
+	if c.opts.BaseDir == "" {
+		return "", false
+	}
+	dir := c.opts.BaseDir
+	switch {
+	case t.Cwd == "":
+		return dir, true
+	case filepath.IsAbs(t.Cwd):
+		dir = t.Cwd
+	default:
+		dir = filepath.Join(c.opts.BaseDir, t.Cwd)
+	}
+	cf := tf + ".cwd"
+	if c.broken[cf] {
+		return dir, false
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.add(c.at(cf, tpos), cf, fmt.Sprintf("directory %s does not exist (cwd is relative to the base directory %s)", dir, c.opts.BaseDir))
+	case err != nil:
+		c.add(c.at(cf, tpos), cf, fmt.Sprintf("cannot use %s: %v", dir, err))
+	case !st.IsDir():
+		c.add(c.at(cf, tpos), cf, fmt.Sprintf("%s is not a directory", dir))
+	default:
+		return dir, true
+	}
+	return dir, false
+}
+
+// brokenAdapterMsg names an adapter whose file did not load and its first
+// problem; "vibeteam adapters" lists them all.
+func brokenAdapterMsg(name string, err error) string {
+	first, _, more := strings.Cut(err.Error(), "\n")
+	msg := fmt.Sprintf("adapter %q cannot be used: its file is broken: %s", name, first)
+	if more {
+		msg += " (vibeteam adapters lists every problem)"
+	}
+	return msg
 }
 
 // id checks an id that must be present and usable as a file name (task ids
