@@ -246,7 +246,8 @@ func rejectArgs(cmd *ucli.Command) {
 	}
 }
 
-// atLeastZero validates an int flag that counts something.
+// atLeastZero rejects a negative count, which would otherwise be taken
+// silently and read downstream as "off".
 func atLeastZero(name string) func(*ucli.Context, int) error {
 	return func(_ *ucli.Context, v int) error {
 		if v < 0 {

@@ -54,6 +54,8 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 	} {
 		wantUsage(t, c.args, p.run(c.args...), c.want)
 	}
+	t.Setenv("VIBETEAM_KEEP_SESSIONS", "-1")
+	wantUsage(t, []string{"run", "demo"}, p.run("run", "demo"), "--keep-sessions must be 0 or more, not -1")
 	if p.exists(".vibeteam/sessions") {
 		t.Error("a rejected command created sessions")
 	}

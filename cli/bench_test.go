@@ -133,3 +133,63 @@ states:
 		}
 	}
 }
+
+// runWorkflow times one `vibeteam run` of a generated workflow, whole
+// process, in a fresh directory.
+func runWorkflow(b *testing.B, yaml string) time.Duration {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.WriteFile(dir+"/wf.yaml", []byte(yaml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := exec.Command(vibeteam, "--base-dir", dir, "run", dir+"/wf.yaml").CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkWideStage is one stage of N `true` tasks: the checkpoint cost
+// must grow with the work, not with its square (ms per task should stay
+// about flat from 100 to 1000).
+func BenchmarkWideStage(b *testing.B) {
+	for _, n := range []int{100, 300, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString("id: wide\nstages:\n  - id: s\n    tasks:\n")
+			for i := 0; i < n; i++ {
+				fmt.Fprintf(&sb, "      - { id: t%d, adapter: shell, executionMode: headless, prompt: \"true\" }\n", i)
+			}
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				total += runWorkflow(b, sb.String())
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N)/float64(n), "ms/task")
+		})
+	}
+}
+
+// BenchmarkLongWorkflow is 200 one-task stages of `echo`, against `sh`
+// running the same 200 commands (each through sh -c, as the shell adapter
+// does): the ratio is the engine's overhead per step.
+func BenchmarkLongWorkflow(b *testing.B) {
+	const n = 200
+	var wf, script strings.Builder
+	wf.WriteString("id: long\nstages:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&wf, "  - id: s%d\n    tasks:\n      - { id: t%d, adapter: shell, executionMode: headless, prompt: \"echo %d\" }\n", i, i, i)
+		fmt.Fprintf(&script, "sh -c 'echo %d'\n", i)
+	}
+	var ours, sh time.Duration
+	for i := 0; i < b.N; i++ {
+		ours += runWorkflow(b, wf.String())
+		start := time.Now()
+		if out, err := exec.Command("sh", "-c", script.String()).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		sh += time.Since(start)
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "ms/run")
+	b.ReportMetric(float64(sh.Milliseconds())/float64(b.N), "sh-ms/run")
+	b.ReportMetric(float64(ours)/float64(sh), "x-sh")
+}

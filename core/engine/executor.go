@@ -84,6 +84,7 @@ type Executor struct {
 
 	mu      sync.Mutex
 	overall string
+	journal *state.Journal // while Run runs: changes are appended here
 	active  map[string]*taskRun
 	kept    []*taskRun // DONE with keepAlive: stopped when the run ends
 
@@ -162,14 +163,22 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	x.sess.Status = state.StatusRunning
 	x.sess.EndTime = nil
 	x.sess.Error = ""
-	x.saveLocked()
+	if x.opts.Manager != nil {
+		j, err := x.opts.Manager.OpenJournal(x.sess)
+		if err != nil {
+			x.mu.Unlock()
+			return Outcome{}, err
+		}
+		x.journal = j
+	}
+	x.compactLocked()
 	x.mu.Unlock()
 
 	for i := x.sess.CurrentStageIndex; i < len(stages); i++ {
 		st := stages[i]
 		x.mu.Lock()
 		x.sess.CurrentStageIndex = i
-		x.saveLocked()
+		x.checkpointLocked(state.Change{Stage: &i}, true)
 		x.mu.Unlock()
 		x.emit(EvStageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
 
@@ -205,7 +214,11 @@ func (x *Executor) finish(status state.Status, failedTask, reason string) Outcom
 	case reason != "" && status != state.StatusCancelled:
 		x.sess.Error = reason
 	}
-	x.saveLocked()
+	x.compactLocked()
+	if x.journal != nil {
+		_ = x.journal.Close()
+		x.journal = nil // later changes (none expected) save whole
+	}
 	x.mu.Unlock()
 	return Outcome{Status: status, FailedTask: failedTask, Reason: reason}
 }
@@ -260,7 +273,9 @@ func (x *Executor) status(taskID string) state.TaskStatus {
 func (x *Executor) setStatus(taskID string, st state.TaskStatus, fields map[string]any) {
 	x.mu.Lock()
 	x.sess.TaskStatus[taskID] = st
-	x.saveLocked()
+	// The end of a task is made durable; its other steps need only survive
+	// vibeteam being killed.
+	x.checkpointLocked(state.Change{Task: taskID, Status: st, Record: x.sess.Tasks[taskID]}, st == state.TaskDone || st == state.TaskError)
 	overall := x.deriveLocked()
 	changed := overall != x.overall
 	x.overall = overall
@@ -333,7 +348,36 @@ func (x *Executor) record(taskID string) *state.TaskRecord {
 }
 
 func (x *Executor) addHistoryLocked(kind, taskID, text string) {
-	x.sess.History = append(x.sess.History, state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text})
+	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
+	x.sess.History = append(x.sess.History, h)
+	x.checkpointLocked(state.Change{History: &h}, false)
+}
+
+// checkpointLocked records a change of the session: appended to the
+// journal, at the cost of the change rather than of the whole session.
+func (x *Executor) checkpointLocked(c state.Change, durable bool) {
+	if x.journal == nil {
+		x.saveLocked()
+		return
+	}
+	if err := x.journal.Append(c, durable); err != nil {
+		x.emit("error", "", map[string]any{"error": "checkpoint session: " + err.Error()})
+		return
+	}
+	if x.journal.Due() {
+		x.compactLocked()
+	}
+}
+
+// compactLocked writes the whole session and empties the journal.
+func (x *Executor) compactLocked() {
+	if x.journal == nil {
+		x.saveLocked()
+		return
+	}
+	if err := x.journal.Compact(x.sess); err != nil {
+		x.emit("error", "", map[string]any{"error": "save session: " + err.Error()})
+	}
 }
 
 // Send queues text for a running task: written to its stdin (headless) or

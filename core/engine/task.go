@@ -218,7 +218,7 @@ func (tr *taskRun) popQueue() []string {
 	if len(rec.PendingInputs) > 0 {
 		rec.PendingInputs = rec.PendingInputs[1:]
 	}
-	x.saveLocked()
+	x.checkpointLocked(state.Change{Task: tr.task.ID, Record: rec}, false)
 	return append([]string(nil), rec.PendingInputs...)
 }
 
@@ -229,7 +229,6 @@ func (tr *taskRun) send(text, source string) error {
 	x := tr.x
 	x.mu.Lock()
 	x.addHistoryLocked("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
-	x.saveLocked()
 	x.mu.Unlock()
 	x.emit(EvTaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
 	return nil

@@ -180,6 +180,9 @@ func readSession(path string) (*Session, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
 	}
+	if err := applyJournal(&s, strings.TrimSuffix(path, ".json")+".journal"); err != nil {
+		return nil, fmt.Errorf("read session %s: %w", path, err)
+	}
 	return &s, nil
 }
 
@@ -335,6 +338,9 @@ func (m *Manager) removeSession(id string) error {
 		errs = append(errs, fmt.Errorf("prune %s: %w", id, err))
 	}
 	if err := os.Remove(m.EventLogPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("prune %s: %w", id, err))
+	}
+	if err := os.Remove(m.journalPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("prune %s: %w", id, err))
 	}
 	return errors.Join(errs...)

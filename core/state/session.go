@@ -75,12 +75,14 @@ type Session struct {
 	WorkflowDefinition *workflow.Definition   `json:"workflowDefinition"`
 	// SourceDigest is the sha256 of the workflow file when the definition
 	// was read from it, so resume can tell the file has changed since.
-	SourceDigest string     `json:"sourceDigest,omitempty"`
-	BaseDir      string     `json:"baseDir"`
-	StartTime    time.Time  `json:"startTime"`
-	UpdatedAt    time.Time  `json:"updatedAt"`
-	EndTime      *time.Time `json:"endTime,omitempty"`
-	Error        string     `json:"error,omitempty"`
+	SourceDigest string `json:"sourceDigest,omitempty"`
+	// JournalSeq is the last journal change this snapshot holds.
+	JournalSeq uint64     `json:"journalSeq,omitempty"`
+	BaseDir    string     `json:"baseDir"`
+	StartTime  time.Time  `json:"startTime"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	EndTime    *time.Time `json:"endTime,omitempty"`
+	Error      string     `json:"error,omitempty"`
 }
 
 // Event is one line of the JSONL event log and the unit the core emits to the

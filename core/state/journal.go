@@ -1,0 +1,184 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A session is checkpointed as a snapshot (<id>.json, rewritten whole) plus
+// a journal (<id>.journal, one JSON line per change, appended). Rewriting
+// the snapshot on every change costs the size of the session each time,
+// which grows with the work; an append costs the size of the change.
+// Readers apply the journal over the snapshot; compaction folds it in.
+
+// Change is one journal line. Seq orders the lines; a snapshot records the
+// last Seq it contains, so replaying a journal that a crash left behind
+// after its snapshot was written applies nothing twice.
+type Change struct {
+	Seq     uint64        `json:"seq"`
+	Time    time.Time     `json:"time"`
+	Task    string        `json:"task,omitempty"`
+	Status  TaskStatus    `json:"status,omitempty"`  // the task's status
+	Record  *TaskRecord   `json:"record,omitempty"`  // the task's whole record
+	History *HistoryEntry `json:"history,omitempty"` // appended to the history
+	Stage   *int          `json:"stage,omitempty"`   // currentStageIndex
+}
+
+// compactAfter is how many journal lines a session gathers before they are
+// folded into the snapshot; it keeps reads fast at a cost that stays
+// proportional to the work.
+const compactAfter = 4096
+
+func (m *Manager) journalPath(id string) string {
+	return strings.TrimSuffix(m.SessionPath(id), ".json") + ".journal"
+}
+
+// Journal appends a running session's changes.
+type Journal struct {
+	m    *Manager
+	id   string
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	seq  uint64
+	size int // lines since the last compaction
+}
+
+// OpenJournal starts journaling s, whose snapshot must have been saved:
+// changes continue after the last one it holds.
+func (m *Manager) OpenJournal(s *Session) (*Journal, error) {
+	f, err := os.OpenFile(m.journalPath(s.ID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, fileMode)
+	if err != nil {
+		return nil, fmt.Errorf("open journal of %s: %w", s.ID, err)
+	}
+	return &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq}, nil
+}
+
+// Append writes c. durable makes it survive a power loss before Append
+// returns (an fsync, for ends of tasks and stages); without it, it survives
+// the process being killed, which is what resume needs most.
+func (j *Journal) Append(c Change, durable bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal closed")
+	}
+	j.seq++
+	c.Seq, c.Time = j.seq, time.Now()
+	line, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	if _, err := j.w.Write(line); err != nil {
+		return err
+	}
+	// Flushed at once: a reader (show, sessions) or a crash must see it.
+	if err := j.w.Flush(); err != nil {
+		return err
+	}
+	j.size++
+	if durable {
+		return j.f.Sync()
+	}
+	return nil
+}
+
+// Due reports whether enough has been journaled to compact.
+func (j *Journal) Due() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.size >= compactAfter
+}
+
+// Compact writes s (which holds every change journaled so far) as the
+// snapshot and empties the journal.
+func (j *Journal) Compact(s *Session) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s.JournalSeq = j.seq
+	if err := j.m.Save(s); err != nil {
+		return err
+	}
+	j.size = 0
+	if j.f == nil {
+		return nil
+	}
+	// A crash before this truncation leaves lines the snapshot already
+	// holds; their Seq makes the reader skip them.
+	return j.f.Truncate(0)
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := errors.Join(j.w.Flush(), j.f.Close())
+	j.f = nil
+	return err
+}
+
+// applyJournal applies the journal at path over s. A last line cut short
+// (a crash in the middle of a write) is ignored.
+func applyJournal(s *Session, path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			break // cut short
+		}
+		line := data[:nl]
+		data = data[nl+1:]
+		var c Change
+		if err := json.Unmarshal(line, &c); err != nil {
+			return fmt.Errorf("journal %s: %w", path, err)
+		}
+		if c.Seq <= s.JournalSeq {
+			continue
+		}
+		s.apply(c)
+	}
+	return nil
+}
+
+func (s *Session) apply(c Change) {
+	s.JournalSeq = c.Seq
+	if c.Task != "" {
+		if s.TaskStatus == nil {
+			s.TaskStatus = map[string]TaskStatus{}
+		}
+		if s.Tasks == nil {
+			s.Tasks = map[string]*TaskRecord{}
+		}
+		if c.Status != "" {
+			s.TaskStatus[c.Task] = c.Status
+		}
+		if c.Record != nil {
+			s.Tasks[c.Task] = c.Record
+		}
+	}
+	if c.History != nil {
+		s.History = append(s.History, *c.History)
+	}
+	if c.Stage != nil {
+		s.CurrentStageIndex = *c.Stage
+	}
+	s.UpdatedAt = c.Time
+}
