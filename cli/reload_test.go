@@ -126,3 +126,45 @@ stages:
 		t.Errorf("ok.txt %q, want the forced task run twice", got)
 	}
 }
+
+// Sessions carry a format version: v1 files (no version field) resume and
+// are written back as v2; a newer format is refused with a clear message.
+func TestSessionFormatVersions(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", `id: v
+stages:
+  - id: one
+    tasks:
+      - { id: a, adapter: shell, executionMode: headless, prompt: "echo a >> a.txt" }
+  - id: two
+    tasks:
+      - { id: b, adapter: shell, executionMode: headless, prompt: "test -f go" }
+`)
+	wantCode(t, p.run("run", "wf.yaml"), 1)
+	s := p.only()
+	if s.Version != state.FormatVersion {
+		t.Errorf("new session has version %d", s.Version)
+	}
+	path := ".vibeteam/sessions/" + s.ID + ".json"
+	v1 := strings.Replace(p.read(path), `"version": 2,`, "", 1)
+	if v1 == p.read(path) {
+		t.Fatal("no version field to remove")
+	}
+	p.write(path, v1)
+	p.write("go", "")
+	wantCode(t, p.run("resume", s.ID), 0)
+	if got := p.read("a.txt"); got != "a\n" {
+		t.Errorf("a v1 session's DONE task ran again: %q", got)
+	}
+	if s := p.only(); s.Version != state.FormatVersion || s.Status != state.StatusCompleted {
+		t.Errorf("after resume: version %d, status %s", s.Version, s.Status)
+	}
+
+	p.write(path, strings.Replace(p.read(path), `"version": 2,`, `"version": 3,`, 1))
+	p.write(path, strings.Replace(p.read(path), `"status": "completed"`, `"status": "failed"`, 1))
+	r := p.run("resume", s.ID)
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "format v3 by a newer vibeteam") {
+		t.Errorf("a newer format is not refused clearly:\n%s", r.stderr)
+	}
+}

@@ -30,6 +30,9 @@ type Change struct {
 	Record  *TaskRecord   `json:"record,omitempty"`  // the task's whole record
 	History *HistoryEntry `json:"history,omitempty"` // appended to the history
 	Stage   *int          `json:"stage,omitempty"`   // currentStageIndex
+	Cursor  *string       `json:"cursor,omitempty"`  // the next step's address
+	Run     *StepRun      `json:"run,omitempty"`     // the step run at RunKey
+	RunKey  string        `json:"runKey,omitempty"`
 }
 
 // compactAfter is how many journal lines a session gathers before they are
@@ -179,6 +182,15 @@ func (s *Session) apply(c Change) {
 	}
 	if c.Stage != nil {
 		s.CurrentStageIndex = *c.Stage
+	}
+	if c.Cursor != nil {
+		s.Cursor = *c.Cursor
+	}
+	if c.Run != nil {
+		if s.Runs == nil {
+			s.Runs = map[string]*StepRun{}
+		}
+		s.Runs[c.RunKey] = c.Run
 	}
 	s.UpdatedAt = c.Time
 }

@@ -99,6 +99,9 @@ func (m *Manager) Save(s *Session) error {
 	defer mu.Unlock()
 
 	s.UpdatedAt = time.Now()
+	if s.Version < FormatVersion {
+		s.Version = FormatVersion // a v1 session is a v2 one without runs
+	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
@@ -189,6 +192,12 @@ func readSession(path string) (*Session, error) {
 // Check rejects a session that parses but cannot be shown or resumed (a
 // file edited by hand, or written by another version).
 func (s *Session) Check() error {
+	switch {
+	case s.Version > FormatVersion:
+		return fmt.Errorf("written in session format v%d by a newer vibeteam; this one reads up to v%d", s.Version, FormatVersion)
+	case s.Version < 0:
+		return fmt.Errorf("bad format version %d", s.Version)
+	}
 	if s.WorkflowDefinition == nil {
 		return errors.New("no workflowDefinition")
 	}

@@ -61,13 +61,36 @@ type TaskRecord struct {
 	Attempts      int        `json:"attempts,omitempty"`
 }
 
+// FormatVersion is the session file format this vibeteam writes. Version 1
+// files (no version field: stage workflows only) are read and upgraded;
+// newer ones are refused, never half-understood.
+const FormatVersion = 2
+
+// StepRun is one run of a step at one address (a grimoire step inside a
+// loop runs once per iteration, each at its own address).
+type StepRun struct {
+	Name      string     `json:"name"`
+	Type      string     `json:"type"`
+	Status    string     `json:"status"` // running | done | failed | skipped | blocked | stopped
+	Result    any        `json:"result,omitempty"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	Attempts  int        `json:"attempts,omitempty"`
+}
+
 // Session is the checkpoint written to .vibeteam/sessions/<id>.json.
 type Session struct {
+	Version            int                    `json:"version"`
 	ID                 string                 `json:"id"`
 	Workflow           string                 `json:"workflow"` // the definition's id
 	Goal               string                 `json:"goal,omitempty"`
 	Status             Status                 `json:"status"`
 	CurrentStageIndex  int                    `json:"currentStageIndex"`
+	// Cursor is the address of the step to run next (grimoires), e.g.
+	// "2.3/0": step 0 of iteration 3 of the loop that is step 2.
+	Cursor string `json:"cursor,omitempty"`
+	// Runs are the step runs by address.
+	Runs map[string]*StepRun `json:"runs,omitempty"`
 	TaskStatus         map[string]TaskStatus  `json:"taskStatus"`
 	Tasks              map[string]*TaskRecord `json:"tasks"`
 	History            []HistoryEntry         `json:"history"`
