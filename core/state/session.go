@@ -80,17 +80,17 @@ type StepRun struct {
 
 // Session is the checkpoint written to .vibeteam/sessions/<id>.json.
 type Session struct {
-	Version            int                    `json:"version"`
-	ID                 string                 `json:"id"`
-	Workflow           string                 `json:"workflow"` // the definition's id
-	Goal               string                 `json:"goal,omitempty"`
-	Status             Status                 `json:"status"`
-	CurrentStageIndex  int                    `json:"currentStageIndex"`
+	Version           int    `json:"version"`
+	ID                string `json:"id"`
+	Workflow          string `json:"workflow"` // the definition's id
+	Goal              string `json:"goal,omitempty"`
+	Status            Status `json:"status"`
+	CurrentStageIndex int    `json:"currentStageIndex"`
 	// Cursor is the address of the step to run next (grimoires), e.g.
 	// "2.3/0": step 0 of iteration 3 of the loop that is step 2.
 	Cursor string `json:"cursor,omitempty"`
 	// Runs are the step runs by address.
-	Runs map[string]*StepRun `json:"runs,omitempty"`
+	Runs               map[string]*StepRun    `json:"runs,omitempty"`
 	TaskStatus         map[string]TaskStatus  `json:"taskStatus"`
 	Tasks              map[string]*TaskRecord `json:"tasks"`
 	History            []HistoryEntry         `json:"history"`
