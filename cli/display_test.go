@@ -78,11 +78,10 @@ stages:
 	v.resize(50, 40)
 	// The next redraw after the resize is at most one tick away; the
 	// bravo task ending is one more.
-	v.waitFor("bravo DONE", func(s []string) bool {
+	screen := v.waitFor("bravo DONE", func(s []string) bool {
 		rows := rowsWith(s, "bravo")
-		return len(rows) == 1 && strings.Contains(s[rows[0]], "DONE")
+		return len(rows) == 1 && strings.Contains(s[rows[0]], "DONE") && len(rowsWith(s, "alpha task")) > 0
 	})
-	screen := v.screen()
 	for _, prefix := range []string{"alpha task", "bravo task"} {
 		rows := rowsWith(screen, prefix)
 		if len(rows) != 1 {

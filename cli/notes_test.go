@@ -28,11 +28,10 @@ stages:
 	v.waitText("reply ›")
 	// Third ends once First's prompt is up.
 	p.write("go.txt", "")
-	v.waitFor("the notes about Second and Third", func(s []string) bool {
+	screen := v.waitFor("the notes about Second and Third", func(s []string) bool {
 		all := strings.Join(s, "\n")
 		return strings.Contains(all, "Second (b) is waiting too") && strings.Contains(all, "task Third (c) DONE")
 	})
-	screen := v.screen()
 	prompts := rowsWith(screen, "reply ›")
 	if len(prompts) != 1 {
 		t.Fatalf("%d reply prompts on screen, want 1\n%s", len(prompts), v.dump())

@@ -140,19 +140,20 @@ func (v *vterm) dump() string {
 	return strings.Join(v.screen(), "\n")
 }
 
-// waitFor waits, with a deadline, until cond holds for the screen.
-func (v *vterm) waitFor(what string, cond func(screen []string) bool) {
+// waitFor waits, with a deadline, until cond holds for the screen, and
+// returns that screen: a later look may catch a redraw half read.
+func (v *vterm) waitFor(what string, cond func(screen []string) bool) []string {
 	v.t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
-		if cond(v.screen()) {
-			return
+		if s := v.screen(); cond(s) {
+			return s
 		}
 		select {
 		case <-v.changed:
 		case <-v.readDone:
-			if cond(v.screen()) {
-				return
+			if s := v.screen(); cond(s) {
+				return s
 			}
 			v.t.Fatalf("vibeteam ended before %s\nscreen:\n%s", what, v.dump())
 		case <-deadline:
@@ -174,17 +175,19 @@ func (v *vterm) send(s string) {
 	}
 }
 
-// resize changes the size of the PTY (vibeteam gets SIGWINCH) and of the
-// virtual terminal.
+// resize changes the size of the PTY (vibeteam gets SIGWINCH), then of the
+// virtual terminal. In this order, what vibeteam draws for the new size is
+// never shown at the old one; what it drew for the old size may be shown at
+// the new one, wrapped, as a terminal shows it after a resize.
 func (v *vterm) resize(cols, rows int) {
 	v.t.Helper()
+	if err := pty.Setsize(v.ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		v.t.Fatal(err)
+	}
 	v.mu.Lock()
 	v.vt.Resize(cols, rows)
 	v.cols, v.rows = cols, rows
 	v.mu.Unlock()
-	if err := pty.Setsize(v.ptm, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
-		v.t.Fatal(err)
-	}
 }
 
 // wait waits for vibeteam to exit and for all it wrote to be on screen.

@@ -23,10 +23,18 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/e2e/fakegemini"
+	"github.com/vibeteam/vibeteam/e2e/fakeopenai"
 )
 
-// Pinned CLI versions; run.sh installs these.
-const claudeVersion = "2.1.197"
+// The agent CLIs the tier drives: the adapter (and binary) name, and the
+// npm package and pinned version run.sh installs.
+var agents = []struct{ name, pkg, version string }{
+	{"claude", "@anthropic-ai/claude-code", "2.1.197"},
+	{"codex", "@openai/codex", "0.169.0"},
+	{"gemini", "@google/gemini-cli", "0.61.0"},
+	{"opencode", "opencode-ai", "1.18.33"},
+}
 
 // testAPIKey is the key the tests give Claude Code (it never leaves the
 // machine: the base URL is the fake server).
@@ -37,9 +45,10 @@ const testAPIKey = "sk-test-e2e-key-0123456789"
 var runTimeout = 120 * time.Second
 
 var (
-	vibeteamBin string // built once by TestMain
-	cacheDir    string // VIBETEAM_E2E_CACHE
-	claudeBin   string // empty when not installed
+	vibeteamBin string            // built once by TestMain (or VIBETEAM_E2E_BIN)
+	cacheDir    string            // VIBETEAM_E2E_CACHE
+	agentBins   map[string]string // agent name -> its binary in the cache, when installed
+	binDir      string            // the cache's node_modules/.bin
 )
 
 func TestMain(m *testing.M) {
@@ -64,8 +73,20 @@ func testMain(m *testing.M) int {
 		}
 		runTimeout = d
 	}
-	if p := filepath.Join(cacheDir, "node_modules", ".bin", "claude"); isExecutable(p) {
-		claudeBin = p
+	binDir = filepath.Join(cacheDir, "node_modules", ".bin")
+	agentBins = map[string]string{}
+	var found []string
+	for _, a := range agents {
+		if p := filepath.Join(binDir, a.name); isExecutable(p) {
+			agentBins[a.name] = p
+			found = append(found, a.name)
+		}
+	}
+	if bin := os.Getenv("VIBETEAM_E2E_BIN"); bin != "" {
+		// A vibeteam built elsewhere (e.g. from another revision).
+		vibeteamBin = bin
+		fmt.Fprintf(os.Stderr, "e2e: vibeteam %s (VIBETEAM_E2E_BIN); agents installed: %v\n", bin, found)
+		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "vibeteam-e2e-bin")
 	if err != nil {
@@ -86,15 +107,8 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: go build of vibeteam failed:", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "e2e: built vibeteam (race=%v) in %s; claude: %s\n", raceEnabled, time.Since(start).Round(time.Millisecond), orNone(claudeBin))
+	fmt.Fprintf(os.Stderr, "e2e: built vibeteam (race=%v) in %s; agents installed in %s: %v\n", raceEnabled, time.Since(start).Round(time.Millisecond), binDir, found)
 	return m.Run()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "not installed"
-	}
-	return s
 }
 
 func isExecutable(p string) bool {
@@ -102,22 +116,43 @@ func isExecutable(p string) bool {
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
-func needClaude(t *testing.T) {
+// needAgent skips the test when the agent CLI is not installed in the
+// cache.
+func needAgent(t *testing.T, name string) {
 	t.Helper()
-	if claudeBin == "" {
-		t.Skipf("claude not installed in %s: run e2e/run.sh, or npm install --prefix %q @anthropic-ai/claude-code@%s",
-			cacheDir, cacheDir, claudeVersion)
+	if agentBins[name] != "" {
+		return
 	}
+	for _, a := range agents {
+		if a.name == name {
+			t.Skipf("%s not installed in %s: run e2e/run.sh, or npm install --prefix %q %s@%s", name, cacheDir, cacheDir, a.pkg, a.version)
+		}
+	}
+	t.Fatalf("unknown agent %q", name)
 }
 
-// world is one test's temporary machine: a HOME for the agent, a git
-// project, a fake model server and a workflow file.
+func needClaude(t *testing.T)   { t.Helper(); needAgent(t, "claude") }
+func needCodex(t *testing.T)    { t.Helper(); needAgent(t, "codex") }
+func needGemini(t *testing.T)   { t.Helper(); needAgent(t, "gemini") }
+func needOpencode(t *testing.T) { t.Helper(); needAgent(t, "opencode") }
+
+// world is one test's temporary machine: a HOME (and for Codex a
+// CODEX_HOME) for the agent, a git project, a fake model server and a
+// workflow file. Everything lives under root, a fresh temporary directory.
 type world struct {
 	t       *testing.T
+	agent   string // the adapter the workflows use: claude, codex, gemini, opencode
 	root    string
 	home    string
 	project string
-	server  *fakeanthropic.Server
+	env     []string // the agent's own variables (config dirs, fake server, key)
+	// dir is where vibeteam starts (default: the project), with PWD set to
+	// it as a shell would.
+	dir string
+
+	server *fakeanthropic.Server // claude
+	openai *fakeopenai.Server    // codex, opencode
+	gemini *fakegemini.Server    // gemini
 
 	mu   sync.Mutex
 	runs []*result // every vibeteam run, for the failure dump
@@ -140,11 +175,18 @@ func newWorld(t *testing.T, o worldOptions) *world {
 func newWorldIn(t *testing.T, root string, o worldOptions) *world {
 	t.Helper()
 	needClaude(t)
-	w := &world{t: t, root: root, home: filepath.Join(root, "home"), project: filepath.Join(root, "project")}
+	w := newBareWorld(t, "claude", root)
 	if o.script == nil {
 		o.script = fakeanthropic.CreateFile()
 	}
 	w.server = fakeanthropic.New(t, o.script)
+	w.env = []string{
+		"ANTHROPIC_BASE_URL=" + w.server.URL(),
+		"ANTHROPIC_API_KEY=" + testAPIKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+	}
 
 	// Onboarding done (otherwise the first screen is "Unable to connect to
 	// Anthropic services"); the project is NOT trusted, so the trust dialog
@@ -155,13 +197,86 @@ func newWorldIn(t *testing.T, root string, o worldOptions) *world {
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	w.write(filepath.Join(w.home, ".claude.json"), string(b))
+	return w
+}
 
+// newBareWorld makes root's HOME and git project, and arranges the dump on
+// failure; the caller adds the agent's config and fake server.
+func newBareWorld(t *testing.T, agent, root string) *world {
+	t.Helper()
+	w := &world{t: t, agent: agent, root: root, home: filepath.Join(root, "home"), project: filepath.Join(root, "project")}
 	w.write(filepath.Join(w.project, "README.md"), "# e2e project\n")
 	w.git("init", "-q")
 	w.git("add", "README.md")
 	w.git("-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "init")
-
 	t.Cleanup(w.dumpOnFailure)
+	return w
+}
+
+// newCodexWorld is a world for the Codex CLI: a fresh, empty CODEX_HOME
+// (so the first-run screens show every time) whose config.toml points a
+// custom provider at a fake Responses server running script (default
+// fakeopenai.CreateFile(false)).
+func newCodexWorld(t *testing.T, script fakeopenai.Script) *world {
+	t.Helper()
+	needCodex(t)
+	w := newBareWorld(t, "codex", t.TempDir())
+	if script == nil {
+		script = fakeopenai.CreateFile(false)
+	}
+	w.openai = fakeopenai.New(t, script)
+	codexHome := filepath.Join(w.root, "codex-home")
+	// supports_websockets=false: otherwise Codex tries a websocket first.
+	w.write(filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-fake"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+supports_websockets = false
+`, w.openai.URL()))
+	w.env = []string{"CODEX_HOME=" + codexHome, "OPENAI_API_KEY=sk-test-e2e"}
+	return w
+}
+
+// newOpencodeWorld is a world for opencode: a config (OPENCODE_CONFIG) with
+// one OpenAI-compatible provider at a fake server running script (default:
+// CreateFile through opencode's bash tool), and XDG directories of its own.
+func newOpencodeWorld(t *testing.T, script fakeopenai.Script) *world {
+	t.Helper()
+	needOpencode(t)
+	w := newBareWorld(t, "opencode", t.TempDir())
+	if script == nil {
+		script = fakeopenai.Sequence(createTrigger, fakeopenai.DoneText, fakeopenai.OtherText, fakeopenai.Bash("touch "+createdFile))
+	}
+	w.openai = fakeopenai.New(t, script)
+	cfg := filepath.Join(w.root, "opencode.json")
+	w.write(cfg, fmt.Sprintf(`{"model":"fake/fake-model","provider":{"fake":{"npm":"@ai-sdk/openai-compatible",
+"options":{"baseURL":"%s/v1","apiKey":"sk-test-e2e"},"models":{"fake-model":{"name":"Fake Model","tool_call":true}}}}}
+`, w.openai.URL()))
+	w.env = []string{"OPENCODE_CONFIG=" + cfg, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}
+	for _, x := range []string{"CONFIG", "DATA", "CACHE", "STATE"} {
+		w.env = append(w.env, "XDG_"+x+"_HOME="+filepath.Join(w.root, "xdg", strings.ToLower(x)))
+	}
+	return w
+}
+
+// newGeminiWorld is a world for the Gemini CLI: API-key auth selected in
+// HOME's settings, GOOGLE_GEMINI_BASE_URL at a fake Gemini server running
+// script (default fakegemini.CreateFile()). The folder is not trusted up
+// front (no GEMINI_CLI_TRUST_WORKSPACE): the adapter has to deal with that.
+func newGeminiWorld(t *testing.T, script fakegemini.Script) *world {
+	t.Helper()
+	needGemini(t)
+	w := newBareWorld(t, "gemini", t.TempDir())
+	if script == nil {
+		script = fakegemini.CreateFile()
+	}
+	w.gemini = fakegemini.New(t, script)
+	w.write(filepath.Join(w.home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`+"\n")
+	w.env = []string{"GEMINI_API_KEY=test-e2e", "GOOGLE_GEMINI_BASE_URL=" + w.gemini.URL()}
 	return w
 }
 
@@ -185,24 +300,40 @@ func (w *world) git(args ...string) {
 	}
 }
 
+// The prompt of w.workflow: every fake's CreateFile script answers it by
+// creating createdFile through the agent's shell tool.
+const (
+	createTrigger = "create the file"
+	createdFile   = "e2e-created.txt"
+	createPrompt  = "Please " + createTrigger + " " + createdFile + " in this project."
+)
+
 // workflow writes a workflow of one stage (outside the project) and
-// returns its path: one claude task per id (default: one task "agent"),
-// each asked to create the file. mode is "headless" or "" (interactive,
-// the default).
+// returns its path: one task of the world's agent per id (default: one
+// task "agent"), each asked to create the file. mode is "headless" or ""
+// (interactive, the default).
 func (w *world) workflow(mode string, ids ...string) string {
+	w.t.Helper()
+	return w.promptWorkflow(mode, createPrompt, ids...)
+}
+
+// promptWorkflow is workflow with another prompt (written as a YAML
+// double-quoted string, so a template such as {{.v}} stays one).
+func (w *world) promptWorkflow(mode, prompt string, ids ...string) string {
 	w.t.Helper()
 	if len(ids) == 0 {
 		ids = []string{"agent"}
 	}
+	quoted, _ := json.Marshal(prompt)
 	var b strings.Builder
-	b.WriteString("id: e2e-claude\ngoal: create a file through a real agent\nstages:\n  - id: only\n    tasks:\n")
+	fmt.Fprintf(&b, "id: e2e-%s\ngoal: create a file through a real agent\nstages:\n  - id: only\n    tasks:\n", w.agent)
 	for _, id := range ids {
-		fmt.Fprintf(&b, "      - id: %s\n        name: %s\n        adapter: claude\n", id, strings.ToUpper(id[:1])+id[1:])
+		fmt.Fprintf(&b, "      - id: %s\n        name: %s\n        adapter: %s\n", id, strings.ToUpper(id[:1])+id[1:], w.agent)
 		if mode != "" {
 			fmt.Fprintf(&b, "        executionMode: %s\n", mode)
 		}
 		b.WriteString("        timeout: 100s\n")
-		fmt.Fprintf(&b, "        prompt: Please %s %s in this project.\n", fakeanthropic.CreateTrigger, fakeanthropic.CreatedFile)
+		fmt.Fprintf(&b, "        prompt: %s\n", quoted)
 	}
 	path := filepath.Join(w.root, "wf.yaml")
 	w.write(path, b.String())
@@ -218,7 +349,9 @@ func (w *world) environ() []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), strings.HasPrefix(k, "VIBETEAM_"),
-			strings.HasPrefix(k, "XDG_"), k == "HOME", k == "PATH", k == "NO_COLOR", k == "IS_SANDBOX", k == "GORACE":
+			strings.HasPrefix(k, "OPENAI_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "GEMINI_"),
+			strings.HasPrefix(k, "GOOGLE_"), strings.HasPrefix(k, "OPENCODE_"),
+			strings.HasPrefix(k, "XDG_"), k == "HOME", k == "PATH", k == "PWD", k == "NO_COLOR", k == "IS_SANDBOX", k == "GORACE":
 			continue
 		}
 		env = append(env, kv)
@@ -227,15 +360,11 @@ func (w *world) environ() []string {
 		// A race build sleeps 1 s at exit by default; races still show (exit 66).
 		env = append(env, "GORACE=atexit_sleep_ms=50")
 	}
-	return append(env,
+	env = append(env,
 		"HOME="+w.home,
-		"PATH="+filepath.Dir(claudeBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL="+w.server.URL(),
-		"ANTHROPIC_API_KEY="+testAPIKey,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
+		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
+	return append(env, w.env...)
 }
 
 // result is one vibeteam run.
@@ -260,11 +389,15 @@ func (w *world) addRun(r *result) {
 	}
 }
 
-// command is vibeteam with args, in the project, in the test's environment.
+// command is vibeteam with args, in w.dir (default: the project), in the
+// test's environment.
 func (w *world) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(vibeteamBin, args...)
 	cmd.Dir = w.project
-	cmd.Env = w.environ()
+	if w.dir != "" {
+		cmd.Dir = w.dir
+	}
+	cmd.Env = append(w.environ(), "PWD="+cmd.Dir)
 	return cmd
 }
 
@@ -328,8 +461,9 @@ func exitCode(err error) int {
 	return -1
 }
 
-// reapTasks fails the test if a task's process group outlived vibeteam,
-// and kills it: vibeteam must stop what it started.
+// reapTasks fails the test if a task's process group, or any process of
+// the world, outlived vibeteam, and kills it: vibeteam must stop what it
+// started.
 func (w *world) reapTasks() {
 	w.t.Helper()
 	for _, s := range w.sessionsQuiet() {
@@ -343,6 +477,7 @@ func (w *world) reapTasks() {
 			}
 		}
 	}
+	w.reapStrays()
 }
 
 // session is the part of .vibeteam/sessions/<id>.json the tests read.
@@ -443,25 +578,101 @@ func (w *world) taskLog(id, task string, raw bool) string {
 	return string(b)
 }
 
-// assertCreated checks the agent's tool call reached the project.
+// assertCreated checks the agent's tool call reached the project, and its
+// result went back to the model.
 func (w *world) assertCreated() {
 	w.t.Helper()
-	if _, err := os.Stat(filepath.Join(w.project, fakeanthropic.CreatedFile)); err != nil {
-		w.t.Errorf("the agent did not create %s: %v", fakeanthropic.CreatedFile, err)
+	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err != nil {
+		w.t.Errorf("the agent did not create %s: %v", createdFile, err)
 	}
-	// The tool's result went back to the model.
 	found := false
-	for _, r := range w.server.MessageRequests() {
-		if last, ok := r.Messages.LastUserBlock(); ok && last.Type == "tool_result" {
-			found = true
-			if last.IsError {
-				w.t.Errorf("the tool call failed: %s", last.ResultText())
+	switch w.agent {
+	case "claude":
+		for _, r := range w.server.MessageRequests() {
+			if last, ok := r.Messages.LastUserBlock(); ok && last.Type == "tool_result" {
+				found = true
+				if last.IsError {
+					w.t.Errorf("the tool call failed: %s", last.ResultText())
+				}
+			}
+		}
+	case "codex", "opencode":
+		for _, r := range w.openai.MainRequests() {
+			if last, ok := r.Responses.Last(); ok && last.IsCallOutput() {
+				found = true
+				// Codex: "Process exited with code 0" when it ran; a
+				// rejection otherwise.
+				if out := last.OutputText(); w.agent == "codex" && !strings.Contains(out, "exited with code 0") {
+					w.t.Errorf("the command did not run: %s", out)
+				}
+			}
+		}
+	case "gemini":
+		for _, r := range w.gemini.MainRequests() {
+			if last, ok := r.Generate.LastPart(); ok && last.FunctionResponse != nil {
+				found = true
+				if out := string(last.FunctionResponse.Response); strings.Contains(out, `"error"`) {
+					w.t.Errorf("the command failed: %s", out)
+				}
 			}
 		}
 	}
 	if !found {
-		w.t.Errorf("the model never got a tool_result")
+		w.t.Errorf("the model never got the tool call's result")
 	}
+}
+
+// modelSummary is the fake model server's traffic, one line per request.
+func (w *world) modelSummary() string {
+	switch {
+	case w.server != nil:
+		return w.server.Summary()
+	case w.openai != nil:
+		return w.openai.Summary()
+	case w.gemini != nil:
+		return w.gemini.Summary()
+	}
+	return ""
+}
+
+// promptsReceived is the text of every user turn the model's main loop
+// received (each request's latest user message or part, in order).
+func (w *world) promptsReceived() []received {
+	var out []received
+	switch w.agent {
+	case "claude":
+		for _, r := range w.server.MessageRequests() {
+			if last, ok := r.Messages.LastUserBlock(); ok && last.Type == "text" && !fakeanthropic.IsSideRequest(r.Messages) {
+				out = append(out, received{text: last.Text})
+			}
+		}
+	case "codex", "opencode":
+		for _, r := range w.openai.MainRequests() {
+			if last, ok := r.Responses.Last(); ok && last.IsUserMessage() {
+				text := last.Text()
+				if w.agent == "opencode" && strings.Contains(text, " ") && len(text) > 1 && text[0] == '"' && text[len(text)-1] == '"' {
+					// opencode run joins its message arguments, quoting
+					// each one that holds a space.
+					text = strings.ReplaceAll(text[1:len(text)-1], `\"`, `"`)
+				}
+				out = append(out, received{at: r.Time, text: text})
+			}
+		}
+	case "gemini":
+		for _, r := range w.gemini.MainRequests() {
+			if last, ok := r.Generate.LastPart(); ok && last.Text != "" {
+				out = append(out, received{at: r.Time, text: last.Text})
+			}
+		}
+	}
+	return out
+}
+
+// received is one prompt the model got, and when (zero when the fake does
+// not record it).
+type received struct {
+	at   time.Time
+	text string
 }
 
 // assertDone checks the session completed with its tasks DONE (default:
@@ -486,7 +697,7 @@ func (w *world) assertDone(s *session, ids ...string) {
 func (w *world) dumpOnFailure() {
 	if !w.t.Failed() && os.Getenv("VIBETEAM_E2E_DUMP") == "" {
 		if testing.Verbose() {
-			w.t.Logf("fake model server requests:\n%s", w.server.Summary())
+			w.t.Logf("fake model server requests:\n%s", w.modelSummary())
 		}
 		return
 	}
@@ -497,7 +708,7 @@ func (w *world) dumpOnFailure() {
 	for _, r := range runs {
 		t.Logf("==== %s\n---- stdout\n%s\n---- stderr / terminal\n%s", r, clipTail(r.stdout, 8000), clipTail(r.stderr, 12000))
 	}
-	t.Logf("==== fake model server requests\n%s", w.server.Summary())
+	t.Logf("==== fake model server requests\n%s", w.modelSummary())
 	for _, s := range w.sessionsQuiet() {
 		sb, _ := json.MarshalIndent(map[string]any{"status": s.Status, "taskStatus": s.TaskStatus, "tasks": s.Tasks, "error": s.Error}, "", "  ")
 		t.Logf("==== session %s\n%s", s.ID, sb)
@@ -787,4 +998,62 @@ func nthIndex(s, sub string, n int) int {
 		}
 		off += i + len(sub)
 	}
+}
+
+// taskDoneAt is when the event log says task became DONE.
+func (w *world) taskDoneAt(s *session, task string) (time.Time, bool) {
+	w.t.Helper()
+	for _, e := range eventsOf(w.events(s.ID), "task_status") {
+		if e.str("task") == task && e.str("status") == "DONE" {
+			at, err := time.Parse(time.RFC3339Nano, e.str("time"))
+			if err != nil {
+				w.t.Errorf("task_status event with a bad time: %v", e)
+			}
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// assertPromptBeforeDone checks that the model's main loop received
+// prompt as a user turn (exactly, up to surrounding space), and, where the
+// fake records when, before the task was DONE: a task must not finish
+// before the agent has even sent its prompt to the model.
+func (w *world) assertPromptBeforeDone(s *session, task, prompt string) {
+	w.t.Helper()
+	got := w.promptsReceived()
+	var texts []string
+	for _, r := range got {
+		texts = append(texts, r.text)
+		if strings.TrimSpace(r.text) != prompt {
+			continue
+		}
+		if r.at.IsZero() {
+			return
+		}
+		if done, ok := w.taskDoneAt(s, task); ok && !r.at.Before(done) {
+			w.t.Errorf("task %s was DONE at %s, before the model received its prompt (at %s)",
+				task, done.Format("15:04:05.000"), r.at.Format("15:04:05.000"))
+		}
+		return
+	}
+	w.t.Errorf("the model never received the prompt %q as a user turn; it received %q", prompt, texts)
+}
+
+// autoAnswered is the states the auto-policy answered (auto_action events).
+func (w *world) autoAnswered(s *session) map[string]int {
+	w.t.Helper()
+	out := map[string]int{}
+	for _, e := range eventsOf(w.events(s.ID), "auto_action") {
+		out[e.str("state")]++
+	}
+	return out
+}
+
+// logShows reports whether a task log shows text, whitespace aside: a TUI
+// may place each word with a cursor move instead of writing the spaces, and
+// the ANSI-stripped log then runs the words together.
+func logShows(log, text string) bool {
+	squeeze := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	return strings.Contains(squeeze(log), squeeze(text))
 }

@@ -20,8 +20,9 @@ PACKAGES=(
 	"@anthropic-ai/claude-code@2.1.197"
 	"@openai/codex@0.169.0"
 	"@google/gemini-cli@0.61.0"
+	"opencode-ai@1.18.33"
 )
-BINARIES=(claude codex gemini)
+BINARIES=(claude codex gemini opencode)
 
 die() { echo "e2e: $*" >&2; exit 1; }
 
@@ -57,7 +58,7 @@ if [ "$need_install" = 1 ]; then
 		exec 9>"$CACHE/.install.lock"
 		flock 9
 	fi
-	echo "e2e: npm install --prefix $CACHE ${PACKAGES[*]} (about 740 MB, 1-2 min the first time)"
+	echo "e2e: npm install --prefix $CACHE ${PACKAGES[*]} (about 1.1 GB, 1-2 min the first time)"
 	start=$SECONDS
 	npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error "${PACKAGES[@]}" \
 		|| die "npm install failed (is the npm registry reachable? see the npm output above)"

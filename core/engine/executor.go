@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -153,7 +154,6 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	stages := x.sess.WorkflowDefinition.Stages()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer x.stopKept()
@@ -174,31 +174,28 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	x.compactLocked()
 	x.mu.Unlock()
 
-	for i := x.sess.CurrentStageIndex; i < len(stages); i++ {
-		st := stages[i]
-		x.mu.Lock()
-		x.sess.CurrentStageIndex = i
-		x.checkpointLocked(state.Change{Stage: &i}, true)
-		x.mu.Unlock()
-		x.emit(EvStageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
-
-		failed, reason := x.runStage(ctx, st, prompts)
-		x.mu.Lock()
-		parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
-		x.mu.Unlock()
-		if parked != "" {
-			return x.finish(parked, ptask, preason), nil
-		}
-		if ctx.Err() != nil {
-			return x.finish(state.StatusCancelled, "", "interrupted"), nil
-		}
-		if failed != "" {
-			return x.finish(state.StatusFailed, failed, reason), nil
-		}
-		x.emit(EvStageCompleted, "", map[string]any{"stage": st.ID, "index": i})
+	stagesRun := &stageRunner{x: x, prompts: prompts}
+	in := &flow.Interpreter{
+		Runners: map[string]flow.Runner{workflow.StepStage: stagesRun},
+		Scope:   stageScope{},
+		Store:   stageStore{x: x},
+	}
+	out := in.Run(ctx, x.sess.WorkflowDefinition.Steps)
+	x.mu.Lock()
+	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
+	x.mu.Unlock()
+	switch {
+	case parked != "":
+		return x.finish(parked, ptask, preason), nil
+	case out.Status == flow.Stopped || ctx.Err() != nil:
+		return x.finish(state.StatusCancelled, "", "interrupted"), nil
+	case out.Status == flow.Failed:
+		return x.finish(state.StatusFailed, stagesRun.failedTask, out.Reason), nil
+	case out.Status != flow.Done:
+		return x.finish(state.StatusBlocked, "", fmt.Sprintf("%s (%s): %s", out.Step, out.At, out.Reason)), nil
 	}
 	x.mu.Lock()
-	x.sess.CurrentStageIndex = len(stages)
+	x.sess.CurrentStageIndex = len(x.sess.WorkflowDefinition.Stages())
 	x.mu.Unlock()
 	return x.finish(state.StatusCompleted, "", ""), nil
 }

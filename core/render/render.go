@@ -1,5 +1,8 @@
-// Package render fills in the templates of definitions: prompts now, and
-// spells, inputs, conditions and script commands as grimoires land.
+// Package render fills in the templates of definitions: the prompts of stage
+// tasks (Prompt), and for grimoire steps a Scope of variables that renders
+// inputs (Render), conditions (When), shell-quoted script commands (Command)
+// and agent prompts made of spells, partials and the system prompt
+// (AgentPrompt); ParseAgentOutput reads what an agent reports back.
 package render
 
 import (

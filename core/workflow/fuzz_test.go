@@ -17,6 +17,8 @@ import (
 // every problem placed inside the file.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.*")
+	grimoires, _ := filepath.Glob("testdata/grimoires/*.*")
+	files = append(files, grimoires...)
 	for _, p := range files {
 		if data, err := os.ReadFile(p); err == nil {
 			f.Add(data, filepath.Ext(p) == ".json")
@@ -28,6 +30,9 @@ func FuzzParse(f *testing.F) {
 		"id: wf\nstages:\n  - &s {id: s, tasks: [&t {id: a, adapter: claude}, {<<: *t, id: b}]}\n",
 		"a: &x {<<: *x}\n",
 		"steps: []\n",
+		"name: g\nsteps:\n  - {name: a, type: script, command: x, on_success: exit_loop}\n",
+		"name: g\nsteps:\n  - name: l\n    type: loop\n    steps: [&s {name: a, type: agent, spell: x, input: {a: b}}, {<<: *s, name: b}]\n",
+		"name: g\nsteps:\n  - {name: s, type: stage, output: o, tasks: [{id: a, adapter: claude}]}\n  - {name: o, type: merge}\n",
 		"- 1\n",
 		"",
 		`{"id": "wf", "stages": [{"id": "s", "tasks": [{"id": "a", "adapter": "claude", "prompt": "a\/b \ud83d\ude00"}]}]}`,

@@ -237,11 +237,8 @@ func (p *parser) definition(n *yaml.Node) *Definition {
 		return nil
 	}
 	pairs := p.pairs(root, "", true)
-	for _, kv := range pairs {
-		if kv.key.Value == "steps" {
-			p.errorf(kv.key, "", "grimoire files are not supported yet")
-			return nil
-		}
+	if kindOf(pairs) == KindGrimoire {
+		return p.grimoire(pairs)
 	}
 	def := &Definition{Kind: KindStages, Source: p.file}
 	for _, kv := range pairs {

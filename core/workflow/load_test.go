@@ -335,10 +335,14 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`wf.yaml:1:1: the top level must be a mapping with "id" and "stages"`}},
 		{name: "top level is a scalar", src: "hello\n",
 			want: []string{`wf.yaml:1:1: the top level must be a mapping with "id" and "stages"`}},
+		// "steps" makes a grimoire (see grimoire_test.go)
 		{name: "grimoire", src: "name: implement\nsteps:\n  - name: x\n",
-			want: []string{`wf.yaml:2:1: grimoire files are not supported yet`}},
+			want: []string{`wf.yaml:3:5: steps[0]: missing required key "type"`}},
 		{name: "grimoire without name", src: "steps: []\n",
-			want: []string{`wf.yaml:1:1: grimoire files are not supported yet`}},
+			want: []string{
+				`wf.yaml:1:1: missing required key "name"`,
+				`wf.yaml:1:8: steps: a grimoire needs at least one step`,
+			}},
 
 		// keys
 		{name: "unknown task key with suggestion", src: head + "        adapter: claude\n        promt: hi\n",

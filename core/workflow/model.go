@@ -1,24 +1,60 @@
 // Package workflow holds the one model both file kinds load into (stage
-// workflows and, later, grimoires), its loader and its validation.
+// workflows and grimoires), its loader and its validation.
 package workflow
 
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Kinds of definition files. Both load into Definition: a stage workflow is a
-// list of steps of type "stage".
+// list of steps of type "stage"; a grimoire is a list of steps of any type.
+// The kind is told from the file's top level: "steps" or "stages".
 const (
 	KindStages   = "stages"
 	KindGrimoire = "grimoire"
 )
 
-// Step types. Only StepStage is executed today; grimoire steps (agent, script,
-// loop, merge) are added to this list as they land.
+// Step types. A stage workflow has only stage steps; a grimoire may have all.
 const (
-	StepStage = "stage"
+	StepStage  = "stage"  // tasks that run in parallel
+	StepAgent  = "agent"  // one agent run on a rendered spell
+	StepScript = "script" // one shell command
+	StepLoop   = "loop"   // nested steps, repeated
+	StepMerge  = "merge"  // the worktree merged back (not runnable yet)
+)
+
+// StepTypes are the step types of a grimoire, in the order messages list them.
+var StepTypes = []string{StepAgent, StepScript, StepLoop, StepMerge, StepStage}
+
+// What a grimoire step does on failure or success (on_fail, on_success,
+// on_max_iterations).
+const (
+	OnFailContinue = "continue" // go on; {{.previous.failed}} is true
+	OnFailBlock    = "block"    // stop the grimoire, resumable after a fix
+
+	OnSuccessExitLoop = "exit_loop" // leave the enclosing loop at once
+
+	// A loop that ran out of iterations without a step exiting it:
+	OnMaxBlock    = "block"    // blocks the grimoire, resumable after a fix
+	OnMaxExit     = "exit"     // is left; the grimoire goes on
+	OnMaxContinue = "continue" // lets the grimoire go on after it
+)
+
+// Defaults of a grimoire, filled in by Normalize so that the interpreter and
+// the stored session never re-derive them.
+const (
+	DefaultGrimoireTimeout = Duration(2 * time.Hour)
+	DefaultAgentTimeout    = Duration(15 * time.Minute)
+	DefaultScriptTimeout   = Duration(5 * time.Minute)
+	DefaultMaxIterations   = 10
+	DefaultAgentAdapter    = "claude"
+	DefaultAgentMode       = ModeHeadless
+	DefaultAgentOnFail     = OnFailContinue
+	DefaultScriptOnFail    = OnFailBlock
+	DefaultOnMaxIterations = OnMaxBlock
 )
 
 // Execution modes of a task.
@@ -48,20 +84,125 @@ func (p Pos) String() string {
 
 // Definition is a loaded workflow of either kind.
 type Definition struct {
-	Kind   string `json:"kind"`
-	ID     string `json:"id"`
-	Goal   string `json:"goal,omitempty"`
-	Source string `json:"source,omitempty"` // the file it was loaded from, if any
-	Steps  []Step `json:"steps"`
+	Kind string `json:"kind"`
+	// ID is a stage workflow's id or a grimoire's name.
+	ID          string `json:"id"`
+	Goal        string `json:"goal,omitempty"`
+	Description string `json:"description,omitempty"` // grimoires
+	// Timeout limits the whole run of a grimoire (DefaultGrimoireTimeout
+	// when not written). Zero for stage workflows: they have none.
+	Timeout Duration `json:"timeout,omitempty"`
+	Source  string   `json:"source,omitempty"` // the file it was loaded from, if any
+	Steps   []Step   `json:"steps"`
 }
 
-// Step is one element of a definition's body. A stage holds tasks that run in
-// parallel.
+// Step is one element of a definition's body. Type says which of the
+// type-specific parts is set: Tasks for a stage, else the pointer of the same
+// name (Agent, Script, Loop, Merge).
 type Step struct {
-	Type  string `json:"type"`
-	ID    string `json:"id"`
-	Tasks []Task `json:"tasks,omitempty"`
-	Pos   Pos    `json:"-"`
+	Type string `json:"type"`
+	// ID names a stage of a stage workflow; Name names a grimoire step (a
+	// grimoire's stage steps included). Label returns whichever is set.
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+	// When, a template, decides at run time whether the step runs; it must
+	// render to true or false. Empty: always.
+	When string `json:"when,omitempty"`
+	// Timeout of one run of the step; Normalize fills in the defaults of
+	// agent and script steps. Zero: none (loops, stages, merges).
+	Timeout Duration `json:"timeout,omitempty"`
+	// Output is another name the step's result is read by ({{.findings}},
+	// {{.findings.output}}), besides its own.
+	Output string `json:"output,omitempty"`
+
+	Tasks  []Task      `json:"tasks,omitempty"`
+	Agent  *AgentStep  `json:"agent,omitempty"`
+	Script *ScriptStep `json:"script,omitempty"`
+	Loop   *LoopStep   `json:"loop,omitempty"`
+	Merge  *MergeStep  `json:"merge,omitempty"`
+
+	// Pos is where the step's mapping starts. Positions holds where the
+	// value of each key was written ("when", "command", "input.test_output"),
+	// for errors found later, when the step is rendered; see PosOf.
+	Pos       Pos            `json:"-"`
+	Positions map[string]Pos `json:"-"`
+}
+
+// Label is the step's name, or for a stage of a stage workflow its id.
+func (s *Step) Label() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.ID
+}
+
+// PosOf is where the value of key was written in the file, or the step's own
+// position when that is not known.
+func (s *Step) PosOf(key string) Pos {
+	if p, ok := s.Positions[key]; ok {
+		return p
+	}
+	return s.Pos
+}
+
+// AgentStep runs one agent on a spell.
+type AgentStep struct {
+	// Spell names a spell file (.vibeteam/spells/NAME.md, then the
+	// built-ins) or, when it holds a line break, is the spell itself.
+	Spell string `json:"spell"`
+	// Input are the variables the spell is rendered with besides the
+	// scope, in file order; each value is a template.
+	Input         []Input  `json:"input,omitempty"`
+	Adapter       string   `json:"adapter"`       // DefaultAgentAdapter when not written
+	ExecutionMode string   `json:"executionMode"` // DefaultAgentMode when not written
+	ExtraArgs     []string `json:"extraArgs,omitempty"`
+	OnFail        string   `json:"on_fail"` // continue | block
+}
+
+// InlineSpell is true when Spell is the text of the spell rather than a name.
+func (a *AgentStep) InlineSpell() bool {
+	return strings.ContainsAny(a.Spell, "\n\r")
+}
+
+// InputMap is Input as a map, for a template's scope.
+func (a *AgentStep) InputMap() map[string]string {
+	if len(a.Input) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(a.Input))
+	for _, in := range a.Input {
+		m[in.Name] = in.Value
+	}
+	return m
+}
+
+// Input is one entry of an agent step's input.
+type Input struct {
+	Name  string `json:"name"`
+	Value string `json:"value"` // a template
+	Pos   Pos    `json:"-"`     // of the value
+}
+
+// ScriptStep runs one shell command.
+type ScriptStep struct {
+	// Command is a template; the values put into it are shell-escaped.
+	Command   string `json:"command"`
+	OnFail    string `json:"on_fail"`              // continue | block
+	OnSuccess string `json:"on_success,omitempty"` // "" | exit_loop
+}
+
+// LoopStep runs its steps in order, again and again, until a step exits the
+// loop or MaxIterations have run.
+type LoopStep struct {
+	Steps           []Step `json:"steps"`
+	MaxIterations   int    `json:"max_iterations"`    // DefaultMaxIterations when not written
+	OnMaxIterations string `json:"on_max_iterations"` // block | exit | continue
+}
+
+// MergeStep merges the grimoire's worktree back. RequireReview is true when
+// not written (the loader sets it; a MergeStep built in code must too).
+type MergeStep struct {
+	RequireReview bool `json:"require_review"`
 }
 
 // Task is one agent process.
@@ -91,7 +232,27 @@ func (t Task) DisplayName() string {
 	return t.ID
 }
 
-// Stages returns the steps of type stage, in order.
+// FindStep returns the step named name, nested steps included, or nil.
+func (d *Definition) FindStep(name string) *Step {
+	return findStep(d.Steps, name)
+}
+
+func findStep(steps []Step, name string) *Step {
+	for i := range steps {
+		s := &steps[i]
+		if s.Name == name {
+			return s
+		}
+		if s.Loop != nil {
+			if f := findStep(s.Loop.Steps, name); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// Stages returns the top-level steps of type stage, in order.
 func (d *Definition) Stages() []Step {
 	var out []Step
 	for _, s := range d.Steps {

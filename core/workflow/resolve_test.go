@@ -71,15 +71,17 @@ func TestResolve(t *testing.T) {
 func TestResolveNotFound(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, ".vibeteam", "workflows")
+	var tried []string
+	for _, d := range []string{dir, filepath.Join(base, ".vibeteam", "grimoires"), filepath.Join(base, ".coven", "grimoires")} {
+		for _, ext := range []string{".yaml", ".yml", ".json"} {
+			tried = append(tried, filepath.Join(d, "missing"+ext))
+		}
+	}
 	tests := []struct {
 		in    string
 		tried []string
 	}{
-		{"missing", []string{
-			filepath.Join(dir, "missing.yaml"),
-			filepath.Join(dir, "missing.yml"),
-			filepath.Join(dir, "missing.json"),
-		}},
+		{"missing", tried},
 		// Has an extension or a separator: a path, not a name.
 		{"missing.yaml", []string{"missing.yaml"}},
 		{filepath.Join(base, "sub", "x"), []string{filepath.Join(base, "sub", "x")}},
@@ -99,8 +101,9 @@ func TestResolveNotFound(t *testing.T) {
 	}
 
 	_, err := Resolve("missing", base)
-	want := `workflow "missing" not found (tried ` + filepath.Join(dir, "missing.yaml") + ", " +
-		filepath.Join(dir, "missing.yml") + ", " + filepath.Join(dir, "missing.json") + ")"
+	want := `workflow "missing" not found (tried ` + filepath.Join(dir, "missing.{yaml,yml,json}") + ", " +
+		filepath.Join(base, ".vibeteam", "grimoires", "missing.{yaml,yml,json}") + ", " +
+		filepath.Join(base, ".coven", "grimoires", "missing.{yaml,yml,json}") + ")"
 	if err.Error() != want {
 		t.Errorf("message = %q\nwant      %q", err.Error(), want)
 	}

@@ -30,20 +30,77 @@ func Validate(def *Definition, opts LoadOptions) ErrorList {
 }
 
 // Normalize gives every task an explicit execution mode (interactive when
-// none was written) and applies --headless, so that the engine and the stored
-// session never have to know the defaults.
+// none was written) and applies --headless, and fills in the defaults of a
+// grimoire and its steps (timeouts, adapter and mode of agent steps, on_fail,
+// max_iterations, on_max_iterations), so that the engine and the stored
+// session never have to know the defaults. It is idempotent.
 func Normalize(def *Definition, opts LoadOptions) {
 	if def == nil {
 		return
 	}
-	for i := range def.Steps {
-		for j := range def.Steps[i].Tasks {
-			t := &def.Steps[i].Tasks[j]
+	if def.Kind == KindGrimoire && def.Timeout == 0 {
+		def.Timeout = DefaultGrimoireTimeout
+	}
+	normalizeSteps(def.Steps, opts)
+}
+
+func normalizeSteps(steps []Step, opts LoadOptions) {
+	for i := range steps {
+		s := &steps[i]
+		for j := range s.Tasks {
+			t := &s.Tasks[j]
 			if t.ExecutionMode == "" {
 				t.ExecutionMode = ModeInteractive
 			}
 			if opts.ForceHeadless {
 				t.ExecutionMode = ModeHeadless
+			}
+		}
+		switch s.Type {
+		case StepAgent:
+			if s.Agent == nil {
+				s.Agent = &AgentStep{}
+			}
+			a := s.Agent
+			if a.Adapter == "" {
+				a.Adapter = DefaultAgentAdapter
+			}
+			if a.ExecutionMode == "" {
+				a.ExecutionMode = DefaultAgentMode
+			}
+			if opts.ForceHeadless {
+				a.ExecutionMode = ModeHeadless
+			}
+			if a.OnFail == "" {
+				a.OnFail = DefaultAgentOnFail
+			}
+			if s.Timeout == 0 {
+				s.Timeout = DefaultAgentTimeout
+			}
+		case StepScript:
+			if s.Script == nil {
+				s.Script = &ScriptStep{}
+			}
+			if s.Script.OnFail == "" {
+				s.Script.OnFail = DefaultScriptOnFail
+			}
+			if s.Timeout == 0 {
+				s.Timeout = DefaultScriptTimeout
+			}
+		case StepLoop:
+			if s.Loop == nil {
+				s.Loop = &LoopStep{}
+			}
+			if s.Loop.MaxIterations == 0 {
+				s.Loop.MaxIterations = DefaultMaxIterations
+			}
+			if s.Loop.OnMaxIterations == "" {
+				s.Loop.OnMaxIterations = DefaultOnMaxIterations
+			}
+			normalizeSteps(s.Loop.Steps, opts)
+		case StepMerge:
+			if s.Merge == nil {
+				s.Merge = &MergeStep{RequireReview: true}
 			}
 		}
 	}
@@ -63,7 +120,15 @@ type checker struct {
 	goal   string // for {{.goal}} in prompts
 	// commands holds the adapter and directory pairs whose command was looked for.
 	commands map[string]bool
-	errs     ErrorList
+	// taskIDs are the ids of the tasks seen so far: unique in the file.
+	taskIDs map[string]firstDef
+	// grimoire is set while a grimoire is checked: its prompts are rendered
+	// at run time, with variables the steps before them make.
+	grimoire  bool
+	stepNames map[string]firstDef // grimoires: every step's name
+	spells    *render.Spells      // grimoires with a BaseDir: where spells are found
+	once      map[string]bool     // messages to give once only
+	errs      ErrorList
 }
 
 // firstDef remembers where an id was first seen, to point at it from the
@@ -74,11 +139,11 @@ type firstDef struct {
 }
 
 func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[string]bool, root Pos) ErrorList {
-	c := &checker{opts: opts, pos: pos, broken: broken, goal: def.Goal, commands: map[string]bool{}}
+	c := &checker{opts: opts, pos: pos, broken: broken, goal: def.Goal, commands: map[string]bool{}, taskIDs: map[string]firstDef{}, once: map[string]bool{}}
 	switch def.Kind {
 	case "", KindStages:
 	case KindGrimoire:
-		c.add(root, "", "grimoire files are not supported yet")
+		c.checkGrimoire(def, root)
 		return c.errs
 	default:
 		c.add(root, "kind", fmt.Sprintf("unknown kind %q", def.Kind))
@@ -95,7 +160,6 @@ func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[str
 	}
 
 	stageIDs := map[string]firstDef{}
-	taskIDs := map[string]firstDef{}
 	for i, s := range def.Steps {
 		sf := "stages[" + strconv.Itoa(i) + "]"
 		spos := c.at(sf, orRoot(s.Pos, root))
@@ -104,7 +168,7 @@ func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[str
 			continue
 		}
 		if c.id(sf, "stage", s.ID, spos) {
-			c.unique(stageIDs, "stage", s.ID, sf+".id", spos)
+			c.unique(stageIDs, "stage id", s.ID, sf+".id", spos)
 		}
 		switch {
 		case len(s.Tasks) > 0 || c.broken[sf+".tasks"]:
@@ -118,7 +182,7 @@ func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[str
 			c.add(c.at(sf+".tasks", spos), sf+".tasks", msg)
 		}
 		for j, t := range s.Tasks {
-			c.task(sf+".tasks["+strconv.Itoa(j)+"]", t, orRoot(t.Pos, spos), taskIDs)
+			c.task(sf+".tasks["+strconv.Itoa(j)+"]", t, orRoot(t.Pos, spos), c.taskIDs)
 		}
 	}
 	return c.errs
@@ -126,7 +190,7 @@ func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[str
 
 func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	if c.id(tf, "task", t.ID, tpos) {
-		c.unique(ids, "task", t.ID, tf+".id", tpos)
+		c.unique(ids, "task id", t.ID, tf+".id", tpos)
 	}
 
 	// known: the adapter is registered, so its modes can be asked about.
@@ -136,39 +200,12 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	case c.broken[af]:
 	case strings.TrimSpace(t.Adapter) == "":
 		c.missing(tf, "adapter", tpos)
-	case c.opts.Adapters == nil:
-	case c.opts.Adapters.Has(t.Adapter):
-		known = true
 	default:
-		if bs, ok := c.opts.Adapters.(BrokenSet); ok {
-			if err := bs.Broken(t.Adapter); err != nil {
-				c.add(c.at(af, tpos), af, brokenAdapterMsg(t.Adapter, err))
-				break
-			}
-		}
-		names := "no adapters are registered"
-		if list := c.opts.Adapters.Names(); len(list) > 0 {
-			names = "known: " + strings.Join(list, ", ")
-		}
-		c.add(c.at(af, tpos), af, fmt.Sprintf("unknown adapter %q (%s)", t.Adapter, names))
+		known = c.adapterKnown(af, t.Adapter, c.at(af, tpos))
 	}
 
-	// A mode that is not one of the two is reported once, here: the checks
-	// that depend on the mode would only repeat it.
 	mf := tf + ".executionMode"
-	validMode := true
-	switch t.ExecutionMode {
-	case "", ModeInteractive, ModeHeadless:
-	default:
-		validMode = false
-		if !c.broken[mf] {
-			msg := fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, t.ExecutionMode)
-			if s := suggest(t.ExecutionMode, []string{ModeInteractive, ModeHeadless}); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			c.add(c.at(mf, tpos), mf, msg)
-		}
-	}
+	validMode := c.modeValid(mf, t.ExecutionMode, tpos)
 
 	effective := t.ExecutionMode
 	if effective == "" {
@@ -206,7 +243,10 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 
 	// The prompt as the agent will get it, when that can be known here.
 	prompt, promptKnown := t.Prompt, !strings.Contains(t.Prompt, "{{")
-	if !c.broken[pf] && !promptKnown {
+	if c.grimoire {
+		// Rendered at run time, with the outputs of the steps before.
+		c.template(pf, t.Prompt, tpos)
+	} else if !c.broken[pf] && !promptKnown {
 		if _, err := template.New("prompt").Parse(t.Prompt); err != nil {
 			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
 			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
@@ -237,17 +277,67 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 		}
 	}
 
-	dir, dirOK := c.dir(tf, t, tpos)
-	if cs, ok := c.opts.Adapters.(CommandSet); ok && known && dirOK && c.opts.Commands != CheckOff {
-		// Once per adapter and directory: ten tasks of an agent that is not
-		// installed are one problem.
-		key := t.Adapter + "\x00" + dir
-		if !c.commands[key] {
-			c.commands[key] = true
-			if err := cs.CheckCommand(t.Adapter, dir); err != nil {
-				c.errs = append(c.errs, &Error{Pos: c.at(af, tpos), Field: af, Msg: err.Error(), Warning: c.opts.Commands == CheckWarn})
-			}
+	if dir, dirOK := c.dir(tf, t, tpos); known && dirOK {
+		c.installed(af, t.Adapter, dir, c.at(af, tpos))
+	}
+}
+
+// adapterKnown reports whether adapter is registered, and when a registry is
+// given and it is not, says why at af.
+func (c *checker) adapterKnown(af, adapter string, at Pos) bool {
+	switch {
+	case c.opts.Adapters == nil:
+		return false
+	case c.opts.Adapters.Has(adapter):
+		return true
+	}
+	if bs, ok := c.opts.Adapters.(BrokenSet); ok {
+		if err := bs.Broken(adapter); err != nil {
+			c.add(at, af, brokenAdapterMsg(adapter, err))
+			return false
 		}
+	}
+	names := "no adapters are registered"
+	if list := c.opts.Adapters.Names(); len(list) > 0 {
+		names = "known: " + strings.Join(list, ", ")
+	}
+	c.add(at, af, fmt.Sprintf("unknown adapter %q (%s)", adapter, names))
+	return false
+}
+
+// modeValid reports whether mode is empty or one of the two. One that is not
+// is reported once, here: the checks that depend on the mode would only
+// repeat it.
+func (c *checker) modeValid(mf, mode string, fallback Pos) bool {
+	switch mode {
+	case "", ModeInteractive, ModeHeadless:
+		return true
+	}
+	if !c.broken[mf] {
+		msg := fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, mode)
+		if s := suggest(mode, []string{ModeInteractive, ModeHeadless}); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		c.add(c.at(mf, fallback), mf, msg)
+	}
+	return false
+}
+
+// installed checks that the command of a registered adapter is installed, for
+// an agent running in dir, when the options ask for it. Once per adapter and
+// directory: ten tasks of an agent that is not installed are one problem.
+func (c *checker) installed(af, adapter, dir string, at Pos) {
+	cs, ok := c.opts.Adapters.(CommandSet)
+	if !ok || c.opts.Commands == CheckOff {
+		return
+	}
+	key := adapter + "\x00" + dir
+	if c.commands[key] {
+		return
+	}
+	c.commands[key] = true
+	if err := cs.CheckCommand(adapter, dir); err != nil {
+		c.errs = append(c.errs, &Error{Pos: at, Field: af, Msg: err.Error(), Warning: c.opts.Commands == CheckWarn})
 	}
 }
 
@@ -328,7 +418,7 @@ func (c *checker) unique(seen map[string]firstDef, what, id, field string, fallb
 	if first.pos.Line > 0 {
 		where = "line " + strconv.Itoa(first.pos.Line)
 	}
-	c.add(p, field, fmt.Sprintf("duplicate %s id %q (first defined at %s)", what, id, where))
+	c.add(p, field, fmt.Sprintf("duplicate %s %q (first defined at %s)", what, id, where))
 }
 
 // missing reports a required value that is empty: at the value when the file

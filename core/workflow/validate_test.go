@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 		{name: "bad id", change: func(d *Definition) { d.Steps[0].Tasks[0].ID = "a\x1b[2J" },
 			want: []string{`wf.yaml: stages[0].tasks[0].id: invalid task id "a\x1b[2J": must not contain control characters`}},
 		{name: "grimoire", change: func(d *Definition) { d.Kind = KindGrimoire },
-			want: []string{`wf.yaml: grimoire files are not supported yet`}},
+			want: []string{`wf.yaml: steps[0]: missing required key "name"`, `wf.yaml: steps[1]: missing required key "name"`}},
 		{name: "unknown kind", change: func(d *Definition) { d.Kind = "bogus" },
 			want: []string{`wf.yaml: kind: unknown kind "bogus"`}},
 		{name: "unknown step type", change: func(d *Definition) { d.Steps[1].Type = "loop" },

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// stageRunner runs a stage step: its tasks in parallel.
+type stageRunner struct {
+	x       *Executor
+	prompts map[string]string
+	// failedTask names the task whose failure failed the last stage.
+	failedTask string
+}
+
+func (r *stageRunner) Run(ctx context.Context, st *workflow.Step, at flow.Addr) flow.Result {
+	failed, reason := r.x.runStage(ctx, *st, r.prompts)
+	r.x.mu.Lock()
+	parked := r.x.parkStatus
+	r.x.mu.Unlock()
+	switch {
+	case parked != "":
+		return flow.Result{Status: flow.Waiting, Reason: string(parked)}
+	case ctx.Err() != nil:
+		return flow.Result{Status: flow.Stopped, Reason: "interrupted"}
+	case failed != "":
+		r.failedTask = failed
+		return flow.Result{Status: flow.Failed, Reason: reason}
+	}
+	return flow.Result{Status: flow.Done}
+}
+
+// stageStore keeps a stage workflow's place as the spec has it: the index
+// of the current stage; the stages before it are done.
+type stageStore struct{ x *Executor }
+
+func (s stageStore) Finished(at flow.Addr) (flow.Result, bool) {
+	s.x.mu.Lock()
+	defer s.x.mu.Unlock()
+	if at[0].Index < s.x.sess.CurrentStageIndex {
+		return flow.Result{Status: flow.Done}, true
+	}
+	return flow.Result{}, false
+}
+
+func (s stageStore) Started(at flow.Addr, st *workflow.Step) {
+	x, i := s.x, at[0].Index
+	x.mu.Lock()
+	x.sess.CurrentStageIndex = i
+	x.checkpointLocked(state.Change{Stage: &i}, true)
+	x.mu.Unlock()
+	x.emit(EvStageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
+}
+
+func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
+	if r.Status == flow.Done {
+		s.x.emit(EvStageCompleted, "", map[string]any{"stage": st.ID, "index": at[0].Index})
+	}
+}
+
+// stageScope: stage workflows have no step conditions or results.
+type stageScope struct{}
+
+func (stageScope) When(*workflow.Step) (bool, error)  { return true, nil }
+func (stageScope) Record(*workflow.Step, flow.Result) {}
+func (stageScope) EnterLoop(*workflow.Step)           {}
+func (stageScope) Iteration(*workflow.Step, int)      {}

@@ -1,0 +1,743 @@
+package workflow
+
+// Grimoires (the coven format): the walk of their node tree and their
+// semantic checks. Stage workflows are in load.go and validate.go; both
+// kinds share the parser's readers (text, duration, ...) and the checker's
+// wording.
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template/parse"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vibeteam/vibeteam/core/render"
+)
+
+// Keys of a grimoire, exactly as the spec spells them (snake_case; the
+// agent's adapter keys keep the camelCase of stage tasks, since they are the
+// same thing).
+var (
+	grimoireKeys   = []string{"name", "description", "timeout", "steps"}
+	commonStepKeys = []string{"name", "type", "when", "timeout", "output"}
+	stepTypeKeys   = map[string][]string{
+		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail"},
+		StepScript: {"command", "on_fail", "on_success"},
+		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
+		StepMerge:  {"require_review"},
+		StepStage:  {"tasks"},
+	}
+)
+
+// kindHints explain keys that belong to the other kind of file, which an
+// edit distance cannot.
+var kindHints = map[string]string{
+	"id":     `a grimoire and its steps are named by "name"`,
+	"goal":   `a grimoire has no goal; its "description" says what it does`,
+	"stages": `a file has either "steps" (a grimoire) or "stages" (a stage workflow), not both`,
+}
+
+// kindOf tells the kind of a file from its top-level keys: "steps" makes a
+// grimoire and "stages" a stage workflow. With neither, a "name" or a
+// "description" and no "id" is taken for a grimoire that lacks its steps, so
+// that it is told about "steps", not "stages".
+func kindOf(pairs []pair) string {
+	has := make(map[string]bool, len(pairs))
+	for _, kv := range pairs {
+		has[kv.key.Value] = true
+	}
+	switch {
+	case has["steps"]:
+		return KindGrimoire
+	case has["stages"]:
+		return KindStages
+	case (has["name"] || has["description"]) && !has["id"] && !has["goal"]:
+		return KindGrimoire
+	}
+	return KindStages
+}
+
+func (p *parser) grimoire(pairs []pair) *Definition {
+	def := &Definition{Kind: KindGrimoire, Source: p.file}
+	for _, kv := range pairs {
+		if p.exhausted {
+			break
+		}
+		switch kv.key.Value {
+		case "name":
+			def.ID = p.text(kv.val, "name")
+		case "description":
+			def.Description = p.text(kv.val, "description")
+		case "timeout":
+			def.Timeout = p.duration(kv.val, "timeout")
+		case "steps":
+			def.Steps = p.steps(kv.val, "steps")
+		default:
+			p.unknownGrimoireKey(kv.key, "", grimoireKeys)
+		}
+	}
+	return def
+}
+
+// steps reads a list of grimoire steps. An element that is not a mapping
+// keeps its place as an empty step marked broken, so that the fields of the
+// steps after it keep the index the file gives them.
+func (p *parser) steps(n *yaml.Node, field string) []Step {
+	n = p.deref(n)
+	p.pos[field] = p.at(n)
+	switch {
+	case isNull(n):
+		return nil
+	case n.Kind != yaml.SequenceNode:
+		p.fail(n, field, "must be a list of steps")
+		return nil
+	}
+	steps := make([]Step, 0, len(n.Content))
+	for i, el := range n.Content {
+		if p.exhausted {
+			break
+		}
+		sf := field + "[" + strconv.Itoa(i) + "]"
+		el = p.deref(el)
+		if el.Kind != yaml.MappingNode {
+			p.fail(el, sf, `must be a mapping with "name" and "type"`)
+			steps = append(steps, Step{Pos: p.at(el)})
+			continue
+		}
+		steps = append(steps, p.step(el, sf))
+	}
+	return steps
+}
+
+func (p *parser) step(n *yaml.Node, field string) Step {
+	p.pos[field] = p.at(n)
+	s := Step{Pos: p.at(n), Positions: map[string]Pos{}}
+	pairs := p.pairs(n, field, true)
+	// The type first: which other keys the step may have depends on it.
+	for _, kv := range pairs {
+		if kv.key.Value == "type" {
+			s.Type = p.text(kv.val, field+".type")
+		}
+	}
+	allowed, typed := stepTypeKeys[s.Type]
+	switch s.Type {
+	case StepAgent:
+		s.Agent = &AgentStep{}
+	case StepScript:
+		s.Script = &ScriptStep{}
+	case StepLoop:
+		s.Loop = &LoopStep{}
+	case StepMerge:
+		s.Merge = &MergeStep{RequireReview: true}
+	}
+	for _, kv := range pairs {
+		if p.exhausted {
+			break
+		}
+		key := kv.key.Value
+		f := field + "." + key
+		switch {
+		case key == "type":
+		case slices.Contains(commonStepKeys, key):
+			switch key {
+			case "name":
+				s.Name = p.text(kv.val, f)
+			case "when":
+				s.When = p.text(kv.val, f)
+			case "timeout":
+				s.Timeout = p.duration(kv.val, f)
+			case "output":
+				s.Output = p.text(kv.val, f)
+			}
+		case typed && slices.Contains(allowed, key):
+			p.typedKey(&s, key, kv.val, f)
+		case !typed && len(ownersOf(key)) > 0:
+			// The type is missing or wrong, which the checks report; whether
+			// this key fits cannot be told until it is fixed.
+		default:
+			p.unknownStepKey(kv.key, field, s.Type, typed)
+		}
+		if pos, ok := p.pos[f]; ok {
+			s.Positions[key] = pos
+		}
+	}
+	return s
+}
+
+// typedKey reads a key that belongs to the step's type.
+func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
+	switch s.Type + "." + key {
+	case "agent.spell":
+		s.Agent.Spell = p.text(val, f)
+	case "agent.input":
+		s.Agent.Input = p.inputs(val, f, s)
+	case "agent.adapter":
+		s.Agent.Adapter = p.text(val, f)
+	case "agent.executionMode":
+		s.Agent.ExecutionMode = p.text(val, f)
+	case "agent.extraArgs":
+		s.Agent.ExtraArgs = p.stringList(val, f)
+	case "agent.on_fail":
+		s.Agent.OnFail = p.text(val, f)
+	case "script.command":
+		s.Script.Command = p.text(val, f)
+	case "script.on_fail":
+		s.Script.OnFail = p.text(val, f)
+	case "script.on_success":
+		s.Script.OnSuccess = p.text(val, f)
+	case "loop.steps":
+		s.Loop.Steps = p.steps(val, f)
+	case "loop.max_iterations":
+		s.Loop.MaxIterations = p.count(val, f)
+	case "loop.on_max_iterations":
+		s.Loop.OnMaxIterations = p.text(val, f)
+	case "merge.require_review":
+		// null keeps the default, true, which p.boolean would turn to false.
+		if v := p.deref(val); !isNull(v) {
+			s.Merge.RequireReview = p.boolean(v, f)
+		} else {
+			p.pos[f] = p.at(v)
+		}
+	case "stage.tasks":
+		s.Tasks = p.tasks(val, f)
+	}
+}
+
+// inputs reads an agent step's input: a mapping of variable names to
+// templates, kept in file order. A name that templates cannot read is
+// reported here, at the key.
+func (p *parser) inputs(n *yaml.Node, field string, s *Step) []Input {
+	n = p.deref(n)
+	p.pos[field] = p.at(n)
+	switch {
+	case isNull(n):
+		return nil
+	case n.Kind != yaml.MappingNode:
+		p.fail(n, field, "must be a map of names to templates")
+		return nil
+	}
+	pairs := p.pairs(n, field, true)
+	out := make([]Input, 0, len(pairs))
+	for _, kv := range pairs {
+		if p.exhausted {
+			break
+		}
+		name := kv.key.Value
+		f := field + "." + name
+		if msg := inputNameProblem(name); msg != "" {
+			p.fail(kv.key, f, "%s", msg)
+			continue
+		}
+		v := p.text(kv.val, f)
+		if p.broken[f] {
+			continue
+		}
+		out = append(out, Input{Name: name, Value: v, Pos: p.pos[f]})
+		s.Positions["input."+name] = p.pos[f]
+	}
+	return out
+}
+
+// count reads a whole number of at least 1 (max_iterations).
+func (p *parser) count(n *yaml.Node, field string) int {
+	n = p.deref(n)
+	p.pos[field] = p.at(n)
+	if isNull(n) {
+		return 0
+	}
+	var i int
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
+		p.fail(n, field, "must be a whole number, at least 1")
+		return 0
+	}
+	if i < 1 {
+		p.fail(n, field, "must be at least 1")
+		return 0
+	}
+	return i
+}
+
+// ownersOf lists the step types a key belongs to.
+func ownersOf(key string) []string {
+	var out []string
+	for _, t := range StepTypes {
+		if slices.Contains(stepTypeKeys[t], key) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// unknownStepKey rejects a key a step of its type does not have: one of
+// another type says whose it is; any other gets the nearest key of this type.
+func (p *parser) unknownStepKey(k *yaml.Node, field, typ string, typed bool) {
+	known := slices.Concat(commonStepKeys, stepTypeKeys[typ])
+	if !typed {
+		known = slices.Clone(commonStepKeys)
+		for _, t := range StepTypes {
+			known = append(known, stepTypeKeys[t]...)
+		}
+	}
+	if owners := ownersOf(k.Value); typed && len(owners) > 0 {
+		art := "a"
+		if typ == StepAgent {
+			art = "an"
+		}
+		p.errorf(k, field, "unknown key %q for %s %s step (it is a key of %s steps)", k.Value, art, typ, strings.Join(owners, " and "))
+		return
+	}
+	p.unknownGrimoireKey(k, field, known)
+}
+
+// unknownGrimoireKey is unknownKey with a word about keys of the other kind
+// of file.
+func (p *parser) unknownGrimoireKey(k *yaml.Node, field string, known []string) {
+	if hint, ok := kindHints[k.Value]; ok && suggest(k.Value, known) == "" {
+		p.errorf(k, field, "unknown key %q (%s)", k.Value, hint)
+		return
+	}
+	p.unknownKey(k, field, known)
+}
+
+// checkGrimoire runs the semantic checks of a grimoire.
+func (c *checker) checkGrimoire(def *Definition, root Pos) {
+	c.grimoire = true
+	switch {
+	case c.broken["name"]:
+	case strings.TrimSpace(def.ID) == "":
+		c.missing("", "name", root)
+	default:
+		if p := idProblem(def.ID); p != "" {
+			c.add(c.at("name", root), "name", fmt.Sprintf("invalid grimoire name %q: %s", def.ID, p))
+		}
+	}
+	if def.Timeout < 0 && !c.broken["timeout"] {
+		c.add(c.at("timeout", root), "timeout", "must be a positive duration")
+	}
+	if len(def.Steps) == 0 && !c.broken["steps"] {
+		if c.notWritten("steps") {
+			c.missing("", "steps", root)
+		} else {
+			c.add(c.at("steps", root), "steps", "a grimoire needs at least one step")
+		}
+	}
+	// Every name first, so that an output is checked against the names of
+	// the steps after it too.
+	c.stepNames = map[string]firstDef{}
+	c.names(def.Steps, "steps", root)
+	c.gsteps(def.Steps, "steps", root, false)
+}
+
+// names checks the steps' names, nested ones included: present, usable in
+// templates, not reserved, unique in the file.
+func (c *checker) names(steps []Step, field string, root Pos) {
+	for i := range steps {
+		s := &steps[i]
+		sf := field + "[" + strconv.Itoa(i) + "]"
+		if c.broken[sf] {
+			continue
+		}
+		spos := c.at(sf, orRoot(s.Pos, root))
+		nf := sf + ".name"
+		switch {
+		case c.broken[nf]:
+		case s.Name == "":
+			c.missing(sf, "name", spos)
+		default:
+			if msg := stepNameProblem(s.Name); msg != "" {
+				c.add(c.at(nf, spos), nf, msg)
+			} else {
+				c.unique(c.stepNames, "step name", s.Name, nf, spos)
+			}
+		}
+		if s.Loop != nil {
+			c.names(s.Loop.Steps, sf+".steps", root)
+		}
+	}
+}
+
+func (c *checker) gsteps(steps []Step, field string, root Pos, inLoop bool) {
+	for i := range steps {
+		sf := field + "[" + strconv.Itoa(i) + "]"
+		if c.broken[sf] {
+			continue
+		}
+		c.gstep(&steps[i], sf, c.at(sf, orRoot(steps[i].Pos, root)), root, inLoop)
+	}
+}
+
+func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
+	tf := sf + ".type"
+	typed := false
+	switch {
+	case c.broken[tf]:
+	case s.Type == "":
+		c.missing(sf, "type", spos)
+	case !slices.Contains(StepTypes, s.Type):
+		msg := fmt.Sprintf("unknown step type %q", s.Type)
+		if sug := suggest(s.Type, StepTypes); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", sug)
+		} else {
+			msg += " (known: " + strings.Join(StepTypes, ", ") + ")"
+		}
+		c.add(c.at(tf, spos), tf, msg)
+	default:
+		typed = true
+	}
+
+	if wf := sf + ".when"; s.When != "" && !c.broken[wf] {
+		if !strings.Contains(s.When, "{{") && s.When != "true" && s.When != "false" {
+			c.add(c.at(wf, spos), wf, fmt.Sprintf(`must be a template that gives true or false, such as "{{.previous.failed}}"; %q is neither`, s.When))
+		} else {
+			c.template(wf, s.When, spos)
+		}
+	}
+	if s.Timeout < 0 && !c.broken[sf+".timeout"] {
+		c.add(c.at(sf+".timeout", spos), sf+".timeout", "must be a positive duration")
+	}
+	if of := sf + ".output"; s.Output != "" && !c.broken[of] {
+		if msg := outputProblem(s.Output); msg != "" {
+			c.add(c.at(of, spos), of, msg)
+		} else if first, ok := c.stepNames[s.Output]; ok && s.Output != s.Name {
+			// Its own name is harmless: both read the same result.
+			where := first.field
+			if first.pos.Line > 0 {
+				where = "line " + strconv.Itoa(first.pos.Line)
+			}
+			c.add(c.at(of, spos), of, fmt.Sprintf("output %q is also the name of a step (%s): {{.%s}} must mean one thing", s.Output, where, s.Output))
+		}
+	}
+	if !typed {
+		return
+	}
+
+	switch s.Type {
+	case StepAgent:
+		a := s.Agent
+		if a == nil {
+			a = &AgentStep{}
+		}
+		c.agent(a, sf, spos)
+	case StepScript:
+		sc := s.Script
+		if sc == nil {
+			sc = &ScriptStep{}
+		}
+		cf := sf + ".command"
+		switch {
+		case c.broken[cf]:
+		case strings.TrimSpace(sc.Command) == "":
+			c.missing(sf, "command", spos)
+		default:
+			c.scriptCommand(s.Name, cf, sc.Command, c.at(cf, spos))
+		}
+		c.oneOf(sf+".on_fail", sc.OnFail, spos, OnFailContinue, OnFailBlock)
+		osf := sf + ".on_success"
+		c.oneOf(osf, sc.OnSuccess, spos, OnSuccessExitLoop)
+		if sc.OnSuccess == OnSuccessExitLoop && !inLoop && !c.broken[osf] {
+			c.add(c.at(osf, spos), osf, "exit_loop leaves the enclosing loop, and this step is not in a loop")
+		}
+	case StepLoop:
+		l := s.Loop
+		if l == nil {
+			l = &LoopStep{}
+		}
+		lf := sf + ".steps"
+		if len(l.Steps) == 0 && !c.broken[lf] {
+			if c.notWritten(lf) {
+				c.missing(sf, "steps", spos)
+			} else {
+				c.add(c.at(lf, spos), lf, fmt.Sprintf("loop %q needs at least one step", s.Name))
+			}
+		}
+		if mf := sf + ".max_iterations"; l.MaxIterations < 0 && !c.broken[mf] {
+			c.add(c.at(mf, spos), mf, "must be at least 1")
+		}
+		c.oneOf(sf+".on_max_iterations", l.OnMaxIterations, spos, OnMaxBlock, OnMaxExit, OnMaxContinue)
+		c.gsteps(l.Steps, lf, root, true)
+	case StepMerge:
+		// Parsed and checked like the others so that the file is right the
+		// day it can run.
+		c.add(c.at(tf, spos), tf, "merge steps need the beads and git worktree support, which is not available yet")
+	case StepStage:
+		kf := sf + ".tasks"
+		switch {
+		case len(s.Tasks) > 0 || c.broken[kf]:
+		case c.notWritten(kf):
+			c.missing(sf, "tasks", spos)
+		default:
+			c.add(c.at(kf, spos), kf, fmt.Sprintf("stage %q needs at least one task", s.Name))
+		}
+		for j, t := range s.Tasks {
+			c.task(kf+"["+strconv.Itoa(j)+"]", t, orRoot(t.Pos, spos), c.taskIDs)
+		}
+	}
+}
+
+// agent checks an agent step: its spell, its input, and the adapter and mode
+// it runs in (the defaults when not written).
+func (c *checker) agent(a *AgentStep, sf string, spos Pos) {
+	spf := sf + ".spell"
+	switch {
+	case c.broken[spf]:
+	case strings.TrimSpace(a.Spell) == "":
+		c.missing(sf, "spell", spos)
+	case !a.InlineSpell() && spellNameProblem(a.Spell) != "":
+		c.add(c.at(spf, spos), spf, spellNameProblem(a.Spell))
+	case c.opts.BaseDir != "":
+		// As the run will find it: the file exists, it, its partials and
+		// the system prompt parse.
+		if c.spells == nil {
+			c.spells = render.NewSpells(c.opts.BaseDir)
+		}
+		if err := c.spells.Check(a.Spell); err != nil {
+			msg := err.Error()
+			// A broken system prompt is one problem, not one per step.
+			if !strings.HasPrefix(msg, "system prompt") || !c.once[msg] {
+				c.once[msg] = true
+				c.add(c.at(spf, spos), spf, msg)
+			}
+		}
+	case a.InlineSpell():
+		// Without the project, the syntax only. {{include "x.md" k="v"}} is
+		// not Go template syntax until core/render rewrites it, so a spell
+		// that includes is left to the check above.
+		if !strings.Contains(a.Spell, "include") {
+			c.template(spf, a.Spell, spos)
+		}
+	}
+	for _, in := range a.Input {
+		f := sf + ".input." + in.Name
+		if c.broken[f] {
+			continue
+		}
+		if msg := inputNameProblem(in.Name); msg != "" {
+			c.add(c.at(f, spos), f, msg)
+			continue
+		}
+		c.template(f, in.Value, spos)
+	}
+	c.oneOf(sf+".on_fail", a.OnFail, spos, OnFailContinue, OnFailBlock)
+
+	af, mf := sf+".adapter", sf+".executionMode"
+	adapter := a.Adapter
+	if adapter == "" {
+		adapter = DefaultAgentAdapter
+	}
+	known := false
+	switch {
+	case c.broken[af]:
+	case strings.TrimSpace(adapter) == "":
+		c.add(c.at(af, spos), af, "must not be blank (leave it out for "+DefaultAgentAdapter+")")
+	default:
+		known = c.adapterKnown(af, adapter, c.at(af, spos))
+	}
+	validMode := c.broken[mf] || c.modeValid(mf, a.ExecutionMode, spos)
+	effective := a.ExecutionMode
+	if effective == "" {
+		effective = DefaultAgentMode
+	}
+	if c.opts.ForceHeadless {
+		effective = ModeHeadless
+	}
+	if ms, ok := c.opts.Adapters.(ModeSet); ok && known && (validMode || c.opts.ForceHeadless) && !ms.HasMode(adapter, effective) {
+		msg := fmt.Sprintf("adapter %q has no %s mode", adapter, effective)
+		if c.opts.ForceHeadless && a.ExecutionMode != ModeHeadless {
+			msg += " (--headless runs every agent headless)"
+		}
+		c.add(c.at(mf, spos), af, msg)
+	}
+	if known && c.opts.BaseDir != "" {
+		c.installed(af, adapter, c.opts.BaseDir, c.at(af, spos))
+	}
+}
+
+// scriptCommand checks the template of a script command as core/render will
+// render it, and passes on its warnings (quotes around a value, raw).
+func (c *checker) scriptCommand(step, cf, text string, at Pos) {
+	warnings, err := render.CommandWarnings(step, text)
+	// render says where: "step "x": command: line 2: unclosed action".
+	strip := func(msg string) string {
+		msg = strings.TrimPrefix(msg, fmt.Sprintf("step %q: command: ", step))
+		if strings.HasPrefix(msg, "line ") {
+			return "template " + msg
+		}
+		return "template: " + msg
+	}
+	if err != nil {
+		c.add(at, cf, strip(err.Error()))
+		return
+	}
+	if c.pos == nil {
+		// Validate, on a stored definition (resume): its author has had
+		// the warnings; only what stops the run counts now.
+		return
+	}
+	for _, w := range warnings {
+		c.errs = append(c.errs, &Error{Pos: at, Field: cf, Msg: strings.TrimPrefix(w, fmt.Sprintf("step %q: command: ", step)), Warning: true})
+	}
+}
+
+// oneOf reports a value that is none of allowed; empty means the default.
+func (c *checker) oneOf(field, got string, at Pos, allowed ...string) {
+	if got == "" || slices.Contains(allowed, got) || c.broken[field] {
+		return
+	}
+	msg := fmt.Sprintf("must be %s, got %q", orList(allowed), got)
+	if s := suggest(got, allowed); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	c.add(c.at(field, at), field, msg)
+}
+
+// template reports a template that does not parse. Functions are not
+// looked up: which ones there are is core/render's business, and it reports
+// an unknown one when it renders.
+func (c *checker) template(field, text string, at Pos) {
+	if c.broken[field] {
+		return
+	}
+	if msg := templateProblem(text); msg != "" {
+		c.add(c.at(field, at), field, msg)
+	}
+}
+
+func templateProblem(text string) string {
+	if !strings.Contains(text, "{{") {
+		return ""
+	}
+	t := parse.New("t")
+	t.Mode = parse.SkipFuncCheck
+	if _, err := t.Parse(text, "", "", map[string]*parse.Tree{}); err != nil {
+		// "template: t:1: unclosed action" → "template line 1: unclosed action"
+		return "template line " + strings.TrimPrefix(err.Error(), "template: t:")
+	}
+	return ""
+}
+
+// orList is `"a" or "b"`, `"a", "b" or "c"`.
+func orList(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = strconv.Quote(w)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// A step name is what {{step "run-tests"}} takes; without a hyphen,
+// {{.run_tests}} reads it too. An output or input name is read only as
+// {{.name}}, where a hyphen would be a minus.
+var (
+	stepNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	varNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ReservedNames are the names of a template's scope that vibeteam defines
+// (render.ReservedNames, which renders them). A step, an output alias or an
+// input named like one would hide it or be hidden by it, so such a name is
+// refused.
+var ReservedNames = render.ReservedNames
+
+// reservedWhy says what each reserved name is in a template.
+var reservedWhy = map[string]string{
+	"goal":       "{{.goal}} is the goal of the run",
+	"bead":       "{{.bead}} is the bead being worked on",
+	"previous":   "{{.previous}} is the step that ran just before",
+	"loop_entry": "{{.loop_entry}} is the step that ran before the loop",
+	// The system prompt puts the rendered spell there.
+	"spell_content": "{{.spell_content}} is the spell in the system prompt",
+}
+
+func reservedProblem(what, name, instead string) string {
+	if !slices.Contains(ReservedNames, name) {
+		return ""
+	}
+	why, ok := reservedWhy[name]
+	if !ok {
+		why = fmt.Sprintf("{{.%s}} is a variable of every template", name)
+	}
+	return fmt.Sprintf("%s %q is reserved: %s; use another, such as %q", what, name, why, instead)
+}
+
+func stepNameProblem(name string) string {
+	if !stepNameRE.MatchString(name) {
+		msg := fmt.Sprintf(`invalid step name %q: use letters, digits, "_" and "-", starting with a letter or "_"`, name)
+		if s := sanitizeName(name, true); s != "" {
+			msg += fmt.Sprintf(" (such as %q)", s)
+		}
+		return msg
+	}
+	return reservedProblem("step name", name, name+"_step")
+}
+
+func outputProblem(name string) string {
+	if !varNameRE.MatchString(name) {
+		msg := fmt.Sprintf(`invalid output name %q: use letters, digits and "_", starting with a letter or "_", so that {{.NAME}} can read it`, name)
+		if s := sanitizeName(name, false); s != "" {
+			msg += fmt.Sprintf(" (such as %q)", s)
+		}
+		return msg
+	}
+	return reservedProblem("output name", name, name+"_output")
+}
+
+func inputNameProblem(name string) string {
+	if !varNameRE.MatchString(name) {
+		msg := fmt.Sprintf(`invalid input name %q: use letters, digits and "_", starting with a letter or "_", so that the spell can read it as {{.NAME}}`, name)
+		if s := sanitizeName(name, false); s != "" {
+			msg += fmt.Sprintf(" (such as %q)", s)
+		}
+		return msg
+	}
+	return reservedProblem("input name", name, name+"_input")
+}
+
+// sanitizeName turns a name that is not allowed into one that is, for a
+// suggestion: each run of other characters becomes "_". "" when nothing of
+// the name is left.
+func sanitizeName(name string, hyphen bool) string {
+	var b strings.Builder
+	under := false
+	for _, r := range name {
+		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || hyphen && r == '-')
+		switch {
+		case ok:
+			b.WriteRune(r)
+			under = r == '_'
+		case !under && b.Len() > 0:
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	s := strings.TrimRight(b.String(), "_-")
+	if s == "" {
+		return ""
+	}
+	if c := s[0]; c >= '0' && c <= '9' || c == '-' {
+		s = "_" + s
+	}
+	return s
+}
+
+// spellNameProblem says why a one-line spell cannot be the name of a spell
+// file, or "". A one-line spell is always a name (the spec), so a sentence
+// written on one line would only fail when the step runs.
+func spellNameProblem(name string) string {
+	switch {
+	case strings.ContainsAny(name, " \t") || strings.Contains(name, "{{"):
+		return fmt.Sprintf(`%q is one line, so it names a spell file (.vibeteam/spells/NAME.md), which it cannot; write an inline spell as a block, "spell: |" and its text on the lines below`, name)
+	case strings.HasPrefix(name, "/") || strings.Contains(name, `\`) || slices.Contains(strings.Split(name, "/"), ".."):
+		return fmt.Sprintf(`invalid spell name %q: must be a name under .vibeteam/spells, without ".." or a leading "/"`, name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return fmt.Sprintf("invalid spell name %q: must not contain control characters", name)
+	}
+	return ""
+}
