@@ -215,6 +215,8 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"opencode", "opencode_working.txt", StateWorking, ""},
 		{"opencode", "opencode_working_esc.txt", StateWorking, ""},
 		{"opencode", "opencode_idle_after_reply.txt", StateIdle, ""},
+		// The cursor's row keeps its spaces up to the cursor.
+		{"opencode", "opencode_idle_cursor_row.txt", StateIdle, ""},
 		{"opencode", "opencode_session_typing.txt", "", ""},
 		{"opencode", "opencode_permission.txt", "interaction_permission", "\r"},
 		{"opencode", "opencode_permission_bash.txt", "interaction_permission", "\r"},

@@ -29,7 +29,7 @@ type headless struct {
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = mergedEnv(withTag(spec.Env, spec.Tag))
+	cmd.Env = mergedEnv(withPWD(withTag(spec.Env, spec.Tag), spec.Dir))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	stdin, err := cmd.StdinPipe()

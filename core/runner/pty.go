@@ -124,7 +124,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	}
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = mergedEnv(env)
+	cmd.Env = mergedEnv(withPWD(env, spec.Dir))
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
 		return nil, fmt.Errorf("start %s in a pty: %w", spec.Command, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,6 +69,24 @@ type Process interface {
 	// Kill SIGKILLs the group and the tagged processes now (a second
 	// interrupt); a Stop in progress then returns.
 	Kill()
+}
+
+// withPWD returns env with PWD set to the child's directory: programs
+// (opencode, shells) trust PWD over getcwd, and vibeteam's own PWD would
+// send them to the wrong place.
+func withPWD(env map[string]string, dir string) map[string]string {
+	if dir == "" {
+		return env
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	out := make(map[string]string, len(env)+1)
+	for k, v := range env {
+		out[k] = v
+	}
+	out["PWD"] = dir
+	return out
 }
 
 // mergedEnv returns os.Environ() with extra applied on top, deterministic

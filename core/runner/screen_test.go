@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -110,5 +111,27 @@ func TestNewlinesCountsDroppedOutput(t *testing.T) {
 	}
 	if d.Screen != "line\nline\nline\nline\nlast\n" || d.CursorRow != 4 || d.CursorCol != 4 {
 		t.Errorf("screen %q cursor %d,%d", d.Screen, d.CursorRow, d.CursorCol)
+	}
+}
+
+// A child sees PWD as its own directory, not vibeteam's.
+func TestChildPWDIsItsDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out strings.Builder
+	var mu sync.Mutex
+	p, err := StartHeadless(Spec{Command: "sh", Args: []string{"-c", `printf %s "$PWD"`}, Dir: dir}, func(c Chunk) {
+		mu.Lock()
+		out.Write(c.Raw)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	mu.Lock()
+	defer mu.Unlock()
+	if out.String() != dir {
+		t.Errorf("PWD %q, want %q", out.String(), dir)
 	}
 }
