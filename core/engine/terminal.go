@@ -114,6 +114,10 @@ type terminalState struct {
 	// again after stepCooldown.
 	stepState string
 	stepAt    time.Time
+	// shownAt: when the live, unanswered question of each state was first
+	// seen; it is answered once it has settled (answerReady).
+	shownAt map[string]time.Time
+	quiet   time.Duration
 
 	// The turn of the prompt or of the last input typed, and its evidence.
 	awaitingTurn bool
@@ -167,6 +171,8 @@ func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, prompt string, o
 		detections:   make(chan runner.Detection, 1),
 		stuckAfter:   tr.adapter.StuckAfter(),
 		answers:      map[string]*answered{},
+		shownAt:      map[string]time.Time{},
+		quiet:        tr.adapter.QuietPeriod(),
 		awaitingTurn: prompt != "",
 		turnText:     prompt,
 		typedAt:      time.Now(), // a prompt is given at launch
@@ -298,6 +304,41 @@ func (ts *terminalState) patternOf(name string) *regexp.Regexp {
 	return nil
 }
 
+// Settling before an answer: a TUI may draw a dialog before it reads keys
+// (codex, at start-up, reads its terminal-query replies and drops what else
+// arrives), so a question is answered once it has been shown for
+// minShown and the screen has been quiet for the quiet period, or, when
+// output never stops, once it has been shown for maxShown.
+const (
+	minShown = 300 * time.Millisecond
+	maxShown = 3 * time.Second
+)
+
+// answerReady reports whether the live question of state has settled, and
+// otherwise arranges to look again.
+func (ts *terminalState) answerReady(state string) bool {
+	first, ok := ts.shownAt[state]
+	if !ok {
+		first = time.Now()
+		ts.shownAt[state] = first
+	}
+	shown := time.Since(first)
+	if shown >= maxShown {
+		return true
+	}
+	if shown < minShown {
+		ts.wakeIn(minShown - shown)
+		return false
+	}
+	if !ts.quietFor(first, ts.quiet) {
+		if left := maxShown - shown; left > 0 {
+			ts.wakeIn(left)
+		}
+		return false
+	}
+	return true
+}
+
 // remember records that d's question was answered (by the policy or by a
 // person) at the match starting at off.
 func (ts *terminalState) remember(d runner.Detection, off int) {
@@ -305,6 +346,7 @@ func (ts *terminalState) remember(d runner.Detection, off int) {
 	if p == nil {
 		return
 	}
+	delete(ts.shownAt, d.State)
 	row, col := position(d.Screen, off)
 	_, rows := ts.term.Size()
 	ts.answers[d.State] = &answered{
@@ -321,6 +363,11 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	ts, x, t := tr.term, tr.x, tr.task
 	start, stale, staleAt := ts.classify(&d)
 	kind := stateKind(d.State)
+	for st := range ts.shownAt {
+		if st != d.State {
+			delete(ts.shownAt, st) // gone before it was answered
+		}
+	}
 	if d.State != ts.lastSeen {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
@@ -351,6 +398,9 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			}
 		}
 		ts.stepState = ""
+		if !ts.answerReady(d.State) {
+			return
+		}
 		if x.opts.AutoApprove {
 			// The handlers see the question and what is below it, not an
 			// older question left above it.
@@ -388,13 +438,18 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 }
 
 // stuck reports (and handles) an answered question that is still shown,
-// at offset at of d's screen, with no output since its answer for
+// at offset at of d's screen, with no reaction since its answer for
 // stuckAfter: the answer did not reach it, or it waits for something else.
 // It is never typed into again; a person is asked, or the session parks.
 func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
 	ts := tr.term
-	if ts.term.LastOutput().After(a.at) {
-		return false // it reacted: moving on, or a line-oriented program's scrollback
+	row, _ := position(d.Screen, at)
+	if ts.term.LastOutput().After(a.at) && (row != a.row || d.Newlines != a.newlines) {
+		// It reacted: new lines came (a line-oriented program goes on
+		// below its question) or the question moved. Output that only
+		// redraws in place (a clock, a spinner around a dialog that
+		// dropped the keys) is no reaction.
+		return false
 	}
 	if left := ts.stuckAfter - time.Since(a.at); left > 0 {
 		ts.wakeIn(left)
