@@ -63,6 +63,12 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			if def.Kind == workflow.KindGrimoire {
+				// Grimoires load and validate; their step runners (agent,
+				// script, merge) are not wired yet, and a run that could
+				// only stop at its first step must not look like one.
+				return exitf(ExitUsage, "%s is a grimoire: vibeteam validate checks it, but running grimoires is not available in this version yet", def.Source)
+			}
 			vars, err := render.ParseSets(c.StringSlice("set"))
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
