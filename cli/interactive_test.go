@@ -335,7 +335,10 @@ stages:
 func TestTurnsThatLeaveAnIdenticalScreen(t *testing.T) {
 	p := newProject(t)
 	q := strings.TrimSuffix(strings.Repeat(`"x", `, 16), ", ")
-	p.write("wf.yaml", "id: h\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, extraArgs: [\"-work\", \"0s\"], pendingInputs: ["+q+"], timeout: 60s }\n")
+	// The budget: each of the 16 turns ends on an idle screen that must stay
+	// quiet for 1 s (no working state to see), about 18 s on a loaded
+	// machine; the timeout only stops a hang.
+	p.write("wf.yaml", "id: h\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, extraArgs: [\"-work\", \"0s\"], pendingInputs: ["+q+"], timeout: 180s }\n")
 	wantCode(t, p.run("run", "wf.yaml", "--grace", "300ms"), 0)
 	if n := strings.Count(p.read("rec.txt"), "line:x\n"); n != 16 {
 		t.Errorf("%d of 16 inputs reached the TUI", n)
