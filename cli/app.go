@@ -5,6 +5,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io"
 	"os"
 	"os/exec"
@@ -224,7 +225,7 @@ func closest(w string, known []string) string {
 	}
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := state.EditDistance(w, k); d < bestD && d < len(w) {
+		if d := suggest.Distance(w, k); d < bestD && d < len(w) {
 			best, bestD = k, d
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"math"
 	"reflect"
 	"regexp"
@@ -201,7 +202,7 @@ func (r *run) step(name string) (any, error) {
 		return v, nil
 	}
 	msg := fmt.Sprintf("no step %q has finished", name)
-	if s := suggest(name, r.stepNames()); s != "" {
+	if s := suggest.Closest(name, r.stepNames()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", s)
 	}
 	return nil, &funcError{msg}
@@ -443,43 +444,4 @@ func cleanMessage(msg string) string {
 		msg = loc + ": " + msg[len(m[0]):]
 	}
 	return msg
-}
-
-// suggest returns the candidate closest to w within an edit distance of 2
-// (and less than w's length, or anything would match anything short), or "".
-func suggest(w string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(w, c); d < bestD && d < len([]rune(w)) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b in runes. (render sits
-// below core/state and core/workflow, which have their own; it cannot import
-// them.)
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > 2 || d < -2 {
-		return 3 // far enough; the caller only wants distances up to 2
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

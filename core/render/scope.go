@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"maps"
 	"regexp"
 	"slices"
@@ -353,8 +354,8 @@ func (r *run) missing(node, key string, dotIsTop bool) string {
 		msg := fmt.Sprintf("no key %q in %s", key, parent)
 		keys := slices.Sorted(maps.Keys(obj))
 		switch {
-		case suggest(key, keys) != "":
-			msg += fmt.Sprintf(" (did you mean %s?)", suggest(key, keys))
+		case suggest.Closest(key, keys) != "":
+			msg += fmt.Sprintf(" (did you mean %s?)", suggest.Closest(key, keys))
 		case len(keys) == 0 && where == "" && i == 1 && path[0] == "bead":
 			msg += " (this run has no bead)"
 		case len(keys) == 0:
@@ -392,7 +393,7 @@ func (r *run) missingTop(key string) string {
 		return ".loop_entry is defined only inside a loop"
 	}
 	msg := fmt.Sprintf("no step or variable %q", key)
-	if sug := suggest(key, slices.Sorted(maps.Keys(r.data))); sug != "" {
+	if sug := suggest.Closest(key, slices.Sorted(maps.Keys(r.data))); sug != "" {
 		return msg + fmt.Sprintf(" (did you mean %s?)", sug)
 	}
 	return msg + fmt.Sprintf(" (a step is there once it has finished; a variable is set with --set %s=...)", key)

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"maps"
 	"os"
@@ -130,7 +131,7 @@ func (sp *Spells) find(file, what string) (Spell, error) {
 	}
 	msg := fmt.Sprintf("%s %q not found (looked for %s, and among the built-in spells)",
 		what, strings.TrimSuffix(file, ".md"), strings.Join(where, ", "))
-	if s := suggest(file, sp.names()); s != "" {
+	if s := suggest.Closest(file, sp.names()); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", strings.TrimSuffix(s, ".md"))
 	}
 	return Spell{}, errors.New(msg)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"os"
 	"sort"
@@ -179,7 +180,7 @@ func nearestIDs(want string, ids []string, n int) []string {
 		if id == want {
 			continue
 		}
-		cands = append(cands, cand{id, commonPrefix(want, id), EditDistance(want, id)})
+		cands = append(cands, cand{id, commonPrefix(want, id), suggest.Distance(want, id)})
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -207,27 +208,4 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// EditDistance is the Levenshtein distance of a and b, counted in runes. It
-// is exported for the CLI's "did you mean" on commands and flags.
-func EditDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

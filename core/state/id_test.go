@@ -62,15 +62,3 @@ func TestNearestIDs(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	cases := []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"abcd1234", "abdc1234", 2}, {"é", "e", 1}}
-	for _, c := range cases {
-		if got := EditDistance(c.a, c.b); got != c.d {
-			t.Errorf("EditDistance(%q,%q) = %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
-}

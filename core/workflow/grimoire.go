@@ -7,6 +7,7 @@ package workflow
 
 import (
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -297,7 +298,7 @@ func (p *parser) unknownStepKey(k *yaml.Node, field, typ string, typed bool) {
 // unknownGrimoireKey is unknownKey with a word about keys of the other kind
 // of file.
 func (p *parser) unknownGrimoireKey(k *yaml.Node, field string, known []string) {
-	if hint, ok := kindHints[k.Value]; ok && suggest(k.Value, known) == "" {
+	if hint, ok := kindHints[k.Value]; ok && suggest.Closest(k.Value, known) == "" {
 		p.errorf(k, field, "unknown key %q (%s)", k.Value, hint)
 		return
 	}
@@ -380,7 +381,7 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 		c.missing(sf, "type", spos)
 	case !slices.Contains(StepTypes, s.Type):
 		msg := fmt.Sprintf("unknown step type %q", s.Type)
-		if sug := suggest(s.Type, StepTypes); sug != "" {
+		if sug := suggest.Closest(s.Type, StepTypes); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		} else {
 			msg += " (known: " + strings.Join(StepTypes, ", ") + ")"
@@ -589,7 +590,7 @@ func (c *checker) oneOf(field, got string, at Pos, allowed ...string) {
 		return
 	}
 	msg := fmt.Sprintf("must be %s, got %q", orList(allowed), got)
-	if s := suggest(got, allowed); s != "" {
+	if s := suggest.Closest(got, allowed); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	c.add(c.at(field, at), field, msg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io"
 	"math"
 	"strconv"
@@ -604,49 +605,10 @@ func (p *parser) pairs(m *yaml.Node, field string, report bool) []pair {
 // it is probably a typo of.
 func (p *parser) unknownKey(k *yaml.Node, field string, known []string) {
 	msg := fmt.Sprintf("unknown key %q", k.Value)
-	if s := suggest(k.Value, known); s != "" {
+	if s := suggest.Closest(k.Value, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	p.errorf(k, field, "%s", msg)
-}
-
-// suggest returns the known word closest to w within an edit distance of 2,
-// ignoring case (so "executionmode" and "extra_args" find their keys), or "".
-// A distance as long as w itself would match anything to anything short.
-func suggest(w string, known []string) string {
-	lw := []rune(strings.ToLower(w))
-	best, bestD := "", 3
-	for _, k := range known {
-		lk := []rune(strings.ToLower(k))
-		if d := len(lw) - len(lk); d > 2 || d < -2 {
-			continue
-		}
-		if d := editDistance(lw, lk); d < bestD && d < len(lw) {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // dedupe drops repeats of an error at the same spot. They arise when one

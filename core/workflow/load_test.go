@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"errors"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -557,8 +558,8 @@ func TestSuggest(t *testing.T) {
 		{strings.Repeat("z", 10000), ""},
 	}
 	for _, tt := range tests {
-		if got := suggest(tt.in, taskKeys); got != tt.want {
-			t.Errorf("suggest(%.20q) = %q, want %q", tt.in, got, tt.want)
+		if got := suggest.Closest(tt.in, taskKeys); got != tt.want {
+			t.Errorf("suggest.Closest(%.20q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

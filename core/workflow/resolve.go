@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,7 +105,7 @@ func Resolve(nameOrPath, baseDir string) (string, error) {
 		}
 	}
 	nf := &NotFoundError{Name: nameOrPath, Tried: tried}
-	if s := suggest(nameOrPath, NamedWorkflows(baseDir)); s != nameOrPath {
+	if s := suggest.Closest(nameOrPath, NamedWorkflows(baseDir)); s != nameOrPath {
 		nf.Suggestion = s // a built-in of that very name is no suggestion
 	}
 	return "", nf

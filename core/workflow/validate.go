@@ -3,6 +3,7 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -315,7 +316,7 @@ func (c *checker) modeValid(mf, mode string, fallback Pos) bool {
 	}
 	if !c.broken[mf] {
 		msg := fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, mode)
-		if s := suggest(mode, []string{ModeInteractive, ModeHeadless}); s != "" {
+		if s := suggest.Closest(mode, []string{ModeInteractive, ModeHeadless}); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		c.add(c.at(mf, fallback), mf, msg)
