@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/events"
 	"io"
 	"os"
 	"os/signal"
@@ -17,7 +18,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
-	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -192,18 +192,18 @@ func (d *display) handle(e core.Event) {
 	}
 	f := e.Fields
 	switch e.Type {
-	case core.EvSessionStarted, core.EvSessionResumed:
+	case events.SessionStarted, events.SessionResumed:
 		verb := "started"
-		if e.Type == core.EvSessionResumed {
+		if e.Type == events.SessionResumed {
 			verb = "resumed"
 		}
 		d.printLocked(fmt.Sprintf("%ssession %s %s: workflow %s", d.stamp(), safe(e.Session), verb, safe(fmt.Sprint(f["workflow"]))))
-	case engine.EvStageStarted:
+	case events.StageStarted:
 		d.stage, d.stageAt = fmt.Sprint(f["stage"]), e.Time
 		d.stageIdx, _ = f["index"].(int)
 		d.order = nil
 		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %v task(s)", d.stamp(), d.stageIdx+1, d.stageN, safe(d.stage), f["tasks"]))
-	case engine.EvStageCompleted:
+	case events.StageCompleted:
 		if d.streams.ErrTTY {
 			// The stage's final board stays on screen above the next one.
 			rows := d.boardRowsLocked(d.width())
@@ -214,17 +214,17 @@ func (d *display) handle(e core.Event) {
 		}
 		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["stage"])), e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
 		d.order = nil
-	case engine.EvTaskStarted:
+	case events.TaskStarted:
 		tv := d.view(e.Task)
 		tv.name, tv.adapter = fmt.Sprint(f["name"]), fmt.Sprint(f["adapter"])
 		tv.started, tv.ended, tv.note = e.Time, time.Time{}, ""
 		if !d.streams.ErrTTY {
 			d.printLocked(fmt.Sprintf("%stask %s started (%s, %s, pid %v)", d.stamp(), d.labelOf(e.Task), safe(tv.adapter), safe(fmt.Sprint(f["mode"])), f["pid"]))
 		}
-	case engine.EvTaskStatus:
+	case events.TaskStatus:
 		tv := d.view(e.Task)
 		tv.status = fmt.Sprint(f["status"])
-	case engine.EvTaskFinished:
+	case events.TaskFinished:
 		tv := d.view(e.Task)
 		tv.status, tv.ended = fmt.Sprint(f["status"]), e.Time
 		if r, _ := f["reason"].(string); r != "" && r != "exit" {
@@ -253,11 +253,11 @@ func (d *display) handle(e core.Event) {
 			// sibling is said in one line instead.
 			d.prompter.note(glyphChar(tv.status)+" "+msg, false)
 		}
-	case engine.EvTaskOutput:
+	case events.TaskOutput:
 		if d.verbose {
 			d.mirrorLocked(e.Task, fmt.Sprint(f["text"]))
 		}
-	case engine.EvInteraction:
+	case events.Interaction:
 		if d.prompter != nil {
 			d.prompter.enqueue(e, d.labelOf(e.Task))
 			break
@@ -271,7 +271,7 @@ func (d *display) handle(e core.Event) {
 			msg += "\n  | " + safeLine(l)
 		}
 		d.printLocked(msg)
-	case engine.EvKeptAlive:
+	case events.KeptAlive:
 		tv := d.view(e.Task)
 		tv.note = fmt.Sprintf("kept alive, pid %v", f["pid"])
 		if !d.streams.ErrTTY {

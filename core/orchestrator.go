@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/events"
 	"os"
 	"sync"
 	"time"
@@ -20,13 +21,6 @@ import (
 
 // Event is what the core emits; it is also one line of the JSONL log.
 type Event = state.Event
-
-// Event types emitted by controllers, besides the executor's.
-const (
-	EvSessionStarted  = "session_started"
-	EvSessionResumed  = "session_resumed"
-	EvSessionFinished = "session_finished"
-)
 
 // ErrAlreadyCompleted is returned by Resume for a completed session.
 var ErrAlreadyCompleted = errors.New("session already completed")
@@ -98,7 +92,7 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 		StartTime:          now,
 		History:            []state.HistoryEntry{},
 	}
-	c, err := o.newController(mgr, lock, sess, opts, EvSessionStarted)
+	c, err := o.newController(mgr, lock, sess, opts, events.SessionStarted)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +140,7 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 			return nil, err
 		}
 	}
-	return o.newController(mgr, lock, sess, opts, EvSessionResumed)
+	return o.newController(mgr, lock, sess, opts, events.SessionResumed)
 }
 
 func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
@@ -205,7 +199,7 @@ func (c *SessionController) Run(ctx context.Context) (engine.Outcome, error) {
 		fields["failedTask"] = out.FailedTask
 		fields["reason"] = out.Reason
 	}
-	c.emit(Event{Time: time.Now(), Type: EvSessionFinished, Session: c.ID, Fields: fields})
+	c.emit(Event{Time: time.Now(), Type: events.SessionFinished, Session: c.ID, Fields: fields})
 	return out, nil
 }
 
@@ -236,7 +230,7 @@ func (c *SessionController) close() {
 // emit writes to this session's log and forwards to the orchestrator's
 // subscriber. Output chunks are not logged: the task log holds them.
 func (c *SessionController) emit(e Event) {
-	if e.Type != engine.EvTaskOutput {
+	if e.Type != events.TaskOutput {
 		_ = c.events.Write(e)
 	}
 	if c.orch.onEvent != nil {

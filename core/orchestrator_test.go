@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"github.com/vibeteam/vibeteam/core/events"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,7 @@ func TestTwoSessionsInOneOrchestrator(t *testing.T) {
 			if e.Session != tc.c.ID {
 				t.Errorf("event of %s in the log of %s", e.Session, tc.c.ID)
 			}
-			if e.Type == engine.EvSessionState {
+			if e.Type == events.SessionState {
 				states++
 			}
 		}
@@ -119,7 +120,7 @@ func TestTwoSessionsInOneOrchestrator(t *testing.T) {
 			t.Errorf("no pid recorded")
 		}
 	}
-	if outs[0].Status == state.StatusCompleted && bySession[c1.ID][0].Type != EvSessionStarted {
+	if outs[0].Status == state.StatusCompleted && bySession[c1.ID][0].Type != events.SessionStarted {
 		t.Errorf("first event %s", bySession[c1.ID][0].Type)
 	}
 }

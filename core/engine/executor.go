@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/events"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,19 +19,6 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
-)
-
-// Event types emitted by the executor.
-const (
-	EvStageStarted   = "stage_started"
-	EvStageCompleted = "stage_completed"
-	EvTaskStarted    = "task_started"
-	EvTaskOutput     = "task_output"
-	EvTaskInput      = "task_input"
-	EvTaskStatus     = "task_status"
-	EvTaskFinished   = "task_finished"
-	EvSessionState   = "session_state"
-	EvOrphanStopped  = "orphan_stopped" // a process left by a vibeteam that died was stopped
 )
 
 // Overall session states derived from the tasks.
@@ -281,9 +269,9 @@ func (x *Executor) setStatus(taskID string, st state.TaskStatus, fields map[stri
 		fields = map[string]any{}
 	}
 	fields["status"] = string(st)
-	x.emit(EvTaskStatus, taskID, fields)
+	x.emit(events.TaskStatus, taskID, fields)
 	if changed {
-		x.emit(EvSessionState, "", map[string]any{"state": overall})
+		x.emit(events.SessionState, "", map[string]any{"state": overall})
 	}
 }
 
@@ -324,7 +312,7 @@ func (x *Executor) saveLocked() {
 	}
 	if err := x.opts.Manager.Save(x.sess); err != nil {
 		// emit never calls back into the executor, so holding mu is fine.
-		x.emit("error", "", map[string]any{"error": "save session: " + err.Error()})
+		x.emit(events.Error, "", map[string]any{"error": "save session: " + err.Error()})
 	}
 }
 
@@ -358,7 +346,7 @@ func (x *Executor) checkpointLocked(c state.Change, durable bool) {
 		return
 	}
 	if err := x.journal.Append(c, durable); err != nil {
-		x.emit("error", "", map[string]any{"error": "checkpoint session: " + err.Error()})
+		x.emit(events.Error, "", map[string]any{"error": "checkpoint session: " + err.Error()})
 		return
 	}
 	if x.journal.Due() {
@@ -373,7 +361,7 @@ func (x *Executor) compactLocked() {
 		return
 	}
 	if err := x.journal.Compact(x.sess); err != nil {
-		x.emit("error", "", map[string]any{"error": "save session: " + err.Error()})
+		x.emit(events.Error, "", map[string]any{"error": "save session: " + err.Error()})
 	}
 }
 
@@ -482,7 +470,7 @@ func (x *Executor) stopOrphans() {
 	x.mu.Unlock()
 	for _, o := range found {
 		if runner.StopOrphan(o.pid, o.start, x.opts.Grace, x.sess.ID+"/"+o.task) {
-			x.emit(EvOrphanStopped, o.task, map[string]any{"pid": o.pid})
+			x.emit(events.OrphanStopped, o.task, map[string]any{"pid": o.pid})
 		}
 	}
 }

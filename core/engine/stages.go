@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/vibeteam/vibeteam/core/events"
 
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -52,12 +53,12 @@ func (s stageStore) Started(at flow.Addr, st *workflow.Step) {
 	x.sess.CurrentStageIndex = i
 	x.checkpointLocked(state.Change{Stage: &i}, true)
 	x.mu.Unlock()
-	x.emit(EvStageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
+	x.emit(events.StageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
 }
 
 func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
 	if r.Status == flow.Done {
-		s.x.emit(EvStageCompleted, "", map[string]any{"stage": st.ID, "index": at[0].Index})
+		s.x.emit(events.StageCompleted, "", map[string]any{"stage": st.ID, "index": at[0].Index})
 	}
 }
 

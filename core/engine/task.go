@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/events"
 	"os"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
 		x.mu.Unlock()
 		x.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
-		x.emit(EvTaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
+		x.emit(events.TaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
 		return false, msg
 	}
 
@@ -129,7 +130,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		case tr.lastOutput <- struct{}{}:
 		default:
 		}
-		x.emit(EvTaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
+		x.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
 	}
 
 	var proc runner.Process
@@ -162,7 +163,7 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 		x.mu.Unlock()
 	}()
 	x.setStatus(t.ID, state.TaskRunning, nil)
-	x.emit(EvTaskStarted, t.ID, map[string]any{
+	x.emit(events.TaskStarted, t.ID, map[string]any{
 		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
 		"argv": rec.Argv, "pid": proc.Pid(), "cwd": spec.Dir,
 	})
@@ -230,7 +231,7 @@ func (tr *taskRun) send(text, source string) error {
 	x.mu.Lock()
 	x.addHistoryLocked("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
 	x.mu.Unlock()
-	x.emit(EvTaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
+	x.emit(events.TaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
 	return nil
 }
 
@@ -355,7 +356,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		for k, v := range fields {
 			fin[k] = v
 		}
-		x.emit(EvTaskFinished, t.ID, fin)
+		x.emit(events.TaskFinished, t.ID, fin)
 		return st == state.TaskDone, msg
 	}
 
@@ -396,7 +397,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			if tr.task.KeepAlive && tr.completeCause != completedByUser {
 				tr.kept = true
 				x.keep(tr)
-				x.emit(EvKeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
+				x.emit(events.KeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
 				return finish(state.TaskDone, "kept_alive", nil, "")
 			}
 			tr.proc.Stop(x.opts.Grace)

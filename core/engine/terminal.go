@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/vibeteam/vibeteam/core/events"
 	"regexp"
 	"strings"
 	"time"
@@ -13,18 +14,9 @@ import (
 
 // Interaction policies when a task needs a person.
 const (
-	InteractionAsk  = "ask"  // emit EvInteraction; the CLI asks at the terminal
+	InteractionAsk  = "ask"  // emit events.Interaction; the CLI asks at the terminal
 	InteractionPark = "park" // no terminal: park the session as waiting (exit 3)
 	InteractionFail = "fail" // no terminal, --on-interaction=fail: the session fails
-)
-
-// Events of interactive tasks.
-const (
-	EvInteraction = "interaction" // a task waits for a person: state, excerpt
-	EvAutoAction  = "auto_action" // the auto-policy answered: state, match, keys
-	EvStateSeen   = "state"       // a state check matched a (changed) screen
-	EvQueueSent   = "queue_sent"  // a pendingInputs item was typed
-	EvKeptAlive   = "kept_alive"  // DONE, process left running (keepAlive)
 )
 
 // How a task's turn was shown to have run (the evidence field of its
@@ -372,7 +364,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
 		ts.lastSeen = d.State
-		x.emit(EvStateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
+		x.emit(events.StateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
 	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
@@ -408,7 +400,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
 				ts.remember(d, start)
 				_ = tr.proc.Send(act.Keys)
-				x.emit(EvAutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
+				x.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
 				return
 			}
 		}
@@ -433,7 +425,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		}
 		tr.submit(queue[0], "queue")
 		tr.popQueue()
-		x.emit(EvQueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
+		x.emit(events.QueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
 	}
 }
 
@@ -583,7 +575,7 @@ func (tr *taskRun) askPerson(d runner.Detection, why string) {
 	if why != "" {
 		ev["why"] = why
 	}
-	x.emit(EvInteraction, t.ID, ev)
+	x.emit(events.Interaction, t.ID, ev)
 	what := d.State
 	if why != "" {
 		what += ": " + why

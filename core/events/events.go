@@ -1,0 +1,131 @@
+// Package events names every event vibeteam emits, in one place, with the
+// fields each carries. An event is one line of a session's JSONL log
+// (.vibeteam/logs/<id>/events.jsonl, and --events FILE):
+//
+//	{"time":"2026-11-23T10:00:00.123Z","event":"workflow.step.completed","session":"20261123-ab12","name":"tests","type":"script",...}
+//
+// time, event and session are on every line; task is there when the event
+// is about one task (a stage task, or an agent step's run); the other keys
+// are the event's fields, listed below. Consumers must ignore keys they do
+// not know: fields are added, never renamed.
+package events
+
+import "encoding/json"
+
+// Session events.
+const (
+	SessionStarted  = "session_started"  // workflow, source, base_dir
+	SessionResumed  = "session_resumed"  // workflow, from (the status it resumed from)
+	SessionFinished = "session_finished" // status, error
+	SessionState    = "session_state"    // state: RUNNING | AWAITING_INTERACTION | IDLE | ERROR
+	Error           = "error"            // error: something vibeteam could not do (save a checkpoint, …)
+)
+
+// Stage workflow events.
+const (
+	StageStarted   = "stage_started"   // stage, index, tasks
+	StageCompleted = "stage_completed" // stage, index
+)
+
+// Task events: one process (a stage task, or the agent of an agent step).
+const (
+	TaskStarted    = "task_started"     // adapter, mode, argv, pid, log
+	TaskOutput     = "task_output"      // text (clean lines)
+	TaskInput      = "task_input"       // text, source
+	TaskStatus     = "task_status"      // status, reason, error
+	TaskFinished   = "task_finished"    // status, reason, exit_code, error, evidence
+	OrphanStopped  = "orphan_stopped"   // pid: a process left by a vibeteam that died was stopped
+	Interaction    = "interaction"      // state, excerpt: a task waits for a person
+	AutoAction     = "auto_action"      // state, match, keys: the auto-policy answered
+	StateSeen      = "state"            // state: a state check matched a (changed) screen
+	QueueSent      = "queue_sent"       // text: a pendingInputs item was typed
+	KeptAlive      = "kept_alive"       // DONE, process left running (keepAlive)
+	TemplateWarned = "template_warning" // step, warning: e.g. {{raw}} in a command
+)
+
+// Grimoire events (see the field structs below).
+const (
+	WorkflowStarted       = "workflow.started"
+	WorkflowStepStarted   = "workflow.step.started"
+	WorkflowStepCompleted = "workflow.step.completed"
+	LoopIteration         = "loop.iteration"
+	WorkflowBlocked       = "workflow.blocked"
+	WorkflowCompleted     = "workflow.completed"
+)
+
+// OutputLimit bounds the output carried by a workflow.step.completed event;
+// the whole text is in the step's log file (log_path).
+const OutputLimit = 4096
+
+// Started is workflow.started.
+type Started struct {
+	Grimoire string `json:"grimoire"`
+	Source   string `json:"source"` // the file it was read from, or builtin:NAME
+	Bead     string `json:"bead"`   // the bead's id; empty without one
+	ID       string `json:"id"`     // the session id
+	Resumed  bool   `json:"resumed,omitempty"`
+}
+
+// StepStarted is workflow.step.started.
+type StepStarted struct {
+	Name      string            `json:"name"`
+	Type      string            `json:"type"`
+	Address   string            `json:"address"`             // e.g. "2.3/0": step 0 of iteration 3 of step 2
+	Iteration int               `json:"iteration,omitempty"` // of the innermost loop, from 1
+	Inputs    map[string]string `json:"inputs,omitempty"`    // rendered: an agent's input, a script's command
+}
+
+// StepCompleted is workflow.step.completed.
+type StepCompleted struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Address    string `json:"address"`
+	Iteration  int    `json:"iteration,omitempty"`
+	Status     string `json:"status"` // done | failed | skipped | blocked | stopped | waiting
+	Success    bool   `json:"success"`
+	ExitCode   int    `json:"exit_code"`
+	Output     string `json:"output,omitempty"` // at most OutputLimit bytes, the end of it
+	Truncated  bool   `json:"truncated,omitempty"`
+	Summary    string `json:"summary,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	LogPath    string `json:"log_path,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Iteration is loop.iteration: a loop starts its n-th iteration.
+type Iteration struct {
+	Loop      string `json:"loop"`
+	Address   string `json:"address"`
+	Iteration int    `json:"iteration"`
+	Max       int    `json:"max"`
+}
+
+// Blocked is workflow.blocked.
+type Blocked struct {
+	Reason  string `json:"reason"`  // e.g. timeout, step_failed, max_iterations, condition
+	Step    string `json:"step"`    // the step it is blocked at
+	Address string `json:"address"` // its address
+	Context string `json:"context"` // the failing step's output tail
+}
+
+// Completed is workflow.completed.
+type Completed struct {
+	DurationMS  int64    `json:"duration_ms"`
+	Steps       int      `json:"steps"`        // step runs that ran (done or failed)
+	Failed      int      `json:"failed"`       // of which failed (and the workflow went on by design)
+	Skipped     int      `json:"skipped"`      // steps whose when was false
+	FailedSteps []string `json:"failed_steps"` // their names, with addresses
+}
+
+// Fields turns one of the structs above into an event's fields.
+func Fields(v any) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return m
+}
