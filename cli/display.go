@@ -277,10 +277,55 @@ func (d *display) handle(e core.Event) {
 		if !d.streams.ErrTTY {
 			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %v)", d.stamp(), d.labelOf(e.Task), f["pid"]))
 		}
-	case "error":
+	case events.Error:
 		d.printLocked(d.stamp() + "error: " + safe(fmt.Sprint(f["error"])))
+	case events.TemplateWarned:
+		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
+	case events.WorkflowStepStarted:
+		d.order = nil // the board shows the tasks of this step only
+		if typ := fmt.Sprint(f["type"]); typ == "agent" || typ == "stage" {
+			d.printLocked(fmt.Sprintf("%s%s▸ %s (%s)", d.stamp(), indentOf(f), safe(fmt.Sprint(f["name"])), typ))
+		}
+	case events.LoopIteration:
+		d.printLocked(fmt.Sprintf("%s%s%s: iteration %v/%v", d.stamp(), indentOf(f), safe(fmt.Sprint(f["loop"])), f["iteration"], f["max"]))
+	case events.WorkflowStepCompleted:
+		d.printLocked(d.stamp() + indentOf(f) + d.stepLine(f))
+	case events.WorkflowBlocked:
+		d.printLocked(fmt.Sprintf("%s%s blocked at %s (%s)", d.stamp(), d.paint("31", "■"), safe(fmt.Sprint(f["step"])), safe(fmt.Sprint(f["reason"]))))
 	}
 	d.redrawLocked()
+}
+
+// indentOf indents a grimoire step's line by its depth in loops.
+func indentOf(f map[string]any) string {
+	addr, _ := f["address"].(string)
+	return strings.Repeat("  ", strings.Count(addr, "/"))
+}
+
+// stepLine is one finished grimoire step: "✓ tests (script) 1.2s",
+// "✗ tests (script) exit code 1", "– check skipped".
+func (d *display) stepLine(f map[string]any) string {
+	name, typ, status := safe(fmt.Sprint(f["name"])), fmt.Sprint(f["type"]), fmt.Sprint(f["status"])
+	ms, _ := f["duration_ms"].(float64)
+	if n, ok := f["duration_ms"].(int64); ok {
+		ms = float64(n)
+	}
+	took := time.Duration(ms) * time.Millisecond
+	reason := safe(fmt.Sprint(f["reason"]))
+	switch status {
+	case "done":
+		line := fmt.Sprintf("%s %s (%s) %s", d.paint("32", "✓"), name, typ, took)
+		if sum, _ := f["summary"].(string); sum != "" {
+			line += ": " + safe(sum)
+		}
+		return line
+	case "skipped":
+		return fmt.Sprintf("– %s (%s) skipped", name, typ)
+	case "failed":
+		return fmt.Sprintf("%s %s (%s) failed after %s: %s", d.paint("31", "✗"), name, typ, took, reason)
+	default:
+		return fmt.Sprintf("%s %s (%s) %s: %s", d.paint("33", "■"), name, typ, status, reason)
+	}
 }
 
 func (d *display) view(id string) *taskView {

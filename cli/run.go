@@ -43,7 +43,9 @@ func runCommand(streams IO) *ucli.Command {
 		Name:      "run",
 		Usage:     "run a workflow file, a named workflow (.vibeteam/workflows/NAME.yaml) or a built-in one (demo)",
 		ArgsUsage: "FILE|NAME",
-		Flags:     executionFlags(),
+		Flags: append(executionFlags(),
+			&ucli.StringFlag{Name: "bead-file", Usage: "grimoires: read the bead (.bead in templates) from `FILE`, JSON as `bd show ID --json` prints it"},
+		),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
 			defer sigs.stop()
@@ -63,20 +65,26 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if def.Kind == workflow.KindGrimoire {
-				// Grimoires load and validate; their step runners (agent,
-				// script, merge) are not wired yet, and a run that could
-				// only stop at its first step must not look like one.
-				return exitf(ExitUsage, "%s is a grimoire: vibeteam validate checks it, but running grimoires is not available in this version yet", def.Source)
-			}
 			vars, err := render.ParseSets(c.StringSlice("set"))
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
-			if _, err := engine.RenderPrompts(def, vars); err != nil {
-				return exitf(ExitUsage, "%s: %v", def.Source, err)
+			if def.Kind != workflow.KindGrimoire {
+				// A grimoire's templates read step results: they are rendered
+				// as each step starts.
+				if _, err := engine.RenderPrompts(def, vars); err != nil {
+					return exitf(ExitUsage, "%s: %v", def.Source, err)
+				}
 			}
 			opts := runOptions(c, base, vars)
+			if f := c.String("bead-file"); f != "" {
+				if def.Kind != workflow.KindGrimoire {
+					return exitf(ExitUsage, "--bead-file is for grimoires; %s is a stage workflow", def.Source)
+				}
+				if opts.Bead, err = readBeadFile(f); err != nil {
+					return exitf(ExitUsage, "%v", err)
+				}
+			}
 			opts.SourceDigest = fileDigest(def.Source)
 			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Start(def, opts)
@@ -149,8 +157,10 @@ func resumeCommand(streams IO) *ucli.Command {
 			for k, v := range vars {
 				merged[k] = v
 			}
-			if _, err := engine.RenderPrompts(def, merged); err != nil {
-				return exitf(ExitUsage, "session %s: %v", id, err)
+			if def.Kind != workflow.KindGrimoire {
+				if _, err := engine.RenderPrompts(def, merged); err != nil {
+					return exitf(ExitUsage, "session %s: %v", id, err)
+				}
 			}
 			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Resume(id, opts)
@@ -305,15 +315,37 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	sess := ctrl.Session()
 	switch out.Status {
 	case state.StatusCompleted:
-		fmt.Fprintf(streams.Err, "session %s completed (%s); details: vibeteam show %s\n", sess.ID, time.Since(sess.StartTime).Round(10*time.Millisecond), sess.ID)
+		took := time.Since(sess.StartTime).Round(10 * time.Millisecond)
+		if n := len(sess.FailedSteps); n > 0 {
+			// It reached its end by design, but it is not a clean success.
+			fmt.Fprintf(streams.Err, "session %s completed with %d failed step(s): %s (%s); details: vibeteam show %s\n", sess.ID, n, safe(strings.Join(sess.FailedSteps, ", ")), took, sess.ID)
+			return nil
+		}
+		fmt.Fprintf(streams.Err, "session %s completed (%s); details: vibeteam show %s\n", sess.ID, took, sess.ID)
 		return nil
+	case state.StatusBlocked:
+		return exitf(ExitParked, "%s\nsession %s is blocked; fix the cause, then: vibeteam resume %s [--set key=value]", blockedReport(sess), sess.ID, sess.ID)
 	case state.StatusCancelled:
 		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
-	case state.StatusWaiting, state.StatusBlocked, state.StatusPendingMerge:
+	case state.StatusWaiting, state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	default:
 		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
 	}
+}
+
+// blockedReport says where a grimoire is blocked, why, and what the step
+// printed last.
+func blockedReport(sess *state.Session) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "blocked (%s): %s", safe(sess.BlockedReason), safe(sess.Error))
+	if sess.BlockedContext != "" {
+		b.WriteString("\nlast output:")
+		for _, l := range strings.Split(sess.BlockedContext, "\n") {
+			fmt.Fprintf(&b, "\n  | %s", safeLine(l))
+		}
+	}
+	return b.String()
 }
 
 func ttyOf(streams IO) (*os.File, error) {

@@ -42,29 +42,22 @@ type RunOptions struct {
 	// load of its file; Rerun names tasks to run again even if DONE.
 	Reload *workflow.Definition
 	Rerun  []string
+	// Bead is the bead a grimoire works on (.bead); nil without one.
+	Bead map[string]any
 }
 
-// Orchestrator holds the controllers of the sessions this process runs.
+// Orchestrator starts and resumes sessions: each gets a controller of its
+// own, with the orchestrator's adapters and event subscriber.
 type Orchestrator struct {
 	registry *adapters.Registry
 	onEvent  func(Event)
-
-	mu          sync.Mutex
-	controllers map[string]*SessionController
 }
 
 // NewOrchestrator returns an orchestrator whose controllers create adapters
 // from registry and deliver every event to onEvent (may be nil). onEvent is
 // called from many goroutines.
 func NewOrchestrator(registry *adapters.Registry, onEvent func(Event)) *Orchestrator {
-	return &Orchestrator{registry: registry, onEvent: onEvent, controllers: map[string]*SessionController{}}
-}
-
-// Controller returns the controller of a session started or resumed here.
-func (o *Orchestrator) Controller(id string) *SessionController {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.controllers[id]
+	return &Orchestrator{registry: registry, onEvent: onEvent}
 }
 
 // Start creates a new session for def, takes its lock and saves it. Run it
@@ -88,6 +81,7 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 		Vars:               opts.Vars,
 		WorkflowDefinition: def,
 		SourceDigest:       opts.SourceDigest,
+		Bead:               opts.Bead,
 		BaseDir:            opts.BaseDir,
 		StartTime:          now,
 		History:            []state.HistoryEntry{},
@@ -164,9 +158,6 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		c.close()
 		return nil, err
 	}
-	o.mu.Lock()
-	o.controllers[sess.ID] = c
-	o.mu.Unlock()
 	c.emit(Event{Time: time.Now(), Type: firstEvent, Session: sess.ID, Fields: map[string]any{
 		"workflow": sess.Workflow, "goal": sess.Goal, "stage": sess.CurrentStageIndex, "pid": os.Getpid(),
 	}})
@@ -221,9 +212,6 @@ func (c *SessionController) close() {
 	c.once.Do(func() {
 		_ = c.events.Close()
 		_ = c.lock.Release()
-		c.orch.mu.Lock()
-		delete(c.orch.controllers, c.ID)
-		c.orch.mu.Unlock()
 	})
 }
 

@@ -101,6 +101,9 @@ func New(sess *state.Session, opts Options) *Executor {
 		sess.Tasks = map[string]*state.TaskRecord{}
 	}
 	for _, st := range sess.WorkflowDefinition.Stages() {
+		if sess.WorkflowDefinition.Kind == workflow.KindGrimoire {
+			break // a grimoire's tasks are keyed by the address they run at
+		}
 		for _, t := range st.Tasks {
 			if _, ok := sess.TaskStatus[t.ID]; !ok {
 				sess.TaskStatus[t.ID] = state.TaskPending
@@ -138,9 +141,13 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 // Run executes the workflow from the session's current stage until it
 // completes, fails or ctx is cancelled. The session is saved on every change.
 func (x *Executor) Run(ctx context.Context) (Outcome, error) {
-	prompts, err := RenderPrompts(x.sess.WorkflowDefinition, x.sess.Vars)
-	if err != nil {
-		return Outcome{}, err
+	grimoire := x.sess.WorkflowDefinition.Kind == workflow.KindGrimoire
+	var prompts map[string]string
+	if !grimoire {
+		var err error
+		if prompts, err = RenderPrompts(x.sess.WorkflowDefinition, x.sess.Vars); err != nil {
+			return Outcome{}, err
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -162,6 +169,9 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	x.compactLocked()
 	x.mu.Unlock()
 
+	if grimoire {
+		return x.runGrimoire(ctx), nil
+	}
 	stagesRun := &stageRunner{x: x, prompts: prompts}
 	in := &flow.Interpreter{
 		Runners: map[string]flow.Runner{workflow.StepStage: stagesRun},

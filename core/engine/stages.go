@@ -65,7 +65,8 @@ func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
 // stageScope: stage workflows have no step conditions or results.
 type stageScope struct{}
 
-func (stageScope) When(*workflow.Step) (bool, error)  { return true, nil }
-func (stageScope) Record(*workflow.Step, flow.Result) {}
-func (stageScope) EnterLoop(*workflow.Step)           {}
-func (stageScope) Iteration(*workflow.Step, int)      {}
+func (stageScope) When(*workflow.Step) (bool, error)        { return true, nil }
+func (stageScope) Record(*workflow.Step, flow.Result)       {}
+func (stageScope) EnterLoop(*workflow.Step)                 {}
+func (stageScope) Iteration(*workflow.Step, flow.Addr, int) {}
+func (stageScope) ExitLoop(*workflow.Step)                  {}

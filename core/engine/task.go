@@ -43,6 +43,13 @@ type taskRun struct {
 // runTask runs one task to its end and reports whether it ended DONE, and if
 // not, why.
 func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
+	return x.runTaskWith(ctx, t, prompt, failing, nil)
+}
+
+// runTaskWith is runTask keeping what the agent wrote to capture too: its
+// stdout headless, its screen's text in a terminal (an agent step reads its
+// result from it).
+func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
 	mode := adapters.Mode(t.ExecutionMode)
 	switch {
 	case x.opts.ForceHeadless:
@@ -125,6 +132,9 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 	onOutput := func(c runner.Chunk) {
 		if tlog != nil {
 			_, _ = tlog.Write(c.Clean)
+		}
+		if capture != nil && c.Stream != "stderr" {
+			capture.Write(c.Clean)
 		}
 		select {
 		case tr.lastOutput <- struct{}{}:

@@ -112,6 +112,10 @@ type Result struct {
 	Outputs  map[string]any `json:"outputs,omitempty"`
 	Summary  string         `json:"summary,omitempty"`
 	ExitCode int            `json:"exit_code"`
+	// ChangedFiles are the files an agent step changed (from git).
+	ChangedFiles []string `json:"changed_files,omitempty"`
+	// LogPath is the file holding the step's whole output.
+	LogPath string `json:"log_path,omitempty"`
 	// ExitLoop leaves the enclosing loop (a script's on_success: exit_loop).
 	ExitLoop bool `json:"exit_loop,omitempty"`
 	// Reason says why a run failed, blocked or stopped.
@@ -137,7 +141,10 @@ type Scope interface {
 	// EnterLoop is called before a loop's first iteration (.loop_entry is
 	// what was .previous then); Iteration before each iteration.
 	EnterLoop(loop *workflow.Step)
-	Iteration(loop *workflow.Step, n int)
+	Iteration(loop *workflow.Step, at Addr, n int)
+	// ExitLoop is called when a loop has ended and the walk goes on after
+	// it (.previous is then the last step run in it).
+	ExitLoop(loop *workflow.Step)
 }
 
 // Store checkpoints runs by address.
@@ -274,12 +281,13 @@ func (in *Interpreter) loop(ctx context.Context, s *workflow.Step, at Addr) Outc
 	in.Scope.EnterLoop(s)
 	in.Store.Started(at, s)
 	for n := 1; n <= max; n++ {
-		in.Scope.Iteration(s, n)
+		in.Scope.Iteration(s, at, n)
 		out, exit := in.steps(ctx, l.Steps, at.Iteration(n))
 		if out.Status != Done {
 			return out
 		}
 		if exit {
+			in.Scope.ExitLoop(s)
 			in.Store.Ended(at, s, Result{Status: Done, Summary: fmt.Sprintf("exited in iteration %d", n)})
 			return Outcome{Status: Done}
 		}
@@ -287,6 +295,7 @@ func (in *Interpreter) loop(ctx context.Context, s *workflow.Step, at Addr) Outc
 	why := fmt.Sprintf("loop %q ran %d iterations without a step exiting it", s.Label(), max)
 	switch l.OnMaxIterations {
 	case workflow.OnMaxExit, workflow.OnMaxContinue:
+		in.Scope.ExitLoop(s)
 		in.Store.Ended(at, s, Result{Status: Done, Summary: why})
 		return Outcome{Status: Done}
 	default:

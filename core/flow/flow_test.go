@@ -49,7 +49,8 @@ func (s *fakeScope) When(step *workflow.Step) (bool, error) {
 }
 func (s *fakeScope) Record(step *workflow.Step, r Result) { s.previous = step.Label() }
 func (s *fakeScope) EnterLoop(loop *workflow.Step)        { s.loopEntry = s.previous }
-func (s *fakeScope) Iteration(loop *workflow.Step, n int) {
+func (s *fakeScope) ExitLoop(loop *workflow.Step)         {}
+func (s *fakeScope) Iteration(loop *workflow.Step, _ Addr, n int) {
 	if s.iteration == nil {
 		s.iteration = map[string]int{}
 	}

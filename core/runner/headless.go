@@ -62,7 +62,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	errW.Close()
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
-	h.reaper = newReaper(cmd.Process.Pid, spec.Tag, h.exited)
+	h.reaper = newReaper(cmd.Process.Pid, reaperTag(spec), h.exited)
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go h.read("stdout", outR, onOutput, &readers)

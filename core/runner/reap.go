@@ -44,6 +44,14 @@ func withTag(env map[string]string, tag string) map[string]string {
 	return out
 }
 
+// reaperTag is the tag the end-of-run sweep looks for.
+func reaperTag(spec Spec) string {
+	if spec.GroupOnly {
+		return ""
+	}
+	return spec.Tag
+}
+
 // reaper ends everything a task started: its process group and every process
 // carrying its tag, wherever it went.
 type reaper struct {
@@ -159,6 +167,10 @@ func (r *reaper) signalGroup(sig syscall.Signal) {
 func (r *reaper) signal(sig syscall.Signal, spare map[int]bool, termed map[procKey]bool) int {
 	if termed == nil {
 		r.signalGroup(sig)
+	}
+	if r.tag == "" && r.pgid > 0 && isClosed(r.exited) && syscall.Kill(-r.pgid, 0) == syscall.ESRCH {
+		// Nothing is left in the group: no need to read /proc.
+		return 0
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -30,6 +30,11 @@ type Spec struct {
 	// whatever carries it when the task ends is stopped with the task, even
 	// outside the process group. Runs sharing a tag must not overlap.
 	Tag string
+	// GroupOnly keeps the end-of-run sweep to the process group (cheap:
+	// no /proc walk when the group is empty); the tagged processes that
+	// left it are for a StopTagged later. For runs many and short, such
+	// as script steps.
+	GroupOnly bool
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the
@@ -226,6 +231,20 @@ func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool 
 	if r.pgid == 0 && r.tag == "" {
 		return false
 	}
+	if r.signal(0, spared(), nil) == 0 {
+		return false
+	}
+	r.end(grace)
+	return true
+}
+
+// StopTagged stops every process carrying tag (GroupOnly runs leave theirs
+// for this), TERM then KILL after grace. It reports whether any was found.
+func StopTagged(tag string, grace time.Duration) bool {
+	if tag == "" {
+		return false
+	}
+	r := &reaper{tag: tag, exited: closedChan, swept: make(chan struct{}), kill: make(chan struct{})}
 	if r.signal(0, spared(), nil) == 0 {
 		return false
 	}

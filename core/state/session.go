@@ -67,16 +67,32 @@ type TaskRecord struct {
 const FormatVersion = 2
 
 // StepRun is one run of a step at one address (a grimoire step inside a
-// loop runs once per iteration, each at its own address).
+// loop runs once per iteration, each at its own address). A finished run is
+// what a resume replays instead of running the step again.
 type StepRun struct {
-	Name      string     `json:"name"`
-	Type      string     `json:"type"`
-	Status    string     `json:"status"` // running | done | failed | skipped | blocked | stopped
-	Result    any        `json:"result,omitempty"`
-	StartedAt *time.Time `json:"startedAt,omitempty"`
-	EndedAt   *time.Time `json:"endedAt,omitempty"`
-	Attempts  int        `json:"attempts,omitempty"`
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Status    string `json:"status"` // running | done | failed | skipped | blocked | stopped | waiting
+	Iteration int    `json:"iteration,omitempty"`
+	// The result, as templates read it ({{.tests.output}}): the output is
+	// bounded (StepOutputLimit, the end of it); the whole is in LogPath.
+	Output       string         `json:"output,omitempty"`
+	Outputs      map[string]any `json:"outputs,omitempty"`
+	Summary      string         `json:"summary,omitempty"`
+	ExitCode     int            `json:"exitCode"`
+	ExitLoop     bool           `json:"exitLoop,omitempty"`
+	ChangedFiles []string       `json:"changedFiles,omitempty"`
+	Reason       string         `json:"reason,omitempty"`
+	LogPath      string         `json:"logPath,omitempty"`
+	DurationMS   int64          `json:"durationMs,omitempty"`
+	StartedAt    *time.Time     `json:"startedAt,omitempty"`
+	EndedAt      *time.Time     `json:"endedAt,omitempty"`
+	Attempts     int            `json:"attempts,omitempty"`
 }
+
+// StepOutputLimit bounds the output a step run keeps in the session (and
+// that later steps read): the last 256 KiB.
+const StepOutputLimit = 256 << 10
 
 // Session is the checkpoint written to .vibeteam/sessions/<id>.json.
 type Session struct {
@@ -90,7 +106,19 @@ type Session struct {
 	// "2.3/0": step 0 of iteration 3 of the loop that is step 2.
 	Cursor string `json:"cursor,omitempty"`
 	// Runs are the step runs by address.
-	Runs               map[string]*StepRun    `json:"runs,omitempty"`
+	Runs map[string]*StepRun `json:"runs,omitempty"`
+	// Bead is the bead a grimoire works on (.bead in templates).
+	Bead map[string]any `json:"bead,omitempty"`
+	// A blocked grimoire says why, with the failing step's output tail,
+	// one line per loop iteration, and where it ran.
+	BlockedReason      string   `json:"blocked_reason,omitempty"`
+	BlockedStep        string   `json:"blocked_step,omitempty"`
+	BlockedContext     string   `json:"blocked_context,omitempty"`
+	IterationSummaries []string `json:"iteration_summaries,omitempty"`
+	WorkDir            string   `json:"work_dir,omitempty"`
+	// FailedSteps lists the step runs that failed while the grimoire went
+	// on by design (on_fail: continue), as "name (address)".
+	FailedSteps        []string               `json:"failed_steps,omitempty"`
 	TaskStatus         map[string]TaskStatus  `json:"taskStatus"`
 	Tasks              map[string]*TaskRecord `json:"tasks"`
 	History            []HistoryEntry         `json:"history"`

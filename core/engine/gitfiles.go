@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"bytes"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+// gitState is a working tree as an agent step found it: the commit it was
+// on and the content of every file that differed from it, so that the files
+// the step changed can be told from those that were changed before.
+type gitState struct {
+	dir   string
+	head  string            // "" outside a git working tree (or before the first commit)
+	dirty map[string]string // path → content hash, or "" for a deleted file
+	ok    bool
+}
+
+func git(dir string, args ...string) ([]byte, error) {
+	cmd := exec.Command("git", append([]string{"-c", "core.quotepath=off"}, args...)...)
+	cmd.Dir = dir
+	return cmd.Output()
+}
+
+// gitSnapshot reads dir's state; outside a git working tree it is empty and
+// changed reports nothing.
+func gitSnapshot(dir string) gitState {
+	s := gitState{dir: dir}
+	if out, err := git(dir, "rev-parse", "--is-inside-work-tree"); err != nil || strings.TrimSpace(string(out)) != "true" {
+		return s
+	}
+	s.ok = true
+	if out, err := git(dir, "rev-parse", "--show-toplevel"); err == nil {
+		s.dir = strings.TrimSpace(string(out))
+	}
+	if out, err := git(dir, "rev-parse", "HEAD"); err == nil {
+		s.head = strings.TrimSpace(string(out))
+	}
+	s.dirty = s.dirtyFiles()
+	return s
+}
+
+// dirtyFiles are the files that differ from HEAD (untracked ones included),
+// with their content hashes.
+func (s gitState) dirtyFiles() map[string]string {
+	out, err := git(s.dir, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil
+	}
+	files := map[string]string{}
+	var paths []string
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		if len(rec) < 4 {
+			continue
+		}
+		path := string(rec[3:])
+		files[path] = ""
+		if rec[0] != 'D' && rec[1] != 'D' {
+			paths = append(paths, path)
+		}
+	}
+	if len(paths) > 0 {
+		cmd := exec.Command("git", "hash-object", "--stdin-paths")
+		cmd.Dir = s.dir
+		cmd.Stdin = strings.NewReader(strings.Join(paths, "\n") + "\n")
+		if hashes, err := cmd.Output(); err == nil {
+			for i, h := range strings.Fields(string(hashes)) {
+				if i < len(paths) {
+					files[paths[i]] = h
+				}
+			}
+		}
+	}
+	return files
+}
+
+// changed lists the files that differ now from how the snapshot found
+// them: changed, added or deleted since, committed or not. Paths are
+// relative to the repository's top.
+func (s gitState) changed() []string {
+	if !s.ok {
+		return nil
+	}
+	cand := map[string]bool{}
+	if s.head != "" {
+		// Against the commit the step started on: what the agent committed
+		// counts as much as what it left in the working tree.
+		if out, err := git(s.dir, "diff", "--name-only", "-z", "--no-renames", s.head); err == nil {
+			for _, p := range strings.Split(string(out), "\x00") {
+				if p != "" {
+					cand[p] = true
+				}
+			}
+		}
+	}
+	now := s.dirtyFiles()
+	for p := range now {
+		cand[p] = true
+	}
+	for p := range s.dirty {
+		cand[p] = true // changed before: changed by the step if its content moved
+	}
+	var files []string
+	for p := range cand {
+		was, wasDirty := s.dirty[p]
+		is, isDirty := now[p]
+		switch {
+		case !wasDirty:
+			files = append(files, p)
+		case !isDirty:
+			// Dirty before, as HEAD now: the step reverted or committed it.
+			files = append(files, p)
+		case was != is:
+			files = append(files, p)
+		}
+	}
+	sort.Strings(files)
+	return files
+}

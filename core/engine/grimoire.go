@@ -1,0 +1,528 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// errWorkflowTimeout is the cause of a grimoire's context when its timeout
+// has passed: the step running then is stopped and the workflow blocks.
+var errWorkflowTimeout = errors.New("workflow timeout")
+
+// Reasons a grimoire blocks (Session.BlockedReason, workflow.blocked).
+const (
+	BlockedTimeout       = "timeout"
+	BlockedStepFailed    = "step_failed"
+	BlockedMaxIterations = "max_iterations"
+	BlockedTemplate      = "template" // a when, input or command that cannot be rendered
+)
+
+// grimoire is one run of a grimoire: the scope its templates see and the
+// runners of its steps.
+type grimoire struct {
+	x      *Executor
+	def    *workflow.Definition
+	scope  *render.Scope
+	spells *render.Spells
+	dir    string // where steps run
+	tag    string // carried by every script's processes
+
+	mu sync.Mutex // guards scope against a render abandoned at its time limit
+	// replaying is true while the walk replays finished runs (a resume):
+	// nothing is emitted for them.
+	failed []string // runs that failed while the grimoire went on
+	runs   int
+	skips  int
+}
+
+func (x *Executor) runGrimoire(ctx context.Context) Outcome {
+	def := x.sess.WorkflowDefinition
+	g := &grimoire{
+		x:      x,
+		def:    def,
+		scope:  render.NewScope(def.Goal, x.sess.Vars),
+		spells: render.NewSpells(x.sess.BaseDir),
+		dir:    x.sess.BaseDir,
+		tag:    x.sess.ID + "/script",
+	}
+	if goal, ok := x.sess.Vars["goal"]; ok {
+		g.scope.Goal = goal
+	}
+	if x.sess.Bead != nil {
+		g.scope.SetBead(x.sess.Bead)
+	}
+	x.mu.Lock()
+	x.sess.WorkDir = g.dir
+	x.sess.BlockedReason, x.sess.BlockedStep, x.sess.BlockedContext = "", "", ""
+	x.sess.FailedSteps = nil
+	resumed := len(x.sess.Runs) > 0
+	x.mu.Unlock()
+	x.emit(events.WorkflowStarted, "", events.Fields(events.Started{
+		Grimoire: def.ID, Source: def.Source, Bead: beadID(x.sess.Bead), ID: x.sess.ID, Resumed: resumed,
+	}))
+	defer runner.StopTagged(g.tag, x.opts.Grace)
+
+	timeout := time.Duration(def.Timeout)
+	if timeout <= 0 {
+		timeout = time.Duration(workflow.DefaultGrimoireTimeout)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errWorkflowTimeout)
+	defer cancel()
+
+	start := time.Now()
+	in := &flow.Interpreter{
+		Runners: map[string]flow.Runner{
+			workflow.StepScript: scriptRunner{g},
+			workflow.StepAgent:  agentRunner{g},
+			workflow.StepStage:  grimoireStageRunner{g},
+		},
+		Scope:  (*grimoireScope)(g),
+		Store:  (*grimoireStore)(g),
+		Blocks: blocks,
+	}
+	out := in.Run(ctx, def.Steps)
+
+	x.mu.Lock()
+	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
+	x.sess.IterationSummaries = iterationSummaries(def, x.sess.Runs)
+	x.sess.FailedSteps = g.failedSteps()
+	x.mu.Unlock()
+	switch {
+	case parked != "":
+		return x.finish(parked, ptask, preason)
+	case out.Status == flow.Blocked || out.Status == flow.Stopped && context.Cause(ctx) == errWorkflowTimeout:
+		return g.block(out)
+	case out.Status == flow.Stopped || ctx.Err() != nil:
+		return x.finish(state.StatusCancelled, "", "interrupted")
+	case out.Status == flow.Waiting:
+		return x.finish(state.StatusWaiting, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
+	case out.Status == flow.Failed:
+		return x.finish(state.StatusFailed, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
+	}
+	x.mu.Lock()
+	x.sess.Cursor = ""
+	x.mu.Unlock()
+	failed := g.failedSteps()
+	x.emit(events.WorkflowCompleted, "", events.Fields(events.Completed{
+		DurationMS: time.Since(start).Milliseconds(), Steps: g.runs, Failed: len(failed), Skipped: g.skips, FailedSteps: failed,
+	}))
+	return x.finish(state.StatusCompleted, "", "")
+}
+
+// blocks: a failed step blocks the grimoire when its on_fail says so.
+func blocks(s *workflow.Step) bool {
+	switch {
+	case s.Script != nil:
+		return s.Script.OnFail != workflow.OnFailContinue
+	case s.Agent != nil:
+		return s.Agent.OnFail == workflow.OnFailBlock
+	}
+	return true // a stage step whose task failed
+}
+
+// block ends the run as blocked, keeping why and what the step printed.
+func (g *grimoire) block(out flow.Outcome) Outcome {
+	x := g.x
+	reason, why := BlockedStepFailed, out.Reason
+	switch {
+	case out.Reason == BlockedTimeout || strings.HasPrefix(out.Reason, "workflow timeout"):
+		reason = BlockedTimeout
+	case strings.Contains(out.Reason, "iterations without a step exiting it"):
+		reason = BlockedMaxIterations
+	case strings.HasPrefix(out.Reason, "template: "):
+		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
+	}
+	x.mu.Lock()
+	var context string
+	if r := x.sess.Runs[out.At.Key()]; r != nil {
+		context = blockedContext(r.Output)
+	}
+	x.sess.BlockedReason = reason
+	x.sess.BlockedStep = out.Step
+	x.sess.BlockedContext = context
+	x.sess.Cursor = out.At.Key()
+	x.mu.Unlock()
+	x.emit(events.WorkflowBlocked, "", events.Fields(events.Blocked{Reason: reason, Step: out.Step, Address: out.At.Key(), Context: context}))
+	return x.finish(state.StatusBlocked, "", fmt.Sprintf("step %q (%s) blocked: %s", out.Step, out.At, why))
+}
+
+// failureLine picks out the lines of an output that report failures (test
+// runners' FAIL, errors, panics), for the blocked context.
+var failureLine = regexp.MustCompile(`(?i)(\bfail(ed|ure|ing)?\b|\berror\b|\bpanic\b|--- FAIL|✗|✘)`)
+
+// blockedContext is the end of a step's output and, when they are further
+// up, the failures it printed.
+func blockedContext(output string) string {
+	lines := strings.Split(strings.TrimRight(output, "\n"), "\n")
+	const tail = 30
+	var b strings.Builder
+	if len(lines) > tail {
+		var fails []string
+		for _, l := range lines[:len(lines)-tail] {
+			if failureLine.MatchString(l) {
+				fails = append(fails, l)
+			}
+		}
+		if len(fails) > 20 {
+			fails = fails[len(fails)-20:]
+		}
+		if len(fails) > 0 {
+			b.WriteString("failures reported earlier:\n")
+			for _, l := range fails {
+				b.WriteString("  " + l + "\n")
+			}
+			b.WriteString("last lines:\n")
+		}
+		lines = lines[len(lines)-tail:]
+	}
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (g *grimoire) failedSteps() []string {
+	out := append([]string(nil), g.failed...)
+	return out
+}
+
+// beadID is the bead's id field, if any.
+func beadID(bead map[string]any) string {
+	if id, ok := bead["id"].(string); ok {
+		return id
+	}
+	return ""
+}
+
+// iterationOf is the innermost loop iteration of an address (0 outside
+// loops).
+func iterationOf(at flow.Addr) int {
+	for i := len(at) - 1; i >= 0; i-- {
+		if at[i].Iteration > 0 {
+			return at[i].Iteration
+		}
+	}
+	return 0
+}
+
+// iterationSummaries is one line per loop iteration that ran: the loop, the
+// iteration, and each step's outcome, e.g.
+// "quality iteration 2: tests failed (exit 1), fix done".
+func iterationSummaries(def *workflow.Definition, runs map[string]*state.StepRun) []string {
+	type iter struct {
+		key   string // the address of the iteration: "2.3"
+		loop  string
+		n     int
+		steps []string
+	}
+	byKey := map[string]*iter{}
+	keys := make([]string, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	// Address order: numerically by frame, so "2.10" comes after "2.9".
+	sort.Slice(keys, func(i, j int) bool { return addrLess(keys[i], keys[j]) })
+	var order []*iter
+	for _, k := range keys {
+		at, err := flow.ParseAddr(k)
+		if err != nil || len(at) < 2 {
+			continue
+		}
+		parent := at[:len(at)-1]
+		if parent[len(parent)-1].Iteration == 0 {
+			continue
+		}
+		pk := parent.Key()
+		it := byKey[pk]
+		if it == nil {
+			loop := stepAt(def.Steps, parent)
+			name := ""
+			if loop != nil {
+				name = loop.Label()
+			}
+			it = &iter{key: pk, loop: name, n: parent[len(parent)-1].Iteration}
+			byKey[pk] = it
+			order = append(order, it)
+		}
+		r := runs[k]
+		desc := r.Name + " " + r.Status
+		if r.Type == workflow.StepScript && (r.Status == string(flow.Failed) || r.Status == string(flow.Blocked)) {
+			desc += fmt.Sprintf(" (exit %d)", r.ExitCode)
+		}
+		it.steps = append(it.steps, desc)
+	}
+	out := make([]string, 0, len(order))
+	for _, it := range order {
+		out = append(out, fmt.Sprintf("%s iteration %d: %s", it.loop, it.n, strings.Join(it.steps, ", ")))
+	}
+	return out
+}
+
+// addrLess orders address keys frame by frame, numerically.
+func addrLess(a, b string) bool {
+	pa, _ := flow.ParseAddr(a)
+	pb, _ := flow.ParseAddr(b)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if pa[i].Index != pb[i].Index {
+			return pa[i].Index < pb[i].Index
+		}
+		if pa[i].Iteration != pb[i].Iteration {
+			return pa[i].Iteration < pb[i].Iteration
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+// stepAt finds the step an address points to.
+func stepAt(steps []workflow.Step, at flow.Addr) *workflow.Step {
+	var s *workflow.Step
+	for i, f := range at {
+		if f.Index >= len(steps) {
+			return nil
+		}
+		s = &steps[f.Index]
+		if i < len(at)-1 {
+			if s.Loop == nil {
+				return nil
+			}
+			steps = s.Loop.Steps
+		}
+	}
+	return s
+}
+
+// grimoireScope is the flow.Scope of a grimoire: the render.Scope.
+type grimoireScope grimoire
+
+func (s *grimoireScope) When(step *workflow.Step) (bool, error) {
+	if step.When == "" {
+		return true, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, err := s.scope.When(step.Label(), step.When)
+	if err != nil {
+		return false, fmt.Errorf("template: %s: %v", step.PosOf("when"), err)
+	}
+	return ok, nil
+}
+
+func (s *grimoireScope) Record(step *workflow.Step, r flow.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scope.Record(step.Label(), step.Output, stepResult(r))
+}
+
+func (s *grimoireScope) EnterLoop(loop *workflow.Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scope.EnterLoop(loop.Label())
+}
+
+func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
+	s.mu.Lock()
+	s.scope.NextIteration() // n: the interpreter counts as the scope does
+	s.mu.Unlock()
+	if !(*grimoireStore)(s).replaying(at.Iteration(n).Step(0)) {
+		s.x.emit(events.LoopIteration, "", events.Fields(events.Iteration{
+			Loop: loop.Label(), Address: at.Key(), Iteration: n, Max: loop.Loop.MaxIterations,
+		}))
+	}
+}
+
+func (s *grimoireScope) ExitLoop(loop *workflow.Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scope.ExitLoop()
+}
+
+// stepResult is a run's result as templates read it.
+func stepResult(r flow.Result) render.StepResult {
+	return render.StepResult{
+		Output:       r.Output,
+		Success:      r.Status == flow.Done,
+		Failed:       r.Status == flow.Failed,
+		ExitCode:     r.ExitCode,
+		Summary:      r.Summary,
+		Outputs:      r.Outputs,
+		DurationMS:   r.Duration.Milliseconds(),
+		ChangedFiles: r.ChangedFiles,
+	}
+}
+
+// grimoireStore keeps the runs in the session by address; the cursor is
+// the address of the run in progress.
+type grimoireStore grimoire
+
+func (s *grimoireStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
+	x := s.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.sess.Runs[at.Key()]
+	if r == nil {
+		return nil, false
+	}
+	switch flow.Status(r.Status) {
+	case flow.Done, flow.Failed, flow.Skipped:
+		cp := *r
+		return &cp, true
+	}
+	return nil, false
+}
+
+func (s *grimoireStore) Finished(at flow.Addr) (flow.Result, bool) {
+	r, ok := s.finishedRun(at)
+	if !ok {
+		return flow.Result{}, false
+	}
+	res := flow.Result{
+		Status: flow.Status(r.Status), Output: r.Output, Outputs: r.Outputs, Summary: r.Summary,
+		ExitCode: r.ExitCode, ChangedFiles: r.ChangedFiles, LogPath: r.LogPath, ExitLoop: r.ExitLoop,
+		Reason: r.Reason, Duration: time.Duration(r.DurationMS) * time.Millisecond,
+	}
+	if res.Status == flow.Failed {
+		(*grimoire)(s).noteFailed(r.Name, at)
+	}
+	return res, true
+}
+
+// replaying reports whether the run at is finished already: a resume
+// walks past it again without running it.
+func (s *grimoireStore) replaying(at flow.Addr) bool {
+	_, ok := s.finishedRun(at)
+	return ok
+}
+
+func (g *grimoire) noteFailed(name string, at flow.Addr) {
+	g.failed = append(g.failed, fmt.Sprintf("%s (%s)", name, at.Key()))
+}
+
+func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
+	x := s.x
+	key := at.Key()
+	now := time.Now()
+	x.mu.Lock()
+	if x.sess.Runs == nil {
+		x.sess.Runs = map[string]*state.StepRun{}
+	}
+	attempts := 0
+	if old := x.sess.Runs[key]; old != nil {
+		attempts = old.Attempts
+	}
+	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1}
+	x.sess.Runs[key] = run
+	x.sess.Cursor = key
+	cp := *run
+	x.checkpointLocked(state.Change{Run: &cp, RunKey: key, Cursor: &key}, false)
+	x.mu.Unlock()
+	if step.Type == workflow.StepLoop {
+		x.emit(events.WorkflowStepStarted, "", events.Fields(events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)}))
+	}
+}
+
+func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
+	x := s.x
+	g := (*grimoire)(s)
+	key := at.Key()
+	now := time.Now()
+	output := r.Output
+	if len(output) > state.StepOutputLimit {
+		output = output[len(output)-state.StepOutputLimit:]
+	}
+	x.mu.Lock()
+	if x.sess.Runs == nil {
+		x.sess.Runs = map[string]*state.StepRun{}
+	}
+	run := x.sess.Runs[key]
+	if run == nil {
+		run = &state.StepRun{Name: step.Label(), Type: step.Type, Iteration: iterationOf(at)}
+		x.sess.Runs[key] = run
+	}
+	if r.Duration == 0 && run.StartedAt != nil {
+		r.Duration = now.Sub(*run.StartedAt) // a loop: all its iterations
+	}
+	run.Status = string(r.Status)
+	run.Output, run.Outputs, run.Summary = output, r.Outputs, r.Summary
+	run.ExitCode, run.ExitLoop, run.ChangedFiles = r.ExitCode, r.ExitLoop, r.ChangedFiles
+	run.Reason, run.LogPath, run.DurationMS = r.Reason, r.LogPath, r.Duration.Milliseconds()
+	run.EndedAt = &now
+	cp := *run
+	// The end of a step is made durable: a resume never runs it again.
+	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, true)
+	x.mu.Unlock()
+	switch r.Status {
+	case flow.Skipped:
+		g.skips++
+	case flow.Done:
+		if step.Type != workflow.StepLoop {
+			g.runs++
+		}
+	case flow.Failed:
+		g.runs++
+		g.noteFailed(step.Label(), at)
+	}
+	ev := events.StepCompleted{
+		Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at),
+		Status: string(r.Status), Success: r.Status == flow.Done, ExitCode: r.ExitCode,
+		Summary: r.Summary, Reason: r.Reason, LogPath: r.LogPath, DurationMS: r.Duration.Milliseconds(),
+	}
+	ev.Output = r.Output
+	if len(ev.Output) > events.OutputLimit {
+		ev.Output, ev.Truncated = ev.Output[len(ev.Output)-events.OutputLimit:], true
+	}
+	x.emit(events.WorkflowStepCompleted, "", events.Fields(ev))
+}
+
+// stepStarted announces a step with what it was rendered to.
+func (g *grimoire) stepStarted(step *workflow.Step, at flow.Addr, inputs map[string]string) {
+	g.x.emit(events.WorkflowStepStarted, "", events.Fields(events.StepStarted{
+		Name: step.Label(), Type: step.Type, Address: at.Key(), Iteration: iterationOf(at), Inputs: inputs,
+	}))
+}
+
+// stopped is the result of a step whose context ended: the workflow's
+// timeout blocks it (and it runs again on resume), an interrupt stops it.
+func stopped(ctx context.Context, r flow.Result) flow.Result {
+	if context.Cause(ctx) == errWorkflowTimeout {
+		r.Status, r.Reason = flow.Blocked, BlockedTimeout
+		return r
+	}
+	r.Status, r.Reason = flow.Stopped, "interrupted"
+	return r
+}
+
+// logName is the file name a step run's output goes to: its name and
+// address ("tests@2.3-0").
+func logName(step *workflow.Step, at flow.Addr) string {
+	return step.Label() + "@" + strings.ReplaceAll(at.Key(), "/", "-")
+}
+
+// openStepLog opens the log file of a step run (nil without a manager).
+func (g *grimoire) openStepLog(name string) (*os.File, string) {
+	if g.x.opts.Manager == nil {
+		return nil, ""
+	}
+	path := g.x.opts.Manager.TaskLogPath(g.x.sess.ID, name)
+	if err := os.MkdirAll(g.x.opts.Manager.LogDir(g.x.sess.ID), 0o700); err != nil {
+		return nil, ""
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, ""
+	}
+	return f, path
+}

@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+	cut   bool
+}
+
+func (b *tailBuffer) Write(p []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*b.limit {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-b.limit:]...)
+		b.cut = true
+	}
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) > b.limit {
+		return string(b.buf[len(b.buf)-b.limit:])
+	}
+	return string(b.buf)
+}
+
+// captureLimit bounds what a step keeps of its output in memory; the log
+// file has it all.
+const captureLimit = 4 << 20
+
+// scriptRunner runs a script step: its command through sh -c, in the
+// grimoire's directory, stdout and stderr together as its output.
+type scriptRunner struct{ g *grimoire }
+
+func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
+	g, x := r.g, r.g.x
+	g.mu.Lock()
+	cmd, warnings, err := g.scope.Command(step.Label(), step.Script.Command)
+	g.mu.Unlock()
+	for _, w := range warnings {
+		x.emit(events.TemplateWarned, "", map[string]any{"step": step.Label(), "warning": w})
+	}
+	if err != nil {
+		g.stepStarted(step, at, nil)
+		return flow.Result{Status: flow.Blocked, Reason: fmt.Sprintf("template: %s: %v", step.PosOf("command"), err)}
+	}
+	g.stepStarted(step, at, map[string]string{"command": cmd})
+
+	name := logName(step, at)
+	logFile, logPath := g.openStepLog(name)
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	out := &tailBuffer{limit: captureLimit}
+	var logMu sync.Mutex
+	onOutput := func(c runner.Chunk) {
+		out.Write(c.Clean)
+		if logFile != nil {
+			logMu.Lock()
+			_, _ = logFile.Write(c.Clean)
+			logMu.Unlock()
+		}
+		x.emit(events.TaskOutput, name, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
+	}
+	proc, err := runner.StartHeadless(runner.Spec{
+		Command: "sh", Args: []string{"-c", cmd}, Dir: g.dir, Tag: g.tag, GroupOnly: true,
+	}, onOutput)
+	if err != nil {
+		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error(), LogPath: logPath}
+	}
+	_ = proc.CloseInput()
+
+	var timeout <-chan time.Time
+	if step.Timeout > 0 {
+		t := time.NewTimer(time.Duration(step.Timeout))
+		defer t.Stop()
+		timeout = t.C
+	}
+	result := func(res runner.Result) flow.Result {
+		// As $(...) reads it: without the trailing newlines (the log
+		// keeps them).
+		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: logPath}
+	}
+	select {
+	case <-proc.Done():
+		res := proc.Result()
+		fr := result(res)
+		switch {
+		case res.Success():
+			fr.Status = flow.Done
+			fr.ExitLoop = step.Script.OnSuccess == workflow.OnSuccessExitLoop
+		case res.Err != nil:
+			fr.Status, fr.Reason = flow.Failed, res.Err.Error()
+		case res.Signal != "":
+			fr.Status, fr.Reason = flow.Failed, "killed by signal "+res.Signal
+		default:
+			fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("exit code %d", res.ExitCode)
+		}
+		return fr
+	case <-timeout:
+		proc.Stop(x.opts.Grace)
+		fr := result(proc.Result())
+		fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("timed out after %s", time.Duration(step.Timeout))
+		return fr
+	case <-ctx.Done():
+		proc.Stop(x.opts.Grace)
+		return stopped(ctx, result(proc.Result()))
+	}
+}
+
+// agentRunner runs an agent step: its spell rendered into a prompt, run
+// through the same task machinery as a stage task (headless by default);
+// its result is the AgentOutput block at the end of the agent's final text.
+type agentRunner struct{ g *grimoire }
+
+func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
+	g, x := r.g, r.g.x
+	a := step.Agent
+	g.mu.Lock()
+	inputs, err := g.scope.RenderInputs(step.Label(), a.InputMap())
+	var prompt string
+	if err == nil {
+		prompt, err = g.scope.AgentPrompt(step.Label(), g.spells, a.Spell, inputs)
+	}
+	g.mu.Unlock()
+	if err != nil {
+		g.stepStarted(step, at, nil)
+		return flow.Result{Status: flow.Blocked, Reason: fmt.Sprintf("template: %s: %v", step.Pos, err)}
+	}
+	g.stepStarted(step, at, inputs)
+
+	task := workflow.Task{
+		ID:            logName(step, at),
+		Name:          step.Label(),
+		Adapter:       a.Adapter,
+		ExecutionMode: a.ExecutionMode,
+		Prompt:        prompt,
+		ExtraArgs:     a.ExtraArgs,
+		Cwd:           g.dir,
+		Timeout:       step.Timeout,
+	}
+	x.mu.Lock()
+	x.sess.TaskStatus[task.ID] = state.TaskPending
+	x.mu.Unlock()
+	before := gitSnapshot(g.dir)
+	out := &tailBuffer{limit: captureLimit}
+	ok, why := x.runTaskWith(ctx, task, prompt, func(string, string) {}, out)
+	x.mu.Lock()
+	logPath := ""
+	if rec := x.sess.Tasks[task.ID]; rec != nil {
+		logPath = rec.LogPath
+	}
+	parked := x.parkStatus != ""
+	x.mu.Unlock()
+	text := finalText(out.String())
+	res := flow.Result{Output: text, LogPath: logPath, ChangedFiles: before.changed()}
+	if rec := x.taskRecord(task.ID); rec != nil && rec.ExitCode != nil {
+		res.ExitCode = *rec.ExitCode
+	}
+	switch {
+	case parked:
+		res.Status, res.Reason = flow.Waiting, "the agent needs a person"
+		return res
+	case !ok && ctx.Err() != nil:
+		return stopped(ctx, res)
+	case !ok:
+		res.Status, res.Reason = flow.Failed, why
+		if res.ExitCode == 0 {
+			res.ExitCode = -1
+		}
+		return res
+	}
+	ao, err := render.ParseAgentOutput(text)
+	if err != nil {
+		res.Status, res.Reason = flow.Failed, err.Error()
+		return res
+	}
+	res.Outputs, res.Summary = ao.Outputs, ao.Summary
+	if !ao.Success {
+		res.Status = flow.Failed
+		res.Reason = "the agent reported success: false"
+		if ao.Error != "" {
+			res.Reason += ": " + ao.Error
+		}
+		return res
+	}
+	res.Status = flow.Done
+	return res
+}
+
+// taskRecord is a copy of a task's record.
+func (x *Executor) taskRecord(id string) *state.TaskRecord {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r := x.sess.Tasks[id]; r != nil {
+		cp := *r
+		return &cp
+	}
+	return nil
+}
+
+// grimoireStageRunner runs a stage step of a grimoire: its tasks in
+// parallel, each prompt rendered with the scope, each task keyed by the
+// step's address so that a stage in a loop runs afresh every iteration.
+type grimoireStageRunner struct{ g *grimoire }
+
+func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
+	g, x := r.g, r.g.x
+	st := *step
+	st.Tasks = make([]workflow.Task, len(step.Tasks))
+	prompts := map[string]string{}
+	inputs := map[string]string{}
+	suffix := "@" + strings.ReplaceAll(at.Key(), "/", "-")
+	g.mu.Lock()
+	for i, t := range step.Tasks {
+		p, err := g.scope.Render(step.Label(), "tasks."+t.ID+".prompt", t.Prompt)
+		if err != nil {
+			g.mu.Unlock()
+			g.stepStarted(step, at, nil)
+			return flow.Result{Status: flow.Blocked, Reason: fmt.Sprintf("template: %s: %v", t.Pos, err)}
+		}
+		inputs[t.ID] = p
+		t.ID += suffix
+		if t.Cwd == "" {
+			t.Cwd = g.dir
+		}
+		prompts[t.ID] = p
+		st.Tasks[i] = t
+	}
+	g.mu.Unlock()
+	g.stepStarted(step, at, inputs)
+	x.mu.Lock()
+	for _, t := range st.Tasks {
+		if _, ok := x.sess.TaskStatus[t.ID]; !ok {
+			x.sess.TaskStatus[t.ID] = state.TaskPending
+		}
+	}
+	x.mu.Unlock()
+	failedTask, reason := x.runStage(ctx, st, prompts)
+	x.mu.Lock()
+	parked := x.parkStatus != ""
+	x.mu.Unlock()
+	var lines []string
+	for _, t := range st.Tasks {
+		lines = append(lines, fmt.Sprintf("%s: %s", strings.TrimSuffix(t.ID, suffix), x.status(t.ID)))
+	}
+	res := flow.Result{Output: strings.Join(lines, "\n")}
+	switch {
+	case parked:
+		res.Status, res.Reason = flow.Waiting, "a task needs a person"
+	case ctx.Err() != nil:
+		return stopped(ctx, res)
+	case failedTask != "":
+		res.Status, res.Reason, res.ExitCode = flow.Failed, fmt.Sprintf("task %q: %s", strings.TrimSuffix(failedTask, suffix), reason), 1
+	default:
+		res.Status = flow.Done
+	}
+	return res
+}
+
+// finalText is an agent's final message, from its structured output when it
+// has one (claude stream-json's result, codex --json's last agent_message),
+// else all it printed.
+func finalText(out string) string {
+	if text, ok := structuredFinal(out); ok {
+		return text
+	}
+	return out
+}
