@@ -168,19 +168,3 @@ stages:
 		t.Errorf("a newer format is not refused clearly:\n%s", r.stderr)
 	}
 }
-
-// A grimoire is validated, but not run half-way: run says plainly that it
-// cannot run it yet.
-func TestGrimoireRunIsRefusedPlainly(t *testing.T) {
-	p := newProject(t)
-	p.write("g.yaml", "name: g\nsteps:\n  - name: hello\n    type: script\n    command: echo hi > hi.txt\n")
-	wantCode(t, p.run("validate", "g.yaml"), 0)
-	r := p.run("run", "g.yaml")
-	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, "running grimoires is not available") || p.exists("hi.txt") {
-		t.Errorf("stderr %q; hi.txt exists: %v", r.stderr, p.exists("hi.txt"))
-	}
-	if len(p.sessions()) != 0 {
-		t.Error("a session was created")
-	}
-}

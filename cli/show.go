@@ -12,8 +12,10 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 func showCommand(streams IO) *ucli.Command {
@@ -59,12 +61,21 @@ func showCommand(streams IO) *ucli.Command {
 			if s.Goal != "" {
 				fmt.Fprintf(out, "goal      %s\n", safe(s.Goal))
 			}
-			fmt.Fprintf(out, "status    %s\nstage     %d/%d\nstarted   %s\nupdated   %s\n", status, min(sum.Stage+1, sum.Stages), sum.Stages,
-				s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+			if s.WorkflowDefinition.Kind == workflow.KindGrimoire {
+				fmt.Fprintf(out, "status    %s\nstarted   %s\nupdated   %s\n", status,
+					s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+			} else {
+				fmt.Fprintf(out, "status    %s\nstage     %d/%d\nstarted   %s\nupdated   %s\n", status, min(sum.Stage+1, sum.Stages), sum.Stages,
+					s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+			}
 			if s.Error != "" {
 				fmt.Fprintf(out, "error     %s\n", safe(s.Error))
 			}
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
+			if s.WorkflowDefinition.Kind == workflow.KindGrimoire {
+				showGrimoire(out, s, sum.Running)
+				return nil
+			}
 			for i, st := range s.WorkflowDefinition.Stages() {
 				marker := " "
 				if i == s.CurrentStageIndex {
@@ -112,6 +123,85 @@ func showCommand(streams IO) *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// showGrimoire prints a grimoire session's step runs, in walk order and
+// indented by loop depth, then what is failed or blocked and what to do.
+func showGrimoire(out io.Writer, s *state.Session, running bool) {
+	if s.WorkDir != "" {
+		fmt.Fprintf(out, "work dir  %s\n", safe(s.WorkDir))
+	}
+	keys := make([]string, 0, len(s.Runs))
+	for k := range s.Runs {
+		keys = append(keys, k)
+	}
+	flow.SortKeys(keys)
+	fmt.Fprintln(out, "\nsteps")
+	for _, k := range keys {
+		r := s.Runs[k]
+		indent := strings.Repeat("  ", strings.Count(k, "/"))
+		line := fmt.Sprintf("  %s%s %s (%s) %s", indent, glyphChar(stepGlyphStatus(r.Status)), safe(r.Name), safe(r.Type), safe(r.Status))
+		if r.Iteration > 0 {
+			line += fmt.Sprintf(" [iteration %d]", r.Iteration)
+		}
+		if r.Type == workflow.StepScript && r.Status != "skipped" && r.Status != "running" {
+			line += fmt.Sprintf(" exit %d", r.ExitCode)
+		}
+		if r.DurationMS > 0 {
+			line += " " + (time.Duration(r.DurationMS) * time.Millisecond).String()
+		}
+		line += "  @" + k
+		fmt.Fprintln(out, line)
+		if r.Reason != "" && r.Status != "done" {
+			fmt.Fprintf(out, "  %s    reason: %s\n", indent, safe(r.Reason))
+		}
+		if r.Summary != "" {
+			fmt.Fprintf(out, "  %s    summary: %s\n", indent, safe(r.Summary))
+		}
+		if r.LogPath != "" {
+			fmt.Fprintf(out, "  %s    log: %s\n", indent, safe(r.LogPath))
+		}
+	}
+	if len(s.FailedSteps) > 0 {
+		fmt.Fprintf(out, "\nfailed steps (the grimoire went on by design): %s\n", safe(strings.Join(s.FailedSteps, ", ")))
+	}
+	if len(s.IterationSummaries) > 0 {
+		fmt.Fprintln(out, "\niterations")
+		for _, l := range s.IterationSummaries {
+			fmt.Fprintf(out, "  %s\n", safe(l))
+		}
+	}
+	if s.Status == state.StatusBlocked {
+		fmt.Fprintf(out, "\nblocked   %s at step %q\n", safe(s.BlockedReason), safe(s.BlockedStep))
+		if s.BlockedContext != "" {
+			fmt.Fprintln(out, "context")
+			for _, l := range strings.Split(s.BlockedContext, "\n") {
+				fmt.Fprintf(out, "  | %s\n", safeLine(l))
+			}
+		}
+	}
+	if !running && s.Status != state.StatusCompleted {
+		fmt.Fprintln(out, "\nactions")
+		fmt.Fprintf(out, "  vibeteam resume %s                 run the step at %s again and go on\n", s.ID, safe(s.Cursor))
+		fmt.Fprintf(out, "  vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
+		fmt.Fprintf(out, "  vibeteam log %s                    the step tree with outputs\n", s.ID)
+	}
+}
+
+// stepGlyphStatus maps a step run's status to the task status whose glyph
+// it shares.
+func stepGlyphStatus(status string) string {
+	switch status {
+	case "done":
+		return string(state.TaskDone)
+	case "failed", "blocked":
+		return string(state.TaskError)
+	case "running":
+		return string(state.TaskRunning)
+	case "waiting":
+		return string(state.TaskWaitingForUser)
+	}
+	return string(state.TaskPending)
 }
 
 // lastScreen renders the end of an interactive task's raw log: its last

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -234,8 +233,7 @@ func iterationSummaries(def *workflow.Definition, runs map[string]*state.StepRun
 	for k := range runs {
 		keys = append(keys, k)
 	}
-	// Address order: numerically by frame, so "2.10" comes after "2.9".
-	sort.Slice(keys, func(i, j int) bool { return addrLess(keys[i], keys[j]) })
+	flow.SortKeys(keys)
 	var order []*iter
 	for _, k := range keys {
 		at, err := flow.ParseAddr(k)
@@ -270,21 +268,6 @@ func iterationSummaries(def *workflow.Definition, runs map[string]*state.StepRun
 		out = append(out, fmt.Sprintf("%s iteration %d: %s", it.loop, it.n, strings.Join(it.steps, ", ")))
 	}
 	return out
-}
-
-// addrLess orders address keys frame by frame, numerically.
-func addrLess(a, b string) bool {
-	pa, _ := flow.ParseAddr(a)
-	pb, _ := flow.ParseAddr(b)
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		if pa[i].Index != pb[i].Index {
-			return pa[i].Index < pb[i].Index
-		}
-		if pa[i].Iteration != pb[i].Iteration {
-			return pa[i].Iteration < pb[i].Iteration
-		}
-	}
-	return len(pa) < len(pb)
 }
 
 // stepAt finds the step an address points to.

@@ -9,6 +9,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,24 @@ func ParseAddr(key string) (Addr, error) {
 		a = append(a, f)
 	}
 	return a, nil
+}
+
+// SortKeys sorts address keys in walk order: frame by frame, numerically
+// ("2.10" after "2.9"), a parent before its children.
+func SortKeys(keys []string) {
+	sort.Slice(keys, func(i, j int) bool {
+		a, _ := ParseAddr(keys[i])
+		b, _ := ParseAddr(keys[j])
+		for k := 0; k < len(a) && k < len(b); k++ {
+			if a[k].Index != b[k].Index {
+				return a[k].Index < b[k].Index
+			}
+			if a[k].Iteration != b[k].Iteration {
+				return a[k].Iteration < b[k].Iteration
+			}
+		}
+		return len(a) < len(b)
+	})
 }
 
 // Status of one step run.

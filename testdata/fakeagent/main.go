@@ -18,6 +18,10 @@
 //	                  read one key; append the microseconds from the prompt's last
 //	                  byte to the key to PATH
 //	tty=PATH          write "tty" or "notty" (is stdin a terminal?) to PATH
+//	cat=PATH          write the content of PATH to stdout
+//	streamjson=PATH   write stream-json as claude -p does: an init line, an
+//	                  assistant message, and a result line whose result is
+//	                  the content of PATH
 //	exit=N            exit with status N
 //
 // Arguments that are not commands (flags of an adapter) are ignored.
@@ -52,7 +56,10 @@ func main() {
 		}
 	}
 	for _, c := range cmds {
-		key, val, _ := strings.Cut(c, "=")
+		key, val, hasVal := strings.Cut(c, "=")
+		if !hasVal && key != "ansi" && key != "stdin" && key != "ignoreterm" {
+			continue // a word of prose (a system prompt), not a command
+		}
 		switch key {
 		case "print":
 			fmt.Println(strings.ReplaceAll(val, "_", " "))
@@ -109,6 +116,17 @@ func main() {
 				answer = "tty"
 			}
 			must(os.WriteFile(val, []byte(answer), 0o644))
+		case "cat":
+			b, err := os.ReadFile(val)
+			must(err)
+			os.Stdout.Write(b)
+		case "streamjson":
+			b, err := os.ReadFile(val)
+			must(err)
+			enc := json.NewEncoder(os.Stdout)
+			must(enc.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-session"}))
+			must(enc.Encode(map[string]any{"type": "assistant", "message": map[string]any{"content": []map[string]any{{"type": "text", "text": string(b)}}}}))
+			must(enc.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": string(b), "session_id": "fake-session"}))
 		case "exit":
 			n, err := strconv.Atoi(val)
 			must(err)
