@@ -73,6 +73,9 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.emit(events.WorkflowStarted, "", events.Fields(events.Started{
 		Grimoire: def.ID, Source: def.Source, Bead: beadID(x.sess.Bead), ID: x.sess.ID, Resumed: resumed,
 	}))
+	// What scripts of a crashed run left behind stops before anything runs
+	// again; what this run's leave stops when it ends.
+	runner.StopTagged(g.tag, x.opts.Grace)
 	defer runner.StopTagged(g.tag, x.opts.Grace)
 
 	timeout := time.Duration(def.Timeout)
