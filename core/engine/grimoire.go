@@ -75,7 +75,9 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	}))
 	// What scripts of a crashed run left behind stops before anything runs
 	// again; what this run's leave stops when it ends.
-	runner.StopTagged(g.tag, x.opts.Grace)
+	if resumed {
+		runner.StopTagged(g.tag, x.opts.Grace)
+	}
 	defer runner.StopTagged(g.tag, x.opts.Grace)
 
 	timeout := time.Duration(def.Timeout)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,9 +43,64 @@ func (b *tailBuffer) String() string {
 	return string(b.buf)
 }
 
+// lazyLog is a step's log file, created only once more than keep bytes
+// have been written to it.
+type lazyLog struct {
+	mu   sync.Mutex
+	open func() (*os.File, string)
+	keep int
+	head []byte
+	f    *os.File
+	path string
+	gave bool // open failed: the session's tail is all there is
+}
+
+func (l *lazyLog) Write(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.f != nil:
+		_, _ = l.f.Write(p)
+	case l.gave:
+	case len(l.head)+len(p) <= l.keep:
+		l.head = append(l.head, p...)
+	default:
+		if l.f, l.path = l.open(); l.f == nil {
+			l.gave = true
+			return
+		}
+		_, _ = l.f.Write(l.head)
+		_, _ = l.f.Write(p)
+		l.head = nil
+	}
+}
+
+// Path is the log file's path, "" when none was needed.
+func (l *lazyLog) Path() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.path
+}
+
+func (l *lazyLog) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+}
+
 // captureLimit bounds what a step keeps of its output in memory; the log
 // file has it all.
 const captureLimit = 4 << 20
+
+// shell runs script steps: /bin/sh, found once.
+var shell = func() string {
+	if _, err := os.Stat("/bin/sh"); err == nil {
+		return "/bin/sh"
+	}
+	return "sh"
+}()
 
 // scriptRunner runs a script step: its command through sh -c, in the
 // grimoire's directory, stdout and stderr together as its output.
@@ -65,26 +121,23 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	g.stepStarted(step, at, map[string]string{"command": cmd})
 
 	name := logName(step, at)
-	logFile, logPath := g.openStepLog(name)
-	if logFile != nil {
-		defer logFile.Close()
-	}
+	// Most scripts print little: their output is whole in the session and
+	// in the step's event. A log file is written once it is more than
+	// that (creating a file costs more than running `echo`).
+	log := &lazyLog{open: func() (*os.File, string) { return g.openStepLog(name) }, keep: events.OutputLimit}
+	defer log.Close()
 	out := &tailBuffer{limit: captureLimit}
-	var logMu sync.Mutex
 	onOutput := func(c runner.Chunk) {
 		out.Write(c.Clean)
-		if logFile != nil {
-			logMu.Lock()
-			_, _ = logFile.Write(c.Clean)
-			logMu.Unlock()
-		}
+		log.Write(c.Clean)
 		x.emit(events.TaskOutput, name, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
 	}
 	proc, err := runner.StartHeadless(runner.Spec{
-		Command: "sh", Args: []string{"-c", cmd}, Dir: g.dir, Tag: g.tag, GroupOnly: true,
+		Command: shell, Args: []string{"-c", cmd}, Dir: g.dir, Tag: g.tag,
+		GroupOnly: true, NoInput: true, MergeOutput: true,
 	}, onOutput)
 	if err != nil {
-		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error(), LogPath: logPath}
+		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
 	}
 	_ = proc.CloseInput()
 
@@ -97,7 +150,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	result := func(res runner.Result) flow.Result {
 		// As $(...) reads it: without the trailing newlines (the log
 		// keeps them).
-		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: logPath}
+		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: log.Path()}
 	}
 	select {
 	case <-proc.Done():

@@ -32,9 +32,12 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	cmd.Env = mergedEnv(withPWD(withTag(spec.Env, spec.Tag), spec.Dir))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	var stdin io.WriteCloser
+	if !spec.NoInput {
+		var err error
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
 	}
 	// Our own pipes rather than cmd.StdoutPipe: Wait must not wait for
 	// grandchildren that keep the pipe open; we kill the group and then
@@ -43,30 +46,42 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
+	var errR, errW *os.File
+	if spec.MergeOutput {
+		cmd.Stdout, cmd.Stderr = outW, outW
+	} else {
+		if errR, errW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
 	}
-	cmd.Stdout = outW
-	cmd.Stderr = errW
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
-		errR.Close()
-		errW.Close()
+		if errR != nil {
+			errR.Close()
+			errW.Close()
+		}
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
 	outW.Close()
-	errW.Close()
+	if errW != nil {
+		errW.Close()
+	}
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(cmd.Process.Pid, reaperTag(spec), h.exited)
 	var readers sync.WaitGroup
-	readers.Add(2)
-	go h.read("stdout", outR, onOutput, &readers)
-	go h.read("stderr", errR, onOutput, &readers)
+	if spec.MergeOutput {
+		readers.Add(1)
+		go h.read("output", outR, onOutput, &readers)
+	} else {
+		readers.Add(2)
+		go h.read("stdout", outR, onOutput, &readers)
+		go h.read("stderr", errR, onOutput, &readers)
+	}
 	go func() {
 		h.result = resultOf(cmd.Wait())
 		close(h.exited)
@@ -81,7 +96,9 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		case <-time.After(drainWait):
 			// Held by a process we could not find: give up the rest.
 			outR.Close()
-			errR.Close()
+			if errR != nil {
+				errR.Close()
+			}
 			<-drained
 		}
 		h.closeInput()
@@ -115,7 +132,7 @@ func (h *headless) Pid() int { return h.cmd.Process.Pid }
 func (h *headless) Send(text string) error {
 	h.inMu.Lock()
 	defer h.inMu.Unlock()
-	if h.inClosed {
+	if h.inClosed || h.stdin == nil {
 		return fmt.Errorf("input of pid %d is closed", h.Pid())
 	}
 	_, err := io.WriteString(h.stdin, text)
@@ -131,6 +148,9 @@ func (h *headless) closeInput() error {
 		return nil
 	}
 	h.inClosed = true
+	if h.stdin == nil {
+		return nil
+	}
 	return h.stdin.Close()
 }
 

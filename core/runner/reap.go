@@ -94,11 +94,11 @@ func (r *reaper) killNow() {
 		return
 	}
 	r.killOnce.Do(func() { close(r.kill) })
-	r.signal(syscall.SIGKILL, spared(), nil)
+	r.signal(syscall.SIGKILL, lazySpared(), nil)
 }
 
 func (r *reaper) sweep(grace time.Duration) {
-	spare := spared()
+	spare := lazySpared()
 	termed := make(map[procKey]bool)
 	r.signalGroup(syscall.SIGTERM)
 	if r.signal(syscall.SIGTERM, spare, termed) == 0 && isClosed(r.exited) {
@@ -164,7 +164,7 @@ func (r *reaper) signalGroup(sig syscall.Signal) {
 // are. With termed, a process gets sig once only: a second SIGTERM means
 // "quit now" to some programs. Each process is signalled right after it was
 // identified, which leaves no room for its pid to be reused in between.
-func (r *reaper) signal(sig syscall.Signal, spare map[int]bool, termed map[procKey]bool) int {
+func (r *reaper) signal(sig syscall.Signal, spare func() map[int]bool, termed map[procKey]bool) int {
 	if termed == nil {
 		r.signalGroup(sig)
 	}
@@ -183,10 +183,11 @@ func (r *reaper) signal(sig syscall.Signal, spare map[int]bool, termed map[procK
 	if r.tag != "" {
 		entry = []byte(TaskEnv + "=" + r.tag)
 	}
+	spares := spare()
 	n := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || spare[pid] {
+		if err != nil || spares[pid] {
 			continue
 		}
 		st, ok := readStat(pid)
@@ -268,6 +269,18 @@ func hasEnv(pid int, entry []byte) bool {
 // spared is this process and its ancestors: a vibeteam run inside a task
 // (nested, or a test) carries a tag too and must not stop itself or the
 // process that is waiting for it.
+// lazySpared is spared, read once and only when /proc is walked.
+func lazySpared() func() map[int]bool {
+	var (
+		once  sync.Once
+		spare map[int]bool
+	)
+	return func() map[int]bool {
+		once.Do(func() { spare = spared() })
+		return spare
+	}
+}
+
 func spared() map[int]bool {
 	spare := map[int]bool{}
 	for pid := os.Getpid(); pid > 0 && !spare[pid]; {

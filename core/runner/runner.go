@@ -35,6 +35,11 @@ type Spec struct {
 	// left it are for a StopTagged later. For runs many and short, such
 	// as script steps.
 	GroupOnly bool
+	// NoInput gives the process /dev/null as stdin (Send fails), and
+	// MergeOutput one pipe for stdout and stderr, in the order written
+	// (Chunk.Stream is "output"): a script's output as a terminal shows it.
+	NoInput     bool
+	MergeOutput bool
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the
@@ -231,7 +236,7 @@ func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool 
 	if r.pgid == 0 && r.tag == "" {
 		return false
 	}
-	if r.signal(0, spared(), nil) == 0 {
+	if r.signal(0, lazySpared(), nil) == 0 {
 		return false
 	}
 	r.end(grace)
@@ -245,7 +250,7 @@ func StopTagged(tag string, grace time.Duration) bool {
 		return false
 	}
 	r := &reaper{tag: tag, exited: closedChan, swept: make(chan struct{}), kill: make(chan struct{})}
-	if r.signal(0, spared(), nil) == 0 {
+	if r.signal(0, lazySpared(), nil) == 0 {
 		return false
 	}
 	r.end(grace)

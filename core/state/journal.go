@@ -53,6 +53,11 @@ type Journal struct {
 	w    *bufio.Writer
 	seq  uint64
 	size int // lines since the last compaction
+
+	// syncs asks the syncer for an fsync; one request waiting is enough,
+	// since one fsync covers every write before it.
+	syncs  chan struct{}
+	synced sync.WaitGroup
 }
 
 // OpenJournal starts journaling s, whose snapshot must have been saved:
@@ -62,12 +67,27 @@ func (m *Manager) OpenJournal(s *Session) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal of %s: %w", s.ID, err)
 	}
-	return &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq}, nil
+	j := &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq, syncs: make(chan struct{}, 1)}
+	j.synced.Add(1)
+	go j.syncer(f)
+	return j, nil
 }
 
-// Append writes c. durable makes it survive a power loss before Append
-// returns (an fsync, for ends of tasks and stages); without it, it survives
-// the process being killed, which is what resume needs most.
+// syncer fsyncs the journal when asked, off the path of the steps: a write
+// that returned already survives the process being killed; the fsync adds
+// surviving a power loss, one fsync's time later. Several ends that come
+// during one fsync share the next.
+func (j *Journal) syncer(f *os.File) {
+	defer j.synced.Done()
+	for range j.syncs {
+		_ = f.Sync()
+	}
+}
+
+// Append writes c: once it returns, c survives the process being killed,
+// which is what resume needs. durable (the end of a task or a step) also
+// has it fsynced, by the syncer, so that it survives a power loss too a
+// moment later, without making every step wait for the disk.
 func (j *Journal) Append(c Change, durable bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -90,7 +110,10 @@ func (j *Journal) Append(c Change, durable bool) error {
 	}
 	j.size++
 	if durable {
-		return j.f.Sync()
+		select {
+		case j.syncs <- struct{}{}:
+		default: // one is waiting already; it covers this write too
+		}
 	}
 	return nil
 }
@@ -127,7 +150,9 @@ func (j *Journal) Close() error {
 	if j.f == nil {
 		return nil
 	}
-	err := errors.Join(j.w.Flush(), j.f.Close())
+	close(j.syncs)
+	j.synced.Wait()
+	err := errors.Join(j.w.Flush(), j.f.Sync(), j.f.Close())
 	j.f = nil
 	return err
 }
