@@ -491,3 +491,59 @@ func gitInit(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+func TestGrimoireNestedLoopsAndIncludeCycle(t *testing.T) {
+	t.Parallel()
+	p := agentProject(t)
+	p.write("g.yaml", `name: nested
+steps:
+  - name: start
+    type: script
+    command: echo start
+  - name: outer
+    type: loop
+    max_iterations: 2
+    on_max_iterations: exit
+    steps:
+      - name: inner
+        type: loop
+        max_iterations: 2
+        on_max_iterations: continue
+        steps:
+          - name: cell
+            type: script
+            command: echo {{.outer.iteration}}.{{.inner.iteration}} entry={{.loop_entry.output}} >> cells.txt; echo cell{{.outer.iteration}}{{.inner.iteration}}
+      - name: row
+        type: script
+        # Its output is .loop_entry of the inner loop in the next iteration.
+        command: echo row{{.outer.iteration}} after {{.previous.output}} | tee -a cells.txt
+`)
+	r := p.exec("run", "g.yaml")
+	wantCode(t, r, 0)
+	want := "1.1 entry=start\n1.2 entry=start\nrow1 after cell12\n2.1 entry=row1 after cell12\n2.2 entry=row1 after cell12\nrow2 after cell22\n"
+	if got := p.read("cells.txt"); got != want {
+		t.Errorf("cells.txt:\n%s\nwant\n%s", got, want)
+	}
+	s := p.only()
+	if s.Runs["1.2/0.2/0"] == nil || s.Runs["1.2/0.2/0"].Output != "cell22" {
+		t.Errorf("run at 1.2/0.2/0: %+v", s.Runs["1.2/0.2/0"])
+	}
+
+	// An include cycle is found before anything runs.
+	p.write("cycle.yaml", `name: cycle
+steps:
+  - name: first
+    type: script
+    command: touch ran.txt
+  - name: looped
+    type: agent
+    adapter: agent
+    spell: self
+`)
+	p.write(".vibeteam/spells/self.md", "again {{include \"self.md\"}}\n")
+	r = p.exec("run", "cycle.yaml")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "cycle.yaml:9:") || !strings.Contains(r.stderr, "include cycle: self.md -> self.md") || p.exists("ran.txt") {
+		t.Errorf("include cycle not refused up front:\n%s", r.stderr)
+	}
+}
