@@ -547,3 +547,36 @@ steps:
 		t.Errorf("include cycle not refused up front:\n%s", r.stderr)
 	}
 }
+
+// An interactive agent step runs in a terminal with the automation; its
+// transcript holds the prompt (and the system prompt's example block),
+// which must never pass for the agent's own result.
+func TestGrimoireInteractiveAgentStep(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", `name: tui
+steps:
+  - name: chat
+    type: agent
+    adapter: tui
+    executionMode: interactive
+    spell: |
+      say hello
+  - name: after
+    type: script
+    command: echo {{.chat.failed}} > after.txt
+`)
+	r := p.exec("run", "g.yaml", "--auto-approve")
+	wantCode(t, r, 0)
+	s := p.only()
+	run := s.Runs["0"]
+	if run == nil || run.Status != "failed" || run.Reason != "agent output did not contain a valid JSON block" {
+		t.Fatalf("chat run: %+v\n%s", run, r.stderr)
+	}
+	if !strings.Contains(p.read("rec.txt"), "say hello") {
+		t.Errorf("the TUI did not get the spell: %q", p.read("rec.txt"))
+	}
+	if got := p.read("after.txt"); got != "true\n" {
+		t.Errorf("after.txt = %q", got)
+	}
+}

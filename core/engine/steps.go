@@ -241,7 +241,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		return res
 	}
-	ao, err := render.ParseAgentOutput(text)
+	ao, err := render.ParseAgentOutputNotIn(text, prompt)
 	if err != nil {
 		res.Status, res.Reason = flow.Failed, err.Error()
 		return res

@@ -35,6 +35,30 @@ func ParseAgentOutput(text string) (AgentOutput, error) {
 	return AgentOutput{}, ErrNoAgentOutput
 }
 
+// ParseAgentOutputNotIn is ParseAgentOutput passing over the blocks that
+// the prompt itself holds: a terminal's transcript shows the prompt the
+// agent was given, and an example block in a spell or the system prompt is
+// not the agent's answer.
+func ParseAgentOutputNotIn(text, prompt string) (AgentOutput, error) {
+	quoted := map[string]bool{}
+	for _, b := range jsonBlocks(prompt) {
+		quoted[normalizeBlock(b)] = true
+	}
+	blocks := jsonBlocks(text)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if quoted[normalizeBlock(blocks[i])] {
+			continue
+		}
+		if out, ok := parseAgentBlock(blocks[i]); ok {
+			return out, nil
+		}
+	}
+	return AgentOutput{}, ErrNoAgentOutput
+}
+
+// normalizeBlock compares blocks whatever their indentation and wrapping.
+func normalizeBlock(b string) string { return strings.Join(strings.Fields(b), " ") }
+
 func parseAgentBlock(block string) (AgentOutput, bool) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(block), &raw); err != nil {

@@ -67,3 +67,16 @@ func FuzzParseAgentOutput(f *testing.F) {
 		_, _ = ParseAgentOutput(text)
 	})
 }
+
+func TestParseAgentOutputNotInPrompt(t *testing.T) {
+	t.Parallel()
+	prompt := "Do it.\n```json\n{\"success\": true, \"summary\": \"example\"}\n```\n"
+	transcript := "> Do it.\n  ```json\n  {\"success\": true,\n   \"summary\": \"example\"}\n  ```\nworking...\n"
+	if _, err := ParseAgentOutputNotIn(transcript, prompt); err != ErrNoAgentOutput {
+		t.Fatalf("the prompt's example passed for the answer: %v", err)
+	}
+	out, err := ParseAgentOutputNotIn(transcript+"```json\n{\"success\": false, \"error\": \"no\"}\n```\n", prompt)
+	if err != nil || out.Success || out.Error != "no" {
+		t.Fatalf("got %+v, %v", out, err)
+	}
+}
