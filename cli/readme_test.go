@@ -65,3 +65,32 @@ func TestReadmeAdapterExamples(t *testing.T) {
 		})
 	}
 }
+
+// The README's grimoire runs as written, with the claude adapter replaced by
+// the fake agent answering with a JSON block, in a Go module whose tests pass.
+func TestReadmeGrimoireExample(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# \\.vibeteam/grimoires/([a-z-]+)\\.yaml\n.*?)```").FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("the README shows no grimoire")
+	}
+	p := newProject(t)
+	p.write(".vibeteam/grimoires/"+m[2]+".yaml", m[1])
+	p.write(".vibeteam/adapters/claude.yaml", "name: claude\ncommand: "+fakeAgent+"\nmodes:\n  headless: { args: [cat=answer.md], prompt: { position: arg } }\n")
+	p.write("answer.md", "Done.\n```json\n{\"success\": true, \"summary\": \"added it\"}\n```\n")
+	p.write("go.mod", "module example.com/x\n\ngo 1.21\n")
+	p.write("x_test.go", "package x\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) {}\n")
+	r := p.exec("run", m[2], "--set", "goal=add a flag")
+	wantCode(t, r, 0)
+	s := p.only()
+	if s.Status != state.StatusCompleted || len(s.FailedSteps) != 0 {
+		t.Fatalf("status %s, failed %v\n%s", s.Status, s.FailedSteps, r.stderr)
+	}
+	if got := s.Runs["2"].Output; got != "added it 1" {
+		t.Errorf("report printed %q", got)
+	}
+}
