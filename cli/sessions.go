@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // sessionSummary is one row of `vibeteam sessions --json`.
@@ -29,6 +30,19 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	sum := sessionSummary{ID: s.ID, Workflow: s.Workflow, Goal: s.Goal, Status: string(s.Status), Stage: s.CurrentStageIndex, UpdatedAt: s.UpdatedAt, Running: mgr.Running(s.ID)}
 	if s.WorkflowDefinition != nil {
 		sum.Stages = len(s.WorkflowDefinition.Stages())
+	}
+	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {
+		// A grimoire's progress is its step runs (loops aside).
+		for _, r := range s.Runs {
+			if r.Type == workflow.StepLoop {
+				continue
+			}
+			sum.Tasks++
+			if r.Status == "done" {
+				sum.Done++
+			}
+		}
+		return sum
 	}
 	for _, st := range s.TaskStatus {
 		sum.Tasks++
