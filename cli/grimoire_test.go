@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vibeteam/vibeteam/core/events"
@@ -578,5 +579,45 @@ steps:
 	}
 	if got := p.read("after.txt"); got != "true\n" {
 		t.Errorf("after.txt = %q", got)
+	}
+}
+
+// Ctrl-C in the middle of a script step stops its whole process group,
+// saves the step as stopped, exits 130; resume runs it again (and only it).
+func TestGrimoireInterruptThenResume(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", `name: interrupted
+steps:
+  - name: first
+    type: script
+    command: echo x >> first.txt
+  - name: slow
+    type: script
+    command: echo $$ > slow.pid; sleep 60 & echo $! > child.pid; wait; touch slow-done
+`)
+	cmd := p.command("run", "g.yaml", "--grace", "500ms")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.exists("child.pid") })
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
+	}
+	pidAlive(t, p.read("slow.pid"), false)
+	pidAlive(t, p.read("child.pid"), false)
+	s := p.only()
+	if s.Status != state.StatusCancelled || s.Runs["1"].Status != "stopped" || s.Cursor != "1" {
+		t.Fatalf("status %s, run %+v, cursor %q", s.Status, s.Runs["1"], s.Cursor)
+	}
+	p.write("g.yaml", strings.Replace(p.read("g.yaml"), "sleep 60 &", "sleep 0 &", 1))
+	r := p.exec("resume", s.ID, "--reload")
+	wantCode(t, r, 0)
+	if got := p.read("first.txt"); got != "x\n" || !p.exists("slow-done") {
+		t.Errorf("first.txt %q, slow-done %v", got, p.exists("slow-done"))
 	}
 }

@@ -364,6 +364,11 @@ func (s *grimoireStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
 	if r == nil {
 		return nil, false
 	}
+	if st := stepAt(s.def.Steps, at); st == nil || st.Label() != r.Name || st.Type != r.Type {
+		// The grimoire was edited (resume --reload) and another step is at
+		// this address now: it runs.
+		return nil, false
+	}
 	switch flow.Status(r.Status) {
 	case flow.Done, flow.Failed, flow.Skipped:
 		cp := *r
