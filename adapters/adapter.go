@@ -29,12 +29,6 @@ type LaunchConfig struct {
 	Cols    int               // PTY size (interactive or UsePTY)
 	Rows    int
 	UsePTY  bool // run in a PTY even in headless mode, without state automation
-	// CloseStdin (headless, without a PTY): close the process's stdin as
-	// soon as it starts. Agent CLIs given the prompt in argv still read a
-	// piped stdin: codex exec waits for EOF before doing anything, claude -p
-	// waits 3 s for data. Adapters whose CLI must be fed on stdin leave it
-	// false.
-	CloseStdin bool
 }
 
 // State is one named pattern matched against an interactive task's rendered

@@ -57,7 +57,7 @@ func TestLoadDirSpecialFilesAreBrokenNotBlocking(t *testing.T) {
 
 func TestUndefinedAliasIsPlaced(t *testing.T) {
 	_, err := parseDefinition("x.yaml", []byte("# not *nope\ncommand: tool\nmodes:\n  headless: { args: [*nope] }\n"))
-	if err == nil || err.Error() != "x.yaml:4:22: unknown anchor 'nope' referenced" {
+	if err == nil || err.Error() != "x.yaml:4:22: invalid YAML: unknown anchor 'nope' referenced" {
 		t.Errorf("err = %v", err)
 	}
 }

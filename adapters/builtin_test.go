@@ -80,9 +80,6 @@ func TestBuiltinArgv(t *testing.T) {
 		if lc.UsePTY != (c.mode == Interactive) {
 			t.Errorf("%s %s: UsePTY %v", c.adapter, c.mode, lc.UsePTY)
 		}
-		if lc.CloseStdin != (c.mode == Headless) {
-			t.Errorf("%s %s: CloseStdin %v", c.adapter, c.mode, lc.CloseStdin)
-		}
 	}
 }
 

@@ -1,20 +1,17 @@
 package adapters
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/handlers"
-	"github.com/vibeteam/vibeteam/internal/source"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 // An adapter file (built-in, or <baseDir>/.vibeteam/adapters/<name>.yaml):
@@ -34,7 +31,6 @@ import (
 //	      # allowLeadingDash: true  # see below
 //	      # required: true   # the CLI cannot run without one (sh -c)
 //	    usePTY: false        # headless only; interactive always has a PTY
-//	    closeStdin: true     # headless without a PTY only
 //	cols: 120                # PTY size
 //	rows: 40
 //	quietPeriod: 150ms
@@ -104,10 +100,9 @@ type definition struct {
 }
 
 type modeSpec struct {
-	args       []string
-	prompt     promptSpec
-	usePTY     bool
-	closeStdin bool
+	args   []string
+	prompt promptSpec
+	usePTY bool
 }
 
 // promptSpec says where and how the prompt goes in argv (see the file
@@ -137,67 +132,58 @@ func (s promptSpec) optionSafe() bool {
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// Keys of an adapter file at each level, in the order messages list them.
+var (
+	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "states", "autoPolicy"}
+	modeNames   = []string{string(Interactive), string(Headless)}
+	modeKeys    = []string{"args", "prompt", "usePTY"}
+	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required"}
+	stateKeys   = []string{"name", "pattern"}
+	policyKeys  = []string{"injectArgs", "handlers"}
+	handlerKeys = []string{"when", "send", "use"}
+)
+
+// deprecatedCloseStdin is a key of a mode that vibeteam no longer reads: the
+// engine closes a headless task's stdin once its pendingInputs are written,
+// whatever the file says. Files written for earlier versions still have it,
+// so it is accepted and ignored rather than refused as an unknown key, and
+// silently, since parseDefinition has no way to pass on a warning (every
+// problem it returns makes the file broken). It is still checked as before
+// (true or false, never with a PTY) so that no file that was refused loads
+// now; it is left out of the keys a message lists.
+const deprecatedCloseStdin = "closeStdin"
+
 // parseDefinition parses one adapter file. file names the file in errors; its
 // base name (without extension) is the adapter name when the file has no
 // `name`. Every problem of the file is reported, as an ErrorList.
 func parseDefinition(file string, data []byte) (*definition, error) {
-	p := &parser{file: file}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.errs = append(p.errs, yamlSyntaxError(file, err, data))
-		return nil, p.errs.err()
+	if err := yamlnode.SafeUnmarshal(data, &doc); err != nil {
+		return nil, ErrorList{yamlnode.SyntaxError(err, file, data)}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		p.errs = append(p.errs, &FileError{File: file, Line: 1, Col: 1, Msg: "empty adapter file"})
-		return nil, p.errs.err()
+		return nil, ErrorList{{Pos: yamlnode.Pos{File: file, Line: 1, Col: 1}, Msg: yamlnode.MsgEmptyFile}}
 	}
+	p := &parser{yamlnode.NewWalker(file, len(data))}
 	d := p.definition(doc.Content[0])
-	if err := p.errs.err(); err != nil {
+	if err := errorOf(p.Errs); err != nil {
 		return nil, err
 	}
 	if d.name == "" {
 		d.name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		if !namePattern.MatchString(d.name) {
-			return nil, ErrorList{{File: file, Line: 1, Col: 1, Field: "name",
+			return nil, ErrorList{{Pos: yamlnode.Pos{File: file, Line: 1, Col: 1}, Field: "name",
 				Msg: fmt.Sprintf("file name %q is not a valid adapter name; add a name key", d.name)}}
 		}
 	}
 	return d, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlSyntaxError turns yaml.v3's "yaml: line N: msg" into a FileError, so
-// syntax errors are located like every other error.
-func yamlSyntaxError(file string, err error, data []byte) *FileError {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &FileError{File: file, Line: line, Msg: m[2]}
-	}
-	fe := &FileError{File: file, Msg: strings.TrimPrefix(msg, "yaml: ")}
-	// An undefined alias comes without a position; find it in the text.
-	if m := yamlAlias.FindStringSubmatch(msg); m != nil {
-		if off := source.AliasOffset(data, m[1]); off >= 0 {
-			fe.Line = 1 + bytes.Count(data[:off], []byte("\n"))
-			fe.Col = 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:off], '\n')+1:off])
-		}
-	}
-	return fe
-}
-
-var yamlAlias = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
-
-// parser walks yaml.Node trees rather than decoding into structs, because
-// struct decoding stops at the first error and loses the positions of
-// unknown keys.
+// parser walks the node tree of an adapter file with the walker workflow
+// files use too (see yamlnode), so a mistake reads the same in both. Merge
+// keys ("<<") are not expanded: the format has never taken them.
 type parser struct {
-	file string
-	errs ErrorList
-}
-
-func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) {
-	p.errs = append(p.errs, &FileError{File: p.file, Line: n.Line, Col: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
+	*yamlnode.Walker
 }
 
 func join(path, key string) string {
@@ -207,145 +193,44 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func resolve(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
+// Unlike a workflow, an adapter file has never taken a null (a key with
+// nothing after it) for a boolean, a number or a duration: these readers
+// refuse it, and otherwise read as the walker's do.
+
+func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
+	if !p.NotNull(n, field, yamlnode.ABool) {
+		return false, false
 	}
-	return n
+	return p.Bool(n, field)
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
+// size reads a PTY dimension.
+func (p *parser) size(n *yaml.Node, field string) (int, bool) {
+	if !p.NotNull(n, field, yamlnode.IntWhat(1, 10000)) {
+		return 0, false
 	}
-	return "an unsupported node"
+	return p.Int(n, field, 1, 10000)
 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+// durationSpec: an adapter's durations are written with a unit ("150ms",
+// "10m"); 0 is allowed (no inactivity timeout, no quiet period).
+var durationSpec = yamlnode.DurationSpec{Zero: true}
 
-// fields walks a mapping, calling the handler of each known key with the key
-// and value nodes, and reports unknown and duplicate keys. It returns the
-// keys seen, so callers can check required ones. A null value counts as an
-// empty mapping, so `autoPolicy:` with nothing under it is not an error.
-func (p *parser) fields(n *yaml.Node, path string, known map[string]func(k, v *yaml.Node)) map[string]*yaml.Node {
-	n = resolve(n)
-	seen := map[string]*yaml.Node{}
-	if isNull(n) {
-		return seen
+func (p *parser) duration(n *yaml.Node, field string) (time.Duration, bool) {
+	if !p.NotNull(n, field, durationSpec.What()) {
+		return 0, false
 	}
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "want a mapping, got %s", kindName(n))
-		return seen
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-		if first, dup := seen[k.Value]; dup {
-			p.errorf(k, join(path, k.Value), "duplicate key (first at line %d)", first.Line)
-			continue
-		}
-		seen[k.Value] = k
-		f, ok := known[k.Value]
-		if !ok {
-			names := make([]string, 0, len(known))
-			for name := range known {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			p.errorf(k, join(path, k.Value), "unknown key (known: %s)", strings.Join(names, ", "))
-			continue
-		}
-		f(k, v)
-	}
-	return seen
+	return p.Duration(n, field, durationSpec)
 }
 
-// str reads a scalar as a string. Any scalar tag is accepted (a `send: 1`
-// is the key "1"); null is the empty string.
-func (p *parser) str(n *yaml.Node, field string) (string, bool) {
-	if n.Kind != yaml.ScalarNode {
-		p.errorf(n, field, "want a string, got %s", kindName(n))
-		return "", false
-	}
-	if isNull(n) {
-		return "", true
-	}
-	return n.Value, true
-}
-
+// nonEmpty reads text that must not be empty.
 func (p *parser) nonEmpty(n *yaml.Node, field string) (string, bool) {
-	s, ok := p.str(n, field)
+	s, ok := p.Text(n, field)
 	if ok && s == "" {
-		p.errorf(n, field, "must not be empty")
+		p.Fail(n, field, yamlnode.MsgNotEmpty)
 		return "", false
 	}
 	return s, ok
-}
-
-func (p *parser) strings(n *yaml.Node, field string) []string {
-	n = resolve(n)
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, field, "want a list of strings, got %s", kindName(n))
-		return nil
-	}
-	out := make([]string, 0, len(n.Content))
-	for i, e := range n.Content {
-		e = resolve(e)
-		f := fmt.Sprintf("%s[%d]", field, i)
-		if isNull(e) {
-			p.errorf(e, f, "want a string, got nothing")
-			continue
-		}
-		if s, ok := p.str(e, f); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (p *parser) boolean(n *yaml.Node, field string) (bool, bool) {
-	var b bool
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
-		p.errorf(n, field, "want true or false, got %s", kindName(n))
-		return false, false
-	}
-	return b, true
-}
-
-func (p *parser) size(n *yaml.Node, field string) (int, bool) {
-	i, err := strconv.Atoi(n.Value)
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil || i < 1 || i > 10000 {
-		p.errorf(n, field, "want a whole number from 1 to 10000, got %s", kindName(n))
-		return 0, false
-	}
-	return i, true
-}
-
-func (p *parser) duration(n *yaml.Node, field string) (time.Duration, bool) {
-	if n.Kind != yaml.ScalarNode || isNull(n) {
-		p.errorf(n, field, "want a duration such as 150ms or 2m, got %s", kindName(n))
-		return 0, false
-	}
-	d, err := time.ParseDuration(n.Value)
-	if err != nil {
-		p.errorf(n, field, "want a duration such as 150ms or 2m: %v", err)
-		return 0, false
-	}
-	if d < 0 {
-		p.errorf(n, field, "must not be negative")
-		return 0, false
-	}
-	return d, true
 }
 
 func (p *parser) regexp(n *yaml.Node, field string) *regexp.Regexp {
@@ -355,7 +240,7 @@ func (p *parser) regexp(n *yaml.Node, field string) *regexp.Regexp {
 	}
 	re, err := regexp.Compile(s)
 	if err != nil {
-		p.errorf(n, field, "%v", err)
+		p.Fail(n, field, "%v", err)
 		return nil
 	}
 	return re
@@ -369,101 +254,116 @@ func (p *parser) definition(root *yaml.Node) *definition {
 		stuckAfter:  DefaultStuckAfter,
 		modes:       map[Mode]modeSpec{},
 	}
-	seen := p.fields(root, "", map[string]func(k, v *yaml.Node){
-		"name": func(k, v *yaml.Node) {
-			if s, ok := p.nonEmpty(v, "name"); ok {
+	root = p.Deref(root)
+	if root.Kind != yaml.MappingNode && !yamlnode.IsNull(root) {
+		p.Errorf(root, "", `the top level must be a mapping with "command" and "modes"`)
+		return d
+	}
+	seen, _ := p.Fields(root, "", "", rootKeys, func(kv yamlnode.Pair) {
+		v := kv.Val
+		switch key := kv.Key.Value; key {
+		case "name":
+			if s, ok := p.nonEmpty(v, key); ok {
 				if !namePattern.MatchString(s) {
-					p.errorf(v, "name", "%q is not a valid adapter name (letters, digits, '.', '_', '-')", s)
+					p.Fail(v, key, `invalid adapter name %q: use letters, digits, ".", "_" and "-", starting with a letter or a digit`, s)
 					return
 				}
 				d.name = s
 			}
-		},
-		"command": func(k, v *yaml.Node) {
-			if s, ok := p.nonEmpty(v, "command"); ok {
+		case "command":
+			if s, ok := p.nonEmpty(v, key); ok {
 				d.command = s
 			}
-		},
-		"description": func(k, v *yaml.Node) { d.description, _ = p.str(v, "description") },
-		"modes":       func(k, v *yaml.Node) { p.modes(v, d) },
-		"cols": func(k, v *yaml.Node) {
-			if i, ok := p.size(v, "cols"); ok {
+		case "description":
+			d.description, _ = p.Text(v, key)
+		case "modes":
+			p.modes(v, d)
+		case "cols":
+			if i, ok := p.size(v, key); ok {
 				d.cols = i
 			}
-		},
-		"rows": func(k, v *yaml.Node) {
-			if i, ok := p.size(v, "rows"); ok {
+		case "rows":
+			if i, ok := p.size(v, key); ok {
 				d.rows = i
 			}
-		},
-		"quietPeriod": func(k, v *yaml.Node) {
-			if t, ok := p.duration(v, "quietPeriod"); ok {
+		case "quietPeriod":
+			if t, ok := p.duration(v, key); ok {
 				d.quietPeriod = t
 			}
-		},
-		"inactivityTimeout": func(k, v *yaml.Node) { d.inactivityTimeout, _ = p.duration(v, "inactivityTimeout") },
-		"stuckAfter": func(k, v *yaml.Node) {
-			if t, ok := p.duration(v, "stuckAfter"); ok {
+		case "inactivityTimeout":
+			d.inactivityTimeout, _ = p.duration(v, key)
+		case "stuckAfter":
+			if t, ok := p.duration(v, key); ok {
 				if t == 0 {
-					p.errorf(v, "stuckAfter", "must be more than 0 (an answer needs time to show)")
+					p.Fail(v, key, "must be a positive duration (an answer needs time to show)")
 					return
 				}
 				d.stuckAfter = t
 			}
-		},
-		"env":        func(k, v *yaml.Node) { d.env = p.env(v, "env") },
-		"states":     func(k, v *yaml.Node) { d.states = p.states(v) },
-		"autoPolicy": func(k, v *yaml.Node) { d.policy = p.policy(v) },
-	})
-	root = resolve(root)
-	if root.Kind == yaml.MappingNode {
-		if _, ok := seen["command"]; !ok {
-			p.errorf(root, "command", "required")
+		case "env":
+			d.env = p.Env(v, key, p.Text)
+		case "states":
+			d.states = p.states(v)
+		case "autoPolicy":
+			d.policy = p.policy(v)
 		}
-		if _, ok := seen["modes"]; !ok {
-			p.errorf(root, "modes", "required: at least one of interactive, headless")
+	})
+	// Only a mapping is told what it lacks. (A file holding a null alone,
+	// "~" or "---", has never been refused: it loads as an adapter without
+	// a command or modes, which fails when a task uses it.)
+	if root.Kind == yaml.MappingNode {
+		for _, key := range []string{"command", "modes"} {
+			if _, ok := seen[key]; !ok {
+				p.Errorf(root, "", "%s", yamlnode.MissingKey(key))
+			}
 		}
 	}
 	return d
 }
 
 func (p *parser) modes(n *yaml.Node, d *definition) {
-	n = resolve(n)
-	mode := func(m Mode) func(k, v *yaml.Node) {
-		return func(k, v *yaml.Node) { d.modes[m] = p.mode(v, "modes."+string(m), m) }
-	}
-	p.fields(n, "modes", map[string]func(k, v *yaml.Node){
-		string(Interactive): mode(Interactive),
-		string(Headless):    mode(Headless),
+	p.Fields(n, "modes", "", modeNames, func(kv yamlnode.Pair) {
+		m := Mode(kv.Key.Value)
+		d.modes[m] = p.mode(kv.Val, "modes."+string(m), m)
 	})
-	if (n.Kind == yaml.MappingNode && len(n.Content) == 0) || isNull(n) {
-		p.errorf(n, "modes", "want at least one of interactive, headless")
+	if n = p.Deref(n); yamlnode.IsNull(n) || n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		p.Errorf(n, "modes", "an adapter needs at least one mode: interactive or headless")
 	}
 }
 
 func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 	spec := modeSpec{prompt: promptSpec{position: PromptArg}, usePTY: m == Interactive}
 	var ptyNode, closeNode *yaml.Node
-	p.fields(n, path, map[string]func(k, v *yaml.Node){
-		"closeStdin": func(k, v *yaml.Node) {
-			if b, ok := p.boolean(v, join(path, "closeStdin")); ok {
-				spec.closeStdin, closeNode = b, v
+	pairs, _ := p.Map(n, path, "")
+	pairs = slices.DeleteFunc(pairs, func(kv yamlnode.Pair) bool {
+		if kv.Key.Value != deprecatedCloseStdin {
+			return false
+		}
+		if b, ok := p.boolean(kv.Val, join(path, deprecatedCloseStdin)); ok && b {
+			closeNode = kv.Val
+		}
+		return true
+	})
+	p.Visit(pairs, path, modeKeys, func(kv yamlnode.Pair) {
+		f := join(path, kv.Key.Value)
+		switch kv.Key.Value {
+		case "args":
+			spec.args = p.Strings(kv.Val, f, p.Text)
+		case "prompt":
+			spec.prompt = p.prompt(kv.Val, f)
+		case "usePTY":
+			if b, ok := p.boolean(kv.Val, f); ok {
+				spec.usePTY, ptyNode = b, kv.Val
 			}
-		},
-		"args":   func(k, v *yaml.Node) { spec.args = p.strings(v, join(path, "args")) },
-		"prompt": func(k, v *yaml.Node) { spec.prompt = p.prompt(v, join(path, "prompt")) },
-		"usePTY": func(k, v *yaml.Node) {
-			if b, ok := p.boolean(v, join(path, "usePTY")); ok {
-				spec.usePTY, ptyNode = b, v
-			}
-		},
+		}
 	})
 	if m == Interactive && ptyNode != nil && !spec.usePTY {
-		p.errorf(ptyNode, join(path, "usePTY"), "interactive mode always runs in a PTY")
+		p.Fail(ptyNode, join(path, "usePTY"), "interactive mode always runs in a PTY")
 	}
-	if closeNode != nil && spec.closeStdin && spec.usePTY {
-		// A PTY's input is the terminal; there is no pipe to close.
-		p.errorf(closeNode, join(path, "closeStdin"), "only for a headless mode without usePTY")
+	if closeNode != nil && spec.usePTY {
+		// Refused before the key was dropped; still refused, so that no
+		// file that failed to load loads now.
+		p.Fail(closeNode, join(path, deprecatedCloseStdin), "only for a headless mode without usePTY, and no longer used: remove it")
 	}
 	return spec
 }
@@ -471,9 +371,11 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	var spec promptSpec
 	var posNode, flagNode, formNode, sepNode, dashNode, reqNode *yaml.Node
-	p.fields(n, path, map[string]func(k, v *yaml.Node){
-		"position": func(k, v *yaml.Node) {
-			s, ok := p.str(v, join(path, "position"))
+	p.Fields(n, path, "", promptKeys, func(kv yamlnode.Pair) {
+		v, f := kv.Val, join(path, kv.Key.Value)
+		switch kv.Key.Value {
+		case "position":
+			s, ok := p.Text(v, f)
 			if !ok {
 				return
 			}
@@ -481,16 +383,14 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			case PromptArg, PromptFlag, PromptNone:
 				spec.position, posNode = s, v
 			default:
-				p.errorf(v, join(path, "position"), "want arg, flag or none, got %q", s)
+				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptArg, PromptFlag, PromptNone))
 			}
-		},
-		"flag": func(k, v *yaml.Node) {
-			if s, ok := p.nonEmpty(v, join(path, "flag")); ok {
+		case "flag":
+			if s, ok := p.nonEmpty(v, f); ok {
 				spec.flag, flagNode = s, v
 			}
-		},
-		"form": func(k, v *yaml.Node) {
-			s, ok := p.str(v, join(path, "form"))
+		case "form":
+			s, ok := p.Text(v, f)
 			if !ok {
 				return
 			}
@@ -498,32 +398,29 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			case PromptFormSeparate, PromptFormEquals:
 				spec.form, formNode = s, v
 			default:
-				p.errorf(v, join(path, "form"), "want separate (flag PROMPT) or equals (flag=PROMPT), got %q", s)
+				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptFormSeparate, PromptFormEquals))
 			}
-		},
-		"separator": func(k, v *yaml.Node) {
-			s, ok := p.nonEmpty(v, join(path, "separator"))
+		case "separator":
+			s, ok := p.nonEmpty(v, f)
 			if !ok {
 				return
 			}
 			// A separator not starting with "-" would itself be a
 			// positional argument: most likely a typo for "--".
 			if !strings.HasPrefix(s, "-") {
-				p.errorf(v, join(path, "separator"), "want an end-of-options marker such as \"--\", got %q", s)
+				p.Fail(v, f, "must be an end-of-options marker such as \"--\", got %q", s)
 				return
 			}
 			spec.separator, sepNode = s, v
-		},
-		"allowLeadingDash": func(k, v *yaml.Node) {
-			if b, ok := p.boolean(v, join(path, "allowLeadingDash")); ok {
+		case "allowLeadingDash":
+			if b, ok := p.boolean(v, f); ok {
 				spec.allowLeadingDash, dashNode = b, v
 			}
-		},
-		"required": func(k, v *yaml.Node) {
-			if b, ok := p.boolean(v, join(path, "required")); ok {
+		case "required":
+			if b, ok := p.boolean(v, f); ok {
 				spec.required, reqNode = b, v
 			}
-		},
+		}
 	})
 	switch {
 	case spec.position == "" && spec.flag != "":
@@ -533,7 +430,7 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	case spec.position == "":
 		spec.position = PromptArg
 	case spec.position == PromptFlag && spec.flag == "":
-		p.errorf(posNode, join(path, "flag"), "required when position is flag")
+		p.Errorf(posNode, path, "%s (position is flag)", yamlnode.MissingKey("flag"))
 	}
 	if spec.position == PromptFlag && spec.form == "" {
 		spec.form = PromptFormSeparate
@@ -542,82 +439,51 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	// expects an effect.
 	onlyWith := func(key *yaml.Node, name, want string) {
 		if key != nil && spec.position != want {
-			p.errorf(key, join(path, name), "only used with position: %s (position is %s)", want, spec.position)
+			p.Errorf(key, join(path, name), "only used with position: %s (position is %s)", want, spec.position)
 		}
 	}
 	onlyWith(flagNode, "flag", PromptFlag)
 	onlyWith(formNode, "form", PromptFlag)
 	onlyWith(sepNode, "separator", PromptArg)
 	if dashNode != nil && spec.position != PromptNone && spec.optionSafe() {
-		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
+		p.Errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
 	} else if dashNode != nil && spec.position == PromptNone {
-		p.errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: position is none")
+		p.Errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: position is none")
 	}
 	if reqNode != nil && spec.required && spec.position == PromptNone {
-		p.errorf(reqNode, join(path, "required"), "contradicts position: none, which takes no prompt")
+		p.Errorf(reqNode, join(path, "required"), "contradicts position: none, which takes no prompt")
 	}
 	return spec
 }
 
-func (p *parser) env(n *yaml.Node, path string) map[string]string {
-	env := map[string]string{}
-	n = resolve(n)
-	if isNull(n) {
-		return env
-	}
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "want a mapping of NAME: value, got %s", kindName(n))
-		return env
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-		field := join(path, k.Value)
-		if k.Kind != yaml.ScalarNode || k.Value == "" || strings.ContainsAny(k.Value, "=\x00") {
-			p.errorf(k, field, "invalid environment variable name")
-			continue
-		}
-		if _, dup := env[k.Value]; dup {
-			p.errorf(k, field, "duplicate key")
-			continue
-		}
-		if s, ok := p.str(v, field); ok {
-			env[k.Value] = s
-		}
-	}
-	return env
-}
-
 func (p *parser) states(n *yaml.Node) []State {
-	n = resolve(n)
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "states", "want a list of {name, pattern}, got %s", kindName(n))
-		return nil
-	}
+	elems, _ := p.Seq(n, "states", "a list of states")
 	var out []State
-	for i, e := range n.Content {
+	for i, e := range elems {
+		if p.Exhausted {
+			break
+		}
 		path := fmt.Sprintf("states[%d]", i)
 		var s State
 		ok := true
-		seen := p.fields(e, path, map[string]func(k, v *yaml.Node){
-			"name": func(k, v *yaml.Node) {
+		seen, _ := p.Fields(e, path, `a mapping with "name" and "pattern"`, stateKeys, func(kv yamlnode.Pair) {
+			f := join(path, kv.Key.Value)
+			switch kv.Key.Value {
+			case "name":
 				var good bool
-				s.Name, good = p.nonEmpty(v, join(path, "name"))
+				s.Name, good = p.nonEmpty(kv.Val, f)
 				ok = ok && good
-			},
-			"pattern": func(k, v *yaml.Node) {
-				s.Pattern = p.regexp(v, join(path, "pattern"))
+			case "pattern":
+				s.Pattern = p.regexp(kv.Val, f)
 				ok = ok && s.Pattern != nil
-			},
+			}
 		})
-		if e = resolve(e); e.Kind != yaml.MappingNode {
-			continue
+		if e = p.Deref(e); e.Kind != yaml.MappingNode {
+			continue // reported by Fields, or a null, which is skipped
 		}
-		for _, req := range []string{"name", "pattern"} {
+		for _, req := range stateKeys {
 			if _, has := seen[req]; !has {
-				p.errorf(e, join(path, req), "required")
+				p.Errorf(e, path, "%s", yamlnode.MissingKey(req))
 				ok = false
 			}
 		}
@@ -630,64 +496,64 @@ func (p *parser) states(n *yaml.Node) []State {
 
 func (p *parser) policy(n *yaml.Node) *AutoPolicy {
 	pol := &AutoPolicy{}
-	p.fields(n, "autoPolicy", map[string]func(k, v *yaml.Node){
-		"injectArgs": func(k, v *yaml.Node) { pol.InjectArgs = p.strings(v, "autoPolicy.injectArgs") },
-		"handlers":   func(k, v *yaml.Node) { pol.Handlers = p.handlers(v) },
+	p.Fields(n, "autoPolicy", "", policyKeys, func(kv yamlnode.Pair) {
+		switch kv.Key.Value {
+		case "injectArgs":
+			pol.InjectArgs = p.Strings(kv.Val, "autoPolicy.injectArgs", p.Text)
+		case "handlers":
+			pol.Handlers = p.handlers(kv.Val)
+		}
 	})
 	return pol
 }
 
 func (p *parser) handlers(n *yaml.Node) []Handler {
-	n = resolve(n)
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "autoPolicy.handlers", "want a list of {when, send|use}, got %s", kindName(n))
-		return nil
-	}
+	elems, _ := p.Seq(n, "autoPolicy.handlers", "a list of handlers")
 	var out []Handler
-	for i, e := range n.Content {
+	for i, e := range elems {
+		if p.Exhausted {
+			break
+		}
 		path := fmt.Sprintf("autoPolicy.handlers[%d]", i)
 		var h Handler
 		ok := true
-		seen := p.fields(e, path, map[string]func(k, v *yaml.Node){
-			"when": func(k, v *yaml.Node) {
-				h.When = p.regexp(v, join(path, "when"))
+		seen, _ := p.Fields(e, path, `a mapping with "when" and "send" or "use"`, handlerKeys, func(kv yamlnode.Pair) {
+			v, f := kv.Val, join(path, kv.Key.Value)
+			switch kv.Key.Value {
+			case "when":
+				h.When = p.regexp(v, f)
 				ok = ok && h.When != nil
-			},
-			"send": func(k, v *yaml.Node) {
+			case "send":
 				var good bool
-				h.Send, good = p.nonEmpty(v, join(path, "send"))
+				h.Send, good = p.nonEmpty(v, f)
 				ok = ok && good
-			},
-			"use": func(k, v *yaml.Node) {
-				s, good := p.nonEmpty(v, join(path, "use"))
+			case "use":
+				s, good := p.nonEmpty(v, f)
 				if good {
 					if _, err := handlers.Lookup(s); err != nil {
-						p.errorf(v, join(path, "use"), "%v", err)
+						p.Fail(v, f, "%v", err)
 						good = false
 					}
 				}
 				h.Use = s
 				ok = ok && good
-			},
+			}
 		})
-		if e = resolve(e); e.Kind != yaml.MappingNode {
+		if e = p.Deref(e); e.Kind != yaml.MappingNode {
 			continue
 		}
 		if _, has := seen["when"]; !has {
-			p.errorf(e, join(path, "when"), "required")
+			p.Errorf(e, path, "%s", yamlnode.MissingKey("when"))
 			ok = false
 		}
 		_, hasSend := seen["send"]
 		_, hasUse := seen["use"]
 		switch {
 		case hasSend && hasUse:
-			p.errorf(e, path, "give send or use, not both")
+			p.Errorf(e, path, "give send or use, not both")
 			ok = false
 		case !hasSend && !hasUse:
-			p.errorf(e, path, "needs send (keys) or use (a handler such as pressEnter or select:1)")
+			p.Errorf(e, path, "needs send (keys) or use (a handler such as pressEnter or select:1)")
 			ok = false
 		}
 		if ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/handlers"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 func TestParseErrorsAreLocatedAndCollected(t *testing.T) {
@@ -36,23 +37,23 @@ colour: red
 `
 	want := []string{
 		"bad.yaml:2:9: command: must not be empty",
-		"bad.yaml:3:14: description: want a string, got a list",
+		"bad.yaml:3:14: description: must be a string",
 		"bad.yaml:5:38: modes.interactive.usePTY: interactive mode always runs in a PTY",
-		"bad.yaml:6:3: modes.batch: unknown key (known: headless, interactive)",
-		`bad.yaml:8:11: modes.headless.args: want a list of strings, got "foo"`,
-		`bad.yaml:9:25: modes.headless.prompt.position: want arg, flag or none, got "middle"`,
-		`bad.yaml:10:7: cols: want a whole number from 1 to 10000, got "wide"`,
-		`bad.yaml:11:14: quietPeriod: want a duration such as 150ms or 2m: time: invalid duration "soon"`,
+		`bad.yaml:6:3: modes: unknown key "batch" (known: interactive, headless)`,
+		`bad.yaml:8:11: modes.headless.args: must be a list of strings`,
+		`bad.yaml:9:25: modes.headless.prompt.position: must be "arg", "flag" or "none", got "middle"`,
+		`bad.yaml:10:7: cols: must be a whole number from 1 to 10000`,
+		`bad.yaml:11:14: quietPeriod: invalid duration "soon": write it like "90s", "10m" or "1h30m"`,
 		"bad.yaml:13:28: states[0].pattern: error parsing regexp: missing closing ): `(`",
-		"bad.yaml:14:5: states[1].name: required",
-		`bad.yaml:15:5: states[2]: want a mapping, got "just-a-string"`,
+		`bad.yaml:14:5: states[1]: missing required key "name"`,
+		`bad.yaml:15:5: states[2]: must be a mapping with "name" and "pattern"`,
 		"bad.yaml:18:7: autoPolicy.handlers[0]: give send or use, not both",
 		"bad.yaml:19:7: autoPolicy.handlers[1]: needs send (keys) or use (a handler such as pressEnter or select:1)",
 		// Other tests may register handlers, so the known list is not fixed.
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
-		"bad.yaml:22:3: autoPolicy.extra: unknown key (known: handlers, injectArgs)",
-		"bad.yaml:23:1: colour: unknown key (known: autoPolicy, cols, command, description, env, inactivityTimeout, modes, name, quietPeriod, rows, states, stuckAfter)",
+		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers)`,
+		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, states, autoPolicy)`,
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))
 	var list ErrorList
@@ -72,61 +73,61 @@ func TestParseErrorCases(t *testing.T) {
 	cases := []struct {
 		name, src, want string
 	}{
-		{"syntax", "command: a\n  b: [\n", "x.yaml:2: mapping values are not allowed in this context"},
-		{"empty", "", "x.yaml:1:1: empty adapter file"},
-		{"not a mapping", "- a\n", "x.yaml:1:1: want a mapping, got a list"},
-		{"missing command", "modes: { headless: {} }\n", "x.yaml:1:1: command: required"},
-		{"missing modes", "command: a\n", "x.yaml:1:1: modes: required: at least one of interactive, headless"},
-		{"empty modes", "command: a\nmodes: {}\n", "x.yaml:2:8: modes: want at least one of interactive, headless"},
-		{"duplicate key", "command: a\nmodes: { headless: {} }\ncommand: b\n", "x.yaml:3:1: command: duplicate key (first at line 1)"},
+		{"syntax", "command: a\n  b: [\n", "x.yaml:2: invalid YAML: mapping values are not allowed in this context"},
+		{"empty", "", "x.yaml:1:1: file is empty"},
+		{"not a mapping", "- a\n", `x.yaml:1:1: the top level must be a mapping with "command" and "modes"`},
+		{"missing command", "modes: { headless: {} }\n", `x.yaml:1:1: missing required key "command"`},
+		{"missing modes", "command: a\n", `x.yaml:1:1: missing required key "modes"`},
+		{"empty modes", "command: a\nmodes: {}\n", "x.yaml:2:8: modes: an adapter needs at least one mode: interactive or headless"},
+		{"duplicate key", "command: a\nmodes: { headless: {} }\ncommand: b\n", `x.yaml:3:1: duplicate key "command" (first defined at line 1)`},
 		{"flag without flag", "command: a\nmodes:\n  headless: { prompt: { position: flag } }\n",
-			"x.yaml:3:35: modes.headless.prompt.flag: required when position is flag"},
+			`x.yaml:3:35: modes.headless.prompt: missing required key "flag" (position is flag)`},
 		{"flag with arg", "command: a\nmodes:\n  headless: { prompt: { position: arg, flag: -m } }\n",
 			"x.yaml:3:46: modes.headless.prompt.flag: only used with position: flag (position is arg)"},
 		{"separator with flag", "command: a\nmodes:\n  headless: { prompt: { flag: -m, separator: '--' } }\n",
 			"x.yaml:3:46: modes.headless.prompt.separator: only used with position: arg (position is flag)"},
 		{"separator not an option", "command: a\nmodes:\n  headless: { prompt: { separator: end } }\n",
-			`x.yaml:3:36: modes.headless.prompt.separator: want an end-of-options marker such as "--", got "end"`},
+			`x.yaml:3:36: modes.headless.prompt.separator: must be an end-of-options marker such as "--", got "end"`},
 		{"separator empty", "command: a\nmodes:\n  headless: { prompt: { separator: '' } }\n",
 			"x.yaml:3:36: modes.headless.prompt.separator: must not be empty"},
 		{"form with arg", "command: a\nmodes:\n  headless: { prompt: { form: equals } }\n",
 			"x.yaml:3:31: modes.headless.prompt.form: only used with position: flag (position is arg)"},
 		{"form unknown", "command: a\nmodes:\n  headless: { prompt: { flag: -m, form: glued } }\n",
-			`x.yaml:3:41: modes.headless.prompt.form: want separate (flag PROMPT) or equals (flag=PROMPT), got "glued"`},
+			`x.yaml:3:41: modes.headless.prompt.form: must be "separate" or "equals", got "glued"`},
 		{"allowLeadingDash with separator", "command: a\nmodes:\n  headless: { prompt: { separator: '--', allowLeadingDash: true } }\n",
 			"x.yaml:3:60: modes.headless.prompt.allowLeadingDash: has no effect: with a separator or form: equals no prompt can be read as an option"},
 		{"allowLeadingDash with equals", "command: a\nmodes:\n  headless: { prompt: { flag: -m, form: equals, allowLeadingDash: true } }\n",
 			"x.yaml:3:67: modes.headless.prompt.allowLeadingDash: has no effect: with a separator or form: equals no prompt can be read as an option"},
 		{"stuckAfter zero", "command: a\nmodes: { headless: {} }\nstuckAfter: 0s\n",
-			"x.yaml:3:13: stuckAfter: must be more than 0 (an answer needs time to show)"},
+			"x.yaml:3:13: stuckAfter: must be a positive duration (an answer needs time to show)"},
 		{"stuckAfter not a duration", "command: a\nmodes: { headless: {} }\nstuckAfter: soon\n",
-			`x.yaml:3:13: stuckAfter: want a duration such as 150ms or 2m: time: invalid duration "soon"`},
+			`x.yaml:3:13: stuckAfter: invalid duration "soon": write it like "90s", "10m" or "1h30m"`},
 		{"allowLeadingDash with none", "command: a\nmodes:\n  headless: { prompt: { position: none, allowLeadingDash: true } }\n",
 			"x.yaml:3:59: modes.headless.prompt.allowLeadingDash: has no effect: position is none"},
 		{"allowLeadingDash type", "command: a\nmodes:\n  headless: { prompt: { allowLeadingDash: 1 } }\n",
-			`x.yaml:3:43: modes.headless.prompt.allowLeadingDash: want true or false, got "1"`},
+			"x.yaml:3:43: modes.headless.prompt.allowLeadingDash: must be true or false"},
 		{"prompt unknown key", "command: a\nmodes:\n  headless: { prompt: { sep: '--' } }\n",
-			"x.yaml:3:25: modes.headless.prompt.sep: unknown key (known: allowLeadingDash, flag, form, position, required, separator)"},
+			`x.yaml:3:25: modes.headless.prompt: unknown key "sep" (known: position, flag, form, separator, allowLeadingDash, required)`},
 		{"usePTY type", "command: a\nmodes:\n  headless: { usePTY: yes }\n",
-			`x.yaml:3:23: modes.headless.usePTY: want true or false, got "yes"`},
+			"x.yaml:3:23: modes.headless.usePTY: must be true or false"},
 		{"closeStdin in PTY", "command: a\nmodes:\n  interactive: { closeStdin: true }\n",
-			"x.yaml:3:30: modes.interactive.closeStdin: only for a headless mode without usePTY"},
+			"x.yaml:3:30: modes.interactive.closeStdin: only for a headless mode without usePTY, and no longer used: remove it"},
 		{"bad name", "name: 'a b'\ncommand: a\nmodes: { headless: {} }\n",
-			`x.yaml:1:7: name: "a b" is not a valid adapter name (letters, digits, '.', '_', '-')`},
+			`x.yaml:1:7: name: invalid adapter name "a b": use letters, digits, ".", "_" and "-", starting with a letter or a digit`},
 		{"negative duration", "command: a\nmodes: { headless: {} }\ninactivityTimeout: -1s\n",
 			"x.yaml:3:20: inactivityTimeout: must not be negative"},
 		{"rows zero", "command: a\nmodes: { headless: {} }\nrows: 0\n",
-			`x.yaml:3:7: rows: want a whole number from 1 to 10000, got "0"`},
+			"x.yaml:3:7: rows: must be from 1 to 10000"},
 		{"env list", "command: a\nmodes: { headless: {} }\nenv: [A]\n",
-			"x.yaml:3:6: env: want a mapping of NAME: value, got a list"},
+			"x.yaml:3:6: env: must be a map of strings"},
 		{"env bad name", "command: a\nmodes: { headless: {} }\nenv: { 'A=B': x }\n",
-			"x.yaml:3:8: env.A=B: invalid environment variable name"},
+			`x.yaml:3:8: env: invalid environment variable name "A=B"`},
 		{"arg null", "command: a\nmodes:\n  headless: { args: [a, ~] }\n",
-			"x.yaml:3:25: modes.headless.args[1]: want a string, got nothing"},
+			"x.yaml:3:25: modes.headless.args[1]: must be a string"},
 		{"handler bad arg", "command: a\nmodes: { headless: {} }\nautoPolicy: { handlers: [ { when: x, use: 'select:0' } ] }\n",
 			`x.yaml:3:43: autoPolicy.handlers[0].use: handler "select:0": want an option number 1..9, got "0"`},
 		{"handler no when", "command: a\nmodes: { headless: {} }\nautoPolicy: { handlers: [ { send: x } ] }\n",
-			"x.yaml:3:27: autoPolicy.handlers[0].when: required"},
+			`x.yaml:3:27: autoPolicy.handlers[0]: missing required key "when"`},
 		{"handler empty send", "command: a\nmodes: { headless: {} }\nautoPolicy: { handlers: [ { when: x, send: '' } ] }\n",
 			"x.yaml:3:44: autoPolicy.handlers[0].send: must not be empty"},
 		{"file name as name", "command: a\nmodes: { headless: {} }\n", ""},
@@ -174,7 +175,7 @@ autoPolicy:
 	// An unknown top-level key holding an anchor is still an error: the
 	// schema has no place for shared snippets.
 	if _, err := parseDefinition("/x/.vibeteam/adapters/aider.yaml", []byte(src)); err == nil ||
-		!strings.Contains(err.Error(), "aider.yaml:19:1: defaults: unknown key") {
+		!strings.Contains(err.Error(), `aider.yaml:19:1: unknown key "defaults"`) {
 		t.Fatalf("got %v", err)
 	}
 	src = strings.Replace(src, "defaults: &args [--x]\n", "", 1)
@@ -248,7 +249,7 @@ func TestParseDefaults(t *testing.T) {
 		d.inactivityTimeout != 0 || d.policy != nil || len(d.states) != 0 {
 		t.Errorf("defaults: %+v", d)
 	}
-	if m := d.modes[Headless]; m.prompt != (promptSpec{position: PromptArg}) || m.usePTY || m.closeStdin {
+	if m := d.modes[Headless]; m.prompt != (promptSpec{position: PromptArg}) || m.usePTY {
 		t.Errorf("headless defaults: %+v", m)
 	}
 	if _, ok := d.modes[Interactive]; ok {
@@ -261,9 +262,9 @@ func TestFileErrorFormat(t *testing.T) {
 		e    FileError
 		want string
 	}{
-		{FileError{File: "f", Line: 1, Col: 2, Field: "a.b", Msg: "m"}, "f:1:2: a.b: m"},
-		{FileError{File: "f", Line: 3, Msg: "m"}, "f:3: m"},
-		{FileError{File: "f", Msg: "m"}, "f: m"},
+		{FileError{Pos: yamlnode.Pos{File: "f", Line: 1, Col: 2}, Field: "a.b", Msg: "m"}, "f:1:2: a.b: m"},
+		{FileError{Pos: yamlnode.Pos{File: "f", Line: 3}, Msg: "m"}, "f:3: m"},
+		{FileError{Pos: yamlnode.Pos{File: "f"}, Msg: "m"}, "f: m"},
 	}
 	for _, c := range cases {
 		if got := c.e.Error(); got != c.want {
@@ -271,7 +272,40 @@ func TestFileErrorFormat(t *testing.T) {
 		}
 	}
 	var empty ErrorList
-	if empty.err() != nil {
+	if errorOf(empty) != nil {
 		t.Error("an empty ErrorList must be a nil error")
+	}
+}
+
+// closeStdin is no longer read (the engine closes a headless task's stdin
+// itself) but files written for earlier versions still load: the key is
+// accepted and ignored, and checked as it always was, so that no file that
+// was refused loads now.
+func TestDeprecatedCloseStdin(t *testing.T) {
+	for _, src := range []string{
+		"command: a\nmodes:\n  headless: { closeStdin: true }\n",
+		"command: a\nmodes:\n  headless: { closeStdin: false, usePTY: true }\n",
+		"command: a\nmodes:\n  interactive: { closeStdin: false }\n",
+	} {
+		d, err := parseDefinition("x.yaml", []byte(src))
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if _, ok := d.modes[Headless]; !ok && strings.Contains(src, "headless") {
+			t.Errorf("%q: no headless mode", src)
+		}
+	}
+	for src, want := range map[string]string{
+		"command: a\nmodes:\n  headless: { closeStdin: yes }\n":                "x.yaml:3:27: modes.headless.closeStdin: must be true or false",
+		"command: a\nmodes:\n  headless: { closeStdin: }\n":                    "x.yaml:3:27: modes.headless.closeStdin: must be true or false",
+		"command: a\nmodes:\n  headless: { usePTY: true, closeStdin: true }\n": "x.yaml:3:41: modes.headless.closeStdin: only for a headless mode without usePTY, and no longer used: remove it",
+		// A deprecated key is not offered as a correction.
+		"command: a\nmodes:\n  headless: { closeStdn: true }\n": `x.yaml:3:15: modes.headless: unknown key "closeStdn" (known: args, prompt, usePTY)`,
+	} {
+		_, err := parseDefinition("x.yaml", []byte(src))
+		if err == nil || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", src, err, want)
+		}
 	}
 }

@@ -83,14 +83,13 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		}
 	}
 	return LaunchConfig{
-		Command:    a.def.command,
-		Args:       args,
-		Cwd:        a.cwd,
-		Env:        env,
-		Cols:       a.def.cols,
-		Rows:       a.def.rows,
-		UsePTY:     mode == Interactive || m.usePTY,
-		CloseStdin: m.closeStdin,
+		Command: a.def.command,
+		Args:    args,
+		Cwd:     a.cwd,
+		Env:     env,
+		Cols:    a.def.cols,
+		Rows:    a.def.rows,
+		UsePTY:  mode == Interactive || m.usePTY,
 	}, nil
 }
 

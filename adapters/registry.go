@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/internal/source"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 //go:embed builtin/*.yaml
@@ -70,12 +71,12 @@ func newRegistry(fsys fs.FS) *Registry {
 			continue
 		}
 		if _, dup := r.entries[def.name]; dup {
-			errs = append(errs, &FileError{File: f, Field: "name", Msg: fmt.Sprintf("adapter %q defined twice", def.name)})
+			errs = append(errs, &FileError{Pos: yamlnode.Pos{File: f}, Field: "name", Msg: fmt.Sprintf("adapter %q defined twice", def.name)})
 			continue
 		}
 		r.entries[def.name] = entry{def: def, source: SourceBuiltin}
 	}
-	if err := errs.err(); err != nil {
+	if err := errorOf(errs); err != nil {
 		panic("adapters: broken built-in adapter:\n" + err.Error())
 	}
 	return r
@@ -117,7 +118,7 @@ func (r *Registry) LoadDir(dir string) error {
 		def, name, err := loadFile(file)
 		if err == nil {
 			if prev, dup := loaded[def.name]; dup {
-				err = ErrorList{{File: file, Field: "name", Msg: fmt.Sprintf("adapter %q is already defined in %s", def.name, prev)}}
+				err = ErrorList{{Pos: yamlnode.Pos{File: file}, Field: "name", Msg: fmt.Sprintf("adapter %q is already defined in %s", def.name, prev)}}
 			}
 		}
 		r.mu.Lock()
@@ -145,9 +146,9 @@ func loadFile(file string) (*definition, string, error) {
 	if err != nil {
 		var se *source.Error
 		if errors.As(err, &se) {
-			return nil, name, ErrorList{{File: file, Msg: se.Msg}}
+			return nil, name, ErrorList{{Pos: yamlnode.Pos{File: file}, Msg: se.Msg}}
 		}
-		return nil, name, ErrorList{{File: file, Msg: err.Error()}}
+		return nil, name, ErrorList{{Pos: yamlnode.Pos{File: file}, Msg: err.Error()}}
 	}
 	def, err := parseDefinition(file, data)
 	if err != nil {

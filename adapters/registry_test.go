@@ -315,9 +315,9 @@ func TestLoadDirKeepsBadFilesAsBrokenAndLoadsGoodOnes(t *testing.T) {
 		t.Fatalf("LoadDir = %v; a bad file must not fail the others", err)
 	}
 	want := []string{
-		filepath.Join(dir, "a.yaml") + ":3:1: bogus: unknown key",
-		filepath.Join(dir, "b.yaml") + ":2:10: modes.sideways: unknown key (known: headless, interactive)",
-		filepath.Join(dir, "codex.yaml") + ":2:28: modes.headless.args: want a list of strings",
+		filepath.Join(dir, "a.yaml") + `:3:1: unknown key "bogus"`,
+		filepath.Join(dir, "b.yaml") + `:2:10: modes: unknown key "sideways" (known: interactive, headless)`,
+		filepath.Join(dir, "codex.yaml") + ":2:28: modes.headless.args: must be a list of strings",
 		filepath.Join(dir, "twin.yaml") + `: name: adapter "good" is already defined in ` + filepath.Join(dir, "good.yaml"),
 	}
 	broken := r.BrokenFiles()

@@ -290,7 +290,7 @@ func TestValidateAdapterFile(t *testing.T) {
 	r = p.run("validate", "aider.yaml")
 	wantCode(t, r, 2)
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "aider.yaml:4:48: modes.headless.prompt.form: want separate") {
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "aider.yaml:4:48: modes.headless.prompt.form: must be \"separate\" or \"equals\", got \"equal\" (did you mean \"equals\"?)") {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	// One in .vibeteam/adapters is an adapter file whatever it holds.

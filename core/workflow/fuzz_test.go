@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 // FuzzParse checks that no input makes Parse panic, that what Parse accepts
@@ -78,7 +80,7 @@ func FuzzParse(f *testing.F) {
 // inside the file, and that valid JSON is not called invalid.
 func checkJSONErrors(t *testing.T, data []byte, list ErrorList) {
 	t.Helper()
-	last, _ := newLineCounter(data).pos(len(data))
+	last, _ := yamlnode.NewLineCounter(data).Pos(len(data))
 	valid := json.Valid(bytes.TrimPrefix(data, utf8BOM)) && utf8.Valid(data)
 	for _, e := range list {
 		if e.Pos.Line < 1 || e.Pos.Line > last || e.Pos.Col < 1 {

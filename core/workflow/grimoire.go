@@ -2,12 +2,12 @@ package workflow
 
 // Grimoires (the coven format): the walk of their node tree and their
 // semantic checks. Stage workflows are in load.go and validate.go; both
-// kinds share the parser's readers (text, duration, ...) and the checker's
-// wording.
+// kinds share the parser's readers (yamlnode's, which adapter files use too)
+// and the checker's wording.
 
 import (
 	"fmt"
-	"github.com/vibeteam/vibeteam/internal/suggest"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/internal/suggest"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 // Keys of a grimoire, exactly as the spec spells them (snake_case; the
@@ -47,10 +49,10 @@ var kindHints = map[string]string{
 // grimoire and "stages" a stage workflow. With neither, a "name" or a
 // "description" and no "id" is taken for a grimoire that lacks its steps, so
 // that it is told about "steps", not "stages".
-func kindOf(pairs []pair) string {
+func kindOf(pairs []yamlnode.Pair) string {
 	has := make(map[string]bool, len(pairs))
 	for _, kv := range pairs {
-		has[kv.key.Value] = true
+		has[kv.Key.Value] = true
 	}
 	switch {
 	case has["steps"]:
@@ -63,23 +65,23 @@ func kindOf(pairs []pair) string {
 	return KindStages
 }
 
-func (p *parser) grimoire(pairs []pair) *Definition {
-	def := &Definition{Kind: KindGrimoire, Source: p.file}
+func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
+	def := &Definition{Kind: KindGrimoire, Source: p.File}
 	for _, kv := range pairs {
-		if p.exhausted {
+		if p.Exhausted {
 			break
 		}
-		switch kv.key.Value {
+		switch kv.Key.Value {
 		case "name":
-			def.ID = p.text(kv.val, "name")
+			def.ID = p.text(kv.Val, "name")
 		case "description":
-			def.Description = p.text(kv.val, "description")
+			def.Description = p.text(kv.Val, "description")
 		case "timeout":
-			def.Timeout = p.duration(kv.val, "timeout")
+			def.Timeout = p.duration(kv.Val, "timeout")
 		case "steps":
-			def.Steps = p.steps(kv.val, "steps")
+			def.Steps = p.steps(kv.Val, "steps")
 		default:
-			p.unknownGrimoireKey(kv.key, "", grimoireKeys)
+			p.unknownGrimoireKey(kv.Key, "", grimoireKeys)
 		}
 	}
 	return def
@@ -89,25 +91,20 @@ func (p *parser) grimoire(pairs []pair) *Definition {
 // keeps its place as an empty step marked broken, so that the fields of the
 // steps after it keep the index the file gives them.
 func (p *parser) steps(n *yaml.Node, field string) []Step {
-	n = p.deref(n)
-	p.pos[field] = p.at(n)
-	switch {
-	case isNull(n):
-		return nil
-	case n.Kind != yaml.SequenceNode:
-		p.fail(n, field, "must be a list of steps")
+	elems, _ := p.Seq(n, field, "a list of steps")
+	if elems == nil {
 		return nil
 	}
-	steps := make([]Step, 0, len(n.Content))
-	for i, el := range n.Content {
-		if p.exhausted {
+	steps := make([]Step, 0, len(elems))
+	for i, el := range elems {
+		if p.Exhausted {
 			break
 		}
 		sf := field + "[" + strconv.Itoa(i) + "]"
-		el = p.deref(el)
+		el = p.Deref(el)
 		if el.Kind != yaml.MappingNode {
-			p.fail(el, sf, `must be a mapping with "name" and "type"`)
-			steps = append(steps, Step{Pos: p.at(el)})
+			p.MustBe(el, sf, `a mapping with "name" and "type"`)
+			steps = append(steps, Step{Pos: p.At(el)})
 			continue
 		}
 		steps = append(steps, p.step(el, sf))
@@ -115,14 +112,15 @@ func (p *parser) steps(n *yaml.Node, field string) []Step {
 	return steps
 }
 
+// step reads one step, n being a mapping.
 func (p *parser) step(n *yaml.Node, field string) Step {
-	p.pos[field] = p.at(n)
-	s := Step{Pos: p.at(n), Positions: map[string]Pos{}}
-	pairs := p.pairs(n, field, true)
+	p.Pos[field] = p.At(n)
+	s := Step{Pos: p.At(n), Positions: map[string]Pos{}}
+	pairs := p.Pairs(n, field, true)
 	// The type first: which other keys the step may have depends on it.
 	for _, kv := range pairs {
-		if kv.key.Value == "type" {
-			s.Type = p.text(kv.val, field+".type")
+		if kv.Key.Value == "type" {
+			s.Type = p.text(kv.Val, field+".type")
 		}
 	}
 	allowed, typed := stepTypeKeys[s.Type]
@@ -137,33 +135,33 @@ func (p *parser) step(n *yaml.Node, field string) Step {
 		s.Merge = &MergeStep{RequireReview: true}
 	}
 	for _, kv := range pairs {
-		if p.exhausted {
+		if p.Exhausted {
 			break
 		}
-		key := kv.key.Value
+		key := kv.Key.Value
 		f := field + "." + key
 		switch {
 		case key == "type":
 		case slices.Contains(commonStepKeys, key):
 			switch key {
 			case "name":
-				s.Name = p.text(kv.val, f)
+				s.Name = p.text(kv.Val, f)
 			case "when":
-				s.When = p.text(kv.val, f)
+				s.When = p.text(kv.Val, f)
 			case "timeout":
-				s.Timeout = p.duration(kv.val, f)
+				s.Timeout = p.duration(kv.Val, f)
 			case "output":
-				s.Output = p.text(kv.val, f)
+				s.Output = p.text(kv.Val, f)
 			}
 		case typed && slices.Contains(allowed, key):
-			p.typedKey(&s, key, kv.val, f)
+			p.typedKey(&s, key, kv.Val, f)
 		case !typed && len(ownersOf(key)) > 0:
 			// The type is missing or wrong, which the checks report; whether
 			// this key fits cannot be told until it is fixed.
 		default:
-			p.unknownStepKey(kv.key, field, s.Type, typed)
+			p.unknownStepKey(kv.Key, field, s.Type, typed)
 		}
-		if pos, ok := p.pos[f]; ok {
+		if pos, ok := p.Pos[f]; ok {
 			s.Positions[key] = pos
 		}
 	}
@@ -182,7 +180,7 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 	case "agent.executionMode":
 		s.Agent.ExecutionMode = p.text(val, f)
 	case "agent.extraArgs":
-		s.Agent.ExtraArgs = p.stringList(val, f)
+		s.Agent.ExtraArgs = p.Strings(val, f, p.String)
 	case "agent.on_fail":
 		s.Agent.OnFail = p.text(val, f)
 	case "script.command":
@@ -194,15 +192,15 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 	case "loop.steps":
 		s.Loop.Steps = p.steps(val, f)
 	case "loop.max_iterations":
-		s.Loop.MaxIterations = p.count(val, f)
+		s.Loop.MaxIterations, _ = p.Int(val, f, 1, math.MaxInt)
 	case "loop.on_max_iterations":
 		s.Loop.OnMaxIterations = p.text(val, f)
 	case "merge.require_review":
-		// null keeps the default, true, which p.boolean would turn to false.
-		if v := p.deref(val); !isNull(v) {
-			s.Merge.RequireReview = p.boolean(v, f)
+		// null keeps the default, true, which Bool would turn to false.
+		if v := p.Deref(val); !yamlnode.IsNull(v) {
+			s.Merge.RequireReview, _ = p.Bool(v, f)
 		} else {
-			p.pos[f] = p.at(v)
+			p.Pos[f] = p.At(v)
 		}
 	case "stage.tasks":
 		s.Tasks = p.tasks(val, f)
@@ -213,54 +211,29 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 // templates, kept in file order. A name that templates cannot read is
 // reported here, at the key.
 func (p *parser) inputs(n *yaml.Node, field string, s *Step) []Input {
-	n = p.deref(n)
-	p.pos[field] = p.at(n)
-	switch {
-	case isNull(n):
-		return nil
-	case n.Kind != yaml.MappingNode:
-		p.fail(n, field, "must be a map of names to templates")
+	pairs, _ := p.Map(n, field, "a map of names to templates")
+	if pairs == nil {
 		return nil
 	}
-	pairs := p.pairs(n, field, true)
 	out := make([]Input, 0, len(pairs))
 	for _, kv := range pairs {
-		if p.exhausted {
+		if p.Exhausted {
 			break
 		}
-		name := kv.key.Value
+		name := kv.Key.Value
 		f := field + "." + name
 		if msg := inputNameProblem(name); msg != "" {
-			p.fail(kv.key, f, "%s", msg)
+			p.Fail(kv.Key, f, "%s", msg)
 			continue
 		}
-		v := p.text(kv.val, f)
-		if p.broken[f] {
+		v := p.text(kv.Val, f)
+		if p.Broken[f] {
 			continue
 		}
-		out = append(out, Input{Name: name, Value: v, Pos: p.pos[f]})
-		s.Positions["input."+name] = p.pos[f]
+		out = append(out, Input{Name: name, Value: v, Pos: p.Pos[f]})
+		s.Positions["input."+name] = p.Pos[f]
 	}
 	return out
-}
-
-// count reads a whole number of at least 1 (max_iterations).
-func (p *parser) count(n *yaml.Node, field string) int {
-	n = p.deref(n)
-	p.pos[field] = p.at(n)
-	if isNull(n) {
-		return 0
-	}
-	var i int
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
-		p.fail(n, field, "must be a whole number, at least 1")
-		return 0
-	}
-	if i < 1 {
-		p.fail(n, field, "must be at least 1")
-		return 0
-	}
-	return i
 }
 
 // ownersOf lists the step types a key belongs to.
@@ -289,20 +262,20 @@ func (p *parser) unknownStepKey(k *yaml.Node, field, typ string, typed bool) {
 		if typ == StepAgent {
 			art = "an"
 		}
-		p.errorf(k, field, "unknown key %q for %s %s step (it is a key of %s steps)", k.Value, art, typ, strings.Join(owners, " and "))
+		p.Errorf(k, field, "unknown key %q for %s %s step (it is a key of %s steps)", k.Value, art, typ, strings.Join(owners, " and "))
 		return
 	}
 	p.unknownGrimoireKey(k, field, known)
 }
 
-// unknownGrimoireKey is unknownKey with a word about keys of the other kind
+// unknownGrimoireKey is UnknownKey with a word about keys of the other kind
 // of file.
 func (p *parser) unknownGrimoireKey(k *yaml.Node, field string, known []string) {
 	if hint, ok := kindHints[k.Value]; ok && suggest.Closest(k.Value, known) == "" {
-		p.errorf(k, field, "unknown key %q (%s)", k.Value, hint)
+		p.UnknownKeyBecause(k, field, hint)
 		return
 	}
-	p.unknownKey(k, field, known)
+	p.UnknownKey(k, field, known)
 }
 
 // checkGrimoire runs the semantic checks of a grimoire.
@@ -380,13 +353,7 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 	case s.Type == "":
 		c.missing(sf, "type", spos)
 	case !slices.Contains(StepTypes, s.Type):
-		msg := fmt.Sprintf("unknown step type %q", s.Type)
-		if sug := suggest.Closest(s.Type, StepTypes); sug != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", sug)
-		} else {
-			msg += " (known: " + strings.Join(StepTypes, ", ") + ")"
-		}
-		c.add(c.at(tf, spos), tf, msg)
+		c.add(c.at(tf, spos), tf, fmt.Sprintf("unknown step type %q%s", s.Type, yamlnode.Hint(s.Type, StepTypes)))
 	default:
 		typed = true
 	}
@@ -589,11 +556,7 @@ func (c *checker) oneOf(field, got string, at Pos, allowed ...string) {
 	if got == "" || slices.Contains(allowed, got) || c.broken[field] {
 		return
 	}
-	msg := fmt.Sprintf("must be %s, got %q", orList(allowed), got)
-	if s := suggest.Closest(got, allowed); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	c.add(c.at(field, at), field, msg)
+	c.add(c.at(field, at), field, yamlnode.OneOf(got, allowed...))
 }
 
 // template reports a template that does not parse. Functions are not
@@ -619,18 +582,6 @@ func templateProblem(text string) string {
 		return "template line " + strings.TrimPrefix(err.Error(), "template: t:")
 	}
 	return ""
-}
-
-// orList is `"a" or "b"`, `"a", "b" or "c"`.
-func orList(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = strconv.Quote(w)
-	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // A step name is what {{step "run-tests"}} takes; without a hyphen,

@@ -4,9 +4,10 @@ package workflow
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 // Kinds of definition files. Both load into Definition: a stage workflow is a
@@ -65,22 +66,7 @@ const (
 
 // Pos is a position in a source file. The zero Pos means "unknown" (for
 // example a definition reloaded from a session file).
-type Pos struct {
-	File string `json:"-"`
-	Line int    `json:"-"`
-	Col  int    `json:"-"`
-}
-
-func (p Pos) String() string {
-	switch {
-	case p.File == "" && p.Line == 0:
-		return ""
-	case p.Line == 0:
-		return p.File
-	default:
-		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-	}
-}
+type Pos = yamlnode.Pos
 
 // Definition is a loaded workflow of either kind.
 type Definition struct {

@@ -37,14 +37,14 @@ func TestParseJSONSyntax(t *testing.T) {
 			}
 		}},
 		{name: "key of 2000 characters", src: jsonTask(`"` + longKey + `": 1`),
-			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "` + longKey + `"`}},
+			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "` + longKey + `" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout)`}},
 		{name: "byte order mark", src: "\ufeff" + jsonTask(`"promt": "x"`),
 			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`}},
 		{name: "crlf", src: strings.ReplaceAll(jsonTask(`"promt": "x"`), "\n", "\r\n"),
 			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`}},
 		{name: "columns count characters", src: "{\"id\": \"é€😀\", \"x\": 1, \"stages\": []}",
 			want: []string{
-				`wf.json:1:15: unknown key "x"`,
+				`wf.json:1:15: unknown key "x" (known: id, goal, stages)`,
 				`wf.json:1:33: stages: a workflow needs at least one stage`,
 			}},
 		{name: "upper-case extension", file: "WF.JSON", src: jsonTask(`"prompt": "a\/b"`)},
@@ -111,7 +111,7 @@ func TestParseJSONSyntax(t *testing.T) {
 		{name: "timeout beyond float64", src: jsonTask(`"timeout": -1e400`),
 			want: []string{`wf.json:2:14: stages[0].tasks[0].timeout: must be a duration like "10m" or a number of seconds`}},
 		{name: "quoted merge key is a plain key", src: jsonTask(`"<<": {"prompt": "x"}`),
-			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "<<"`}},
+			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "<<" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,27 +209,5 @@ func TestParseYAMLSyntaxPositions(t *testing.T) {
 				t.Errorf("errors:\n got: %q\nwant: %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestLineCounter(t *testing.T) {
-	data := []byte("ab\r\ncd\ré\tf\n\xffg")
-	want := map[int][2]int{
-		0: {1, 1}, 1: {1, 2}, 2: {1, 3}, 3: {1, 4}, 4: {2, 1}, 6: {2, 3}, 7: {3, 1},
-		9: {3, 2}, 10: {3, 3}, 11: {3, 4}, 12: {4, 1}, 13: {4, 2}, 14: {4, 3},
-		8: {3, 1}, // inside "é": its first column
-	}
-	lc := newLineCounter(data)
-	// Forwards, then backwards, then out of range.
-	for _, off := range []int{0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 9, 0, 14} {
-		if l, c := lc.pos(off); [2]int{l, c} != want[off] {
-			t.Errorf("pos(%d) = %d:%d, want %d:%d", off, l, c, want[off][0], want[off][1])
-		}
-	}
-	if l, c := lc.pos(99); l != 4 || c != 3 {
-		t.Errorf("pos(99) = %d:%d, want the end, 4:3", l, c)
-	}
-	if l, c := newLineCounter([]byte("\ufeffab")).pos(4); l != 1 || c != 2 {
-		t.Errorf("after a byte order mark: %d:%d, want 1:2", l, c)
 	}
 }

@@ -3,7 +3,6 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
 // Validate runs the semantic checks (stages and tasks present, ids unique,
@@ -26,7 +26,7 @@ func Validate(def *Definition, opts LoadOptions) ErrorList {
 		return ErrorList{{Msg: "no workflow definition"}}
 	}
 	errs := check(def, opts, nil, nil, Pos{File: def.Source})
-	errs.sortByPos()
+	errs.Sort()
 	return errs
 }
 
@@ -315,11 +315,7 @@ func (c *checker) modeValid(mf, mode string, fallback Pos) bool {
 		return true
 	}
 	if !c.broken[mf] {
-		msg := fmt.Sprintf("must be %q or %q, got %q", ModeInteractive, ModeHeadless, mode)
-		if s := suggest.Closest(mode, []string{ModeInteractive, ModeHeadless}); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		c.add(c.at(mf, fallback), mf, msg)
+		c.add(c.at(mf, fallback), mf, yamlnode.OneOf(mode, ModeInteractive, ModeHeadless))
 	}
 	return false
 }
@@ -427,10 +423,10 @@ func (c *checker) unique(seen map[string]firstDef, what, id, field string, fallb
 func (c *checker) missing(parent, key string, p Pos) {
 	f := joinField(parent, key)
 	if vp, written := c.pos[f]; written {
-		c.add(vp, f, "must not be empty")
+		c.add(vp, f, yamlnode.MsgNotEmpty)
 		return
 	}
-	c.add(p, parent, fmt.Sprintf("missing required key %q", key))
+	c.add(p, parent, yamlnode.MissingKey(key))
 }
 
 // notWritten is true when a file is being checked and it lacks the key
