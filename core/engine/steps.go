@@ -215,7 +215,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	x.mu.Unlock()
 	before := gitSnapshot(g.dir)
 	out := &tailBuffer{limit: captureLimit}
-	ok, why := x.runTaskWith(ctx, task, prompt, func(string, string) {}, out)
+	ok, why := runTask(ctx, x, task, prompt, func(string, string) {}, out)
 	x.mu.Lock()
 	logPath := ""
 	if rec := x.sess.Tasks[task.ID]; rec != nil {

@@ -17,7 +17,8 @@ import (
 
 // taskRun is one attempt of one task.
 type taskRun struct {
-	x       *Executor
+	host    taskHost
+	cfg     taskSettings
 	task    workflow.Task
 	adapter adapters.Adapter
 	mode    adapters.Mode
@@ -43,32 +44,32 @@ type taskRun struct {
 // runTask runs one task to its end and reports whether it ended DONE, and if
 // not, why.
 func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
-	return x.runTaskWith(ctx, t, prompt, failing, nil)
+	return runTask(ctx, x, t, prompt, failing, nil)
 }
 
 // runTaskWith is runTask keeping what the agent wrote to capture too: its
 // stdout headless, its screen's text in a terminal (an agent step reads its
 // result from it).
-func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
+func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
+	cfg := host.settings()
 	mode := adapters.Mode(t.ExecutionMode)
 	switch {
-	case x.opts.ForceHeadless:
+	case cfg.ForceHeadless:
 		mode = adapters.Headless
 	case mode == "":
 		mode = adapters.Interactive
 	}
 	fail := func(reason, msg string) (bool, string) {
 		now := time.Now()
-		x.mu.Lock()
-		rec := x.record(t.ID)
-		rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
-		x.mu.Unlock()
-		x.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
-		x.emit(events.TaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
+		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
+			rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
+		})
+		host.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
+		host.emit(events.TaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
 		return false, msg
 	}
 
-	ad, err := x.opts.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: x.opts.AutoApprove})
+	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove})
 	if err != nil {
 		return fail(startFailedReason, err.Error())
 	}
@@ -79,11 +80,11 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 	spec := runner.Spec{
 		Command: lc.Command,
 		Args:    lc.Args,
-		Dir:     resolveDir(x.sess.BaseDir, lc.Cwd),
+		Dir:     resolveDir(cfg.BaseDir, lc.Cwd),
 		Env:     lc.Env,
 		Cols:    lc.Cols,
 		Rows:    lc.Rows,
-		Tag:     x.sess.ID + "/" + t.ID,
+		Tag:     cfg.SessionID + "/" + t.ID,
 	}
 	if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
 		return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
@@ -91,9 +92,9 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 
 	logPath := ""
 	var tlog *state.TaskLog
-	if x.opts.Manager != nil {
-		logPath = x.opts.Manager.TaskLogPath(x.sess.ID, t.ID)
-		tlog, err = state.OpenTaskLog(logPath, x.opts.TailLines)
+	if cfg.Manager != nil {
+		logPath = cfg.Manager.TaskLogPath(cfg.SessionID, t.ID)
+		tlog, err = state.OpenTaskLog(logPath, cfg.TailLines)
 		if err != nil {
 			return fail(startFailedReason, err.Error())
 		}
@@ -101,29 +102,30 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 
 	// The queue survives in the session: a resumed task continues with what
 	// was not yet sent (nothing, once it has all been sent).
-	x.mu.Lock()
-	rec := x.record(t.ID)
-	queue := rec.PendingInputs
-	if rec.Attempts == 0 {
-		queue = append([]string(nil), t.PendingInputs...)
-	}
-	now := time.Now()
-	*rec = state.TaskRecord{
-		Adapter:       t.Adapter,
-		Mode:          string(mode),
-		Argv:          append([]string{lc.Command}, lc.Args...),
-		StartedAt:     &now,
-		LogPath:       logPath,
-		PendingInputs: queue,
-		Attempts:      rec.Attempts + 1,
-	}
+	var queue []string
+	argv := append([]string{lc.Command}, lc.Args...)
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
+		queue = rec.PendingInputs
+		if rec.Attempts == 0 {
+			queue = append([]string(nil), t.PendingInputs...)
+		}
+		now := time.Now()
+		*rec = state.TaskRecord{
+			Adapter:       t.Adapter,
+			Mode:          string(mode),
+			Argv:          argv,
+			StartedAt:     &now,
+			LogPath:       logPath,
+			PendingInputs: queue,
+			Attempts:      rec.Attempts + 1,
+		}
+	})
 	if prompt != "" {
-		x.addHistoryLocked("prompt", t.ID, prompt)
+		host.history("prompt", t.ID, prompt)
 	}
-	x.mu.Unlock()
 
 	tr := &taskRun{
-		x: x, task: t, adapter: ad, mode: mode, log: tlog,
+		host: host, cfg: cfg, task: t, adapter: ad, mode: mode, log: tlog,
 		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
 		lastOutput: make(chan struct{}, 1),
@@ -140,7 +142,7 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 		case tr.lastOutput <- struct{}{}:
 		default:
 		}
-		x.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
+		host.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
 	}
 
 	var proc runner.Process
@@ -154,7 +156,7 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 				return fail(startFailedReason, err.Error())
 			}
 		}
-		proc, err = x.startTerminal(tr, spec, prompt, onOutput)
+		proc, err = tr.startTerminal(spec, prompt, onOutput)
 	}
 	if err != nil {
 		tr.closeLogs()
@@ -163,19 +165,13 @@ func (x *Executor) runTaskWith(ctx context.Context, t workflow.Task, prompt stri
 	tr.proc = proc
 
 	start, _ := runner.ProcStart(proc.Pid())
-	x.mu.Lock()
-	rec.Pid, rec.PidStart = proc.Pid(), start
-	x.active[t.ID] = tr
-	x.mu.Unlock()
-	defer func() {
-		x.mu.Lock()
-		delete(x.active, t.ID)
-		x.mu.Unlock()
-	}()
-	x.setStatus(t.ID, state.TaskRunning, nil)
-	x.emit(events.TaskStarted, t.ID, map[string]any{
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Pid, rec.PidStart = proc.Pid(), start })
+	host.running(tr)
+	defer host.ended(t.ID)
+	host.setStatus(t.ID, state.TaskRunning, nil)
+	host.emit(events.TaskStarted, t.ID, map[string]any{
 		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
-		"argv": rec.Argv, "pid": proc.Pid(), "cwd": spec.Dir,
+		"argv": argv, "pid": proc.Pid(), "cwd": spec.Dir,
 	})
 
 	inputDone := make(chan struct{})
@@ -222,34 +218,28 @@ func (tr *taskRun) closeLogs() {
 
 // popQueue removes the first queued input and checkpoints the rest.
 func (tr *taskRun) popQueue() []string {
-	x := tr.x
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	rec := x.record(tr.task.ID)
-	if len(rec.PendingInputs) > 0 {
-		rec.PendingInputs = rec.PendingInputs[1:]
-	}
-	x.checkpointLocked(state.Change{Task: tr.task.ID, Record: rec}, false)
-	return append([]string(nil), rec.PendingInputs...)
+	var rest []string
+	tr.host.updateRecord(tr.task.ID, true, func(rec *state.TaskRecord) {
+		if len(rec.PendingInputs) > 0 {
+			rec.PendingInputs = rec.PendingInputs[1:]
+		}
+		rest = append([]string(nil), rec.PendingInputs...)
+	})
+	return rest
 }
 
 func (tr *taskRun) send(text, source string) error {
 	if err := tr.proc.Send(text); err != nil {
 		return err
 	}
-	x := tr.x
-	x.mu.Lock()
-	x.addHistoryLocked("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
-	x.mu.Unlock()
-	x.emit(events.TaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
+	tr.host.history("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
+	tr.host.emit(events.TaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
 	return nil
 }
 
 // unsent is how many queued inputs were never sent.
 func (tr *taskRun) unsent() int {
-	tr.x.mu.Lock()
-	defer tr.x.mu.Unlock()
-	return len(tr.x.record(tr.task.ID).PendingInputs)
+	return len(tr.host.readRecord(tr.task.ID).PendingInputs)
 }
 
 // reply is a person's answer to a waiting task.
@@ -300,7 +290,7 @@ func (tr *taskRun) applyReply(r reply) {
 		// asked again while the TUI redraws past it.
 		tr.term.answeredByPerson(r)
 		tr.term.waitingState = ""
-		tr.x.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
+		tr.host.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
 	}
 }
 
@@ -317,7 +307,7 @@ func (tr *taskRun) completeWith(cause string) {
 // wait blocks until the task ends: process exit, completion, timeout,
 // inactivity, or cancellation.
 func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone <-chan struct{}) (bool, string) {
-	x, t := tr.x, tr.task
+	host, t := tr.host, tr.task
 	var timeout <-chan time.Time
 	if t.Timeout > 0 {
 		tm := time.NewTimer(time.Duration(t.Timeout))
@@ -334,19 +324,18 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 
 	finish := func(st state.TaskStatus, reason string, res *runner.Result, msg string) (bool, string) {
 		now := time.Now()
-		x.mu.Lock()
-		rec := x.record(t.ID)
-		rec.EndedAt = &now
-		rec.Reason = reason
-		rec.Error = msg
-		if res != nil && res.Err == nil && res.Signal == "" {
-			code := res.ExitCode
-			rec.ExitCode = &code
-		}
-		if tr.log != nil {
-			rec.OutputTail = tr.log.Tail()
-		}
-		x.mu.Unlock()
+		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
+			rec.EndedAt = &now
+			rec.Reason = reason
+			rec.Error = msg
+			if res != nil && res.Err == nil && res.Signal == "" {
+				code := res.ExitCode
+				rec.ExitCode = &code
+			}
+			if tr.log != nil {
+				rec.OutputTail = tr.log.Tail()
+			}
+		})
 		fields := map[string]any{"reason": reason}
 		if msg != "" {
 			fields["error"] = msg
@@ -361,12 +350,12 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 				fields["signal"] = res.Signal
 			}
 		}
-		x.setStatus(t.ID, st, fields)
+		host.setStatus(t.ID, st, fields)
 		fin := map[string]any{"status": string(st)}
 		for k, v := range fields {
 			fin[k] = v
 		}
-		x.emit(events.TaskFinished, t.ID, fin)
+		host.emit(events.TaskFinished, t.ID, fin)
 		return st == state.TaskDone, msg
 	}
 
@@ -406,16 +395,16 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		case <-tr.completed:
 			if tr.task.KeepAlive && tr.completeCause != completedByUser {
 				tr.kept = true
-				x.keep(tr)
-				x.emit(events.KeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
+				host.keep(tr)
+				host.emit(events.KeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
 				return finish(state.TaskDone, "kept_alive", nil, "")
 			}
-			tr.proc.Stop(x.opts.Grace)
+			tr.proc.Stop(tr.cfg.Grace)
 			return finish(state.TaskDone, tr.completeCause, nil, "")
 		case <-timeout:
 			msg := fmt.Sprintf("timed out after %s", time.Duration(t.Timeout))
 			tr.failing(msg)
-			tr.proc.Stop(x.opts.Grace)
+			tr.proc.Stop(tr.cfg.Grace)
 			res := tr.proc.Result()
 			return finish(state.TaskError, timeoutReason, &res, msg)
 		case <-idle:
@@ -427,7 +416,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			}
 			msg := fmt.Sprintf("no output for %s", inactivity)
 			tr.failing(msg)
-			tr.proc.Stop(x.opts.Grace)
+			tr.proc.Stop(tr.cfg.Grace)
 			res := tr.proc.Result()
 			return finish(state.TaskError, inactivityReason, &res, msg)
 		case <-tr.lastOutput:
@@ -443,14 +432,13 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 				}
 			default:
 			}
-			tr.proc.Stop(x.opts.Grace)
+			tr.proc.Stop(tr.cfg.Grace)
 			// Stopped, not failed, and never DONE even if it exits 0 on
 			// SIGTERM: it re-runs on resume.
 			res := tr.proc.Result()
-			x.mu.Lock()
-			parked := x.parkStatus != ""
-			failed := x.parkStatus == state.StatusFailed // --on-interaction=fail
-			x.mu.Unlock()
+			parkedAs := host.parked()
+			parked := parkedAs != ""
+			failed := parkedAs == state.StatusFailed // --on-interaction=fail
 			if failed && tr.term != nil && tr.term.waitingState != "" {
 				// The session fails for want of a person: the task is
 				// failed too, not left waiting for one.

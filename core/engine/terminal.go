@@ -156,7 +156,7 @@ func (ts *terminalState) quietFor(since time.Time, d time.Duration) bool {
 
 // startTerminal starts an interactive task (or a headless one whose adapter
 // asks for a PTY) in a pseudo-terminal.
-func (x *Executor) startTerminal(tr *taskRun, spec runner.Spec, prompt string, onOutput func(runner.Chunk)) (runner.Process, error) {
+func (tr *taskRun) startTerminal(spec runner.Spec, prompt string, onOutput func(runner.Chunk)) (runner.Process, error) {
 	ts := &terminalState{
 		automate:     tr.mode == adapters.Interactive,
 		states:       tr.adapter.States(),
@@ -352,7 +352,7 @@ func (ts *terminalState) remember(d runner.Detection, off int) {
 
 // onDetection drives an interactive task from what its screen shows.
 func (tr *taskRun) onDetection(d runner.Detection) {
-	ts, x, t := tr.term, tr.x, tr.task
+	ts, host, t := tr.term, tr.host, tr.task
 	start, stale, staleAt := ts.classify(&d)
 	kind := stateKind(d.State)
 	for st := range ts.shownAt {
@@ -364,12 +364,12 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
 		ts.lastSeen = d.State
-		x.emit(events.StateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
+		host.emit(events.StateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
 	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
-		x.setStatus(t.ID, state.TaskRunning, map[string]any{"reason": "answered"})
+		host.setStatus(t.ID, state.TaskRunning, map[string]any{"reason": "answered"})
 	}
 	if ts.attached || ts.waitingState != "" {
 		return
@@ -393,14 +393,14 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		if !ts.answerReady(d.State) {
 			return
 		}
-		if x.opts.AutoApprove {
+		if tr.cfg.AutoApprove {
 			// The handlers see the question and what is below it, not an
 			// older question left above it.
 			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[lineStart(d.Screen, start):], Match: d.Match}
 			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
 				ts.remember(d, start)
 				_ = tr.proc.Send(act.Keys)
-				x.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
+				host.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
 				return
 			}
 		}
@@ -416,16 +416,14 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			ts.awaitingTurn, ts.turnRan = false, false
 			tr.evidence = evidence
 		}
-		x.mu.Lock()
-		queue := append([]string(nil), x.record(t.ID).PendingInputs...)
-		x.mu.Unlock()
+		queue := tr.host.readRecord(t.ID).PendingInputs
 		if len(queue) == 0 {
 			tr.completeWith("idle")
 			return
 		}
 		tr.submit(queue[0], "queue")
 		tr.popQueue()
-		x.emit(events.QueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
+		host.emit(events.QueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
 	}
 }
 
@@ -557,34 +555,33 @@ func (tr *taskRun) typeLine(text, source string) time.Time {
 // asks the CLI or parks/fails the session. why, when set, says why a
 // screen that is not a fresh question needs a person.
 func (tr *taskRun) askPerson(d runner.Detection, why string) {
-	ts, x, t := tr.term, tr.x, tr.task
+	ts, host, t := tr.term, tr.host, tr.task
 	ts.waitingState = d.State
 	ts.asked = d
 	excerpt := Excerpt(d.Screen, excerptLines)
-	x.mu.Lock()
-	rec := x.record(t.ID)
-	rec.Reason = "waiting:" + d.State
-	rec.Excerpt = excerpt
-	x.mu.Unlock()
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
+		rec.Reason = "waiting:" + d.State
+		rec.Excerpt = excerpt
+	})
 	fields := map[string]any{"state": d.State}
 	if why != "" {
 		fields["why"] = why
 	}
-	x.setStatus(t.ID, state.TaskWaitingForUser, fields)
+	host.setStatus(t.ID, state.TaskWaitingForUser, fields)
 	ev := map[string]any{"state": d.State, "excerpt": excerpt, "name": t.DisplayName(), "adapter": t.Adapter}
 	if why != "" {
 		ev["why"] = why
 	}
-	x.emit(events.Interaction, t.ID, ev)
+	host.emit(events.Interaction, t.ID, ev)
 	what := d.State
 	if why != "" {
 		what += ": " + why
 	}
-	switch x.opts.Interaction {
+	switch tr.cfg.Interaction {
 	case InteractionPark:
-		x.park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+what+")")
+		host.park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+what+")")
 	case InteractionFail:
-		x.park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+what+") and --on-interaction=fail")
+		host.park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+what+") and --on-interaction=fail")
 	}
 }
 

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// taskHost is all that one task's run needs from whoever runs it: the
+// settings of the session, the task's record and status, its events, and a
+// way to stop the session for a person. A taskRun reaches the session only
+// through it — never the executor's lock or session — so the process
+// handling (headless or in a terminal, the automation, the pauses) is one
+// unit, whatever walks the steps.
+type taskHost interface {
+	settings() taskSettings
+	// updateRecord changes the task's record; checkpoint also records the
+	// change in the session's journal.
+	updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord))
+	// record returns a copy of the task's record.
+	readRecord(taskID string) state.TaskRecord
+	setStatus(taskID string, st state.TaskStatus, fields map[string]any)
+	history(kind, taskID, text string)
+	emit(typ, taskID string, fields map[string]any)
+	// park stops the session for a person (waiting) or fails it;
+	// parked says whether and how it was.
+	park(status state.Status, taskID, reason string)
+	parked() state.Status
+	// running and ended tell the host which runs are live (for Send,
+	// Terminal, Kill); keep hands it a DONE task whose process stays.
+	running(tr *taskRun)
+	ended(taskID string)
+	keep(tr *taskRun)
+}
+
+// taskSettings are the session's settings a task run reads.
+type taskSettings struct {
+	Options
+	SessionID string
+	BaseDir   string
+}
+
+func (x *Executor) settings() taskSettings {
+	return taskSettings{Options: x.opts, SessionID: x.sess.ID, BaseDir: x.sess.BaseDir}
+}
+
+func (x *Executor) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rec := x.record(taskID)
+	change(rec)
+	if checkpoint {
+		cp := *rec
+		x.checkpointLocked(state.Change{Task: taskID, Record: &cp}, false)
+	}
+}
+
+func (x *Executor) readRecord(taskID string) state.TaskRecord {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return *x.record(taskID)
+}
+
+func (x *Executor) history(kind, taskID, text string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.addHistoryLocked(kind, taskID, text)
+}
+
+func (x *Executor) parked() state.Status {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.parkStatus
+}
+
+func (x *Executor) running(tr *taskRun) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.active[tr.task.ID] = tr
+}
+
+func (x *Executor) ended(taskID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.active, taskID)
+}
