@@ -164,7 +164,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 		}
 	case "validate":
 		return workflowCandidates(base, cur)
-	case "show", "resume":
+	case "show", "resume", "log":
 		if nargs == 0 {
 			return sessionCandidates(base, cmd.Name == "resume")
 		}

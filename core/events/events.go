@@ -1,6 +1,6 @@
 // Package events names every event vibeteam emits, in one place, with the
 // fields each carries. An event is one line of a session's JSONL log
-// (.vibeteam/logs/<id>/events.jsonl, and --events FILE):
+// (.vibeteam/logs/<id>.jsonl, and --events FILE):
 //
 //	{"time":"2026-11-23T10:00:00.123Z","event":"workflow.step.completed","session":"20261123-ab12","name":"tests","type":"script",...}
 //
@@ -16,7 +16,7 @@ import "encoding/json"
 const (
 	SessionStarted  = "session_started"  // workflow, source, base_dir
 	SessionResumed  = "session_resumed"  // workflow, from (the status it resumed from)
-	SessionFinished = "session_finished" // status, error
+	SessionFinished = "session_finished" // status, failedTask, reason
 	SessionState    = "session_state"    // state: RUNNING | AWAITING_INTERACTION | IDLE | ERROR
 	Error           = "error"            // error: something vibeteam could not do (save a checkpoint, …)
 )
