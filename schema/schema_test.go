@@ -103,8 +103,9 @@ func loadAdapter(f fixture) error {
 
 // The schemas agree with the loaders on every fixture: what vibeteam
 // accepts, an editor accepts, and what the fixture calls invalid, both
-// refuse. The shipped files (built-in adapters, the demo workflow) and the
-// README's examples are valid too.
+// refuse. The shipped files (built-in adapters, the demo workflow, the
+// built-in grimoires), core/workflow's grimoire fixtures and the README's
+// examples are held to it too.
 func TestSchemasAgreeWithTheLoaders(t *testing.T) {
 	readme := readmeBlocks(t)
 	for _, c := range []struct {
@@ -114,8 +115,10 @@ func TestSchemasAgreeWithTheLoaders(t *testing.T) {
 		invalid []fixture
 	}{
 		{"workflow", loadWorkflow,
-			[][]fixture{fixtures(t, "../testdata/workflows/valid/*"), fixtures(t, "../builtin/workflows/*"), readme["workflow"]},
-			fixtures(t, "../testdata/workflows/invalid/*")},
+			[][]fixture{fixtures(t, "../testdata/workflows/valid/*"), fixtures(t, "../builtin/workflows/*"),
+				fixtures(t, "../builtin/grimoires/*"), fixtures(t, "../core/workflow/testdata/grimoires/every-key"),
+				fixtures(t, "../core/workflow/testdata/grimoires/minimal"), readme["workflow"]},
+			slices.Concat(fixtures(t, "../testdata/workflows/invalid/*"), fixtures(t, "../core/workflow/testdata/grimoires/many-errors"))},
 		{"adapter", loadAdapter,
 			[][]fixture{fixtures(t, "../testdata/adapters/valid/*"), fixtures(t, "../adapters/builtin/*"), readme["adapter"]},
 			fixtures(t, "../testdata/adapters/invalid/*")},
@@ -183,6 +186,35 @@ func TestAdapterSchemaKnowsEveryHandler(t *testing.T) {
 		if err := s.Validate(instance(t, use, []byte(doc))); err != nil {
 			t.Errorf("use: %s: %v", use, err)
 		}
+	}
+}
+
+// The workflow schema offers the step types the loader has, and refuses
+// the names it reserves, as they are spelled in core/workflow.
+func TestWorkflowSchemaKnowsTheLoadersWords(t *testing.T) {
+	data, _ := Get("workflow")
+	var doc struct {
+		Definitions struct {
+			Step struct {
+				Properties struct {
+					Type struct {
+						Enum []string `json:"enum"`
+					} `json:"type"`
+				} `json:"properties"`
+			} `json:"step"`
+			ReservedName struct {
+				Enum []string `json:"enum"`
+			} `json:"reservedName"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Definitions.Step.Properties.Type.Enum; !slices.Equal(got, workflow.StepTypes) {
+		t.Errorf("step types: schema %v, loader %v", got, workflow.StepTypes)
+	}
+	if got := doc.Definitions.ReservedName.Enum; !slices.Equal(got, workflow.ReservedNames) {
+		t.Errorf("reserved names: schema %v, loader %v", got, workflow.ReservedNames)
 	}
 }
 
