@@ -386,6 +386,17 @@ steps:
     timeout: 1m
     command: echo started; sleep 30
 `, "timeout"},
+		{"loop", `name: t
+steps:
+  - name: l
+    type: loop
+    timeout: 500ms
+    max_iterations: 1000
+    steps:
+      - name: tick
+        type: script
+        command: sleep 0.1
+`, "timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

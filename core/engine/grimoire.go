@@ -20,7 +20,7 @@ import (
 
 // errWorkflowTimeout is the cause of a grimoire's context when its timeout
 // has passed: the step running then is stopped and the workflow blocks.
-var errWorkflowTimeout = errors.New("workflow timeout")
+var errWorkflowTimeout = fmt.Errorf("%w: the workflow ran longer than its timeout", flow.ErrTimeout)
 
 // Reasons a grimoire blocks (Session.BlockedReason, workflow.blocked).
 const (
@@ -108,7 +108,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	switch {
 	case parked != "":
 		return x.finish(parked, ptask, preason)
-	case out.Status == flow.Blocked || out.Status == flow.Stopped && context.Cause(ctx) == errWorkflowTimeout:
+	case out.Status == flow.Blocked || out.Status == flow.Stopped && errors.Is(context.Cause(ctx), flow.ErrTimeout):
 		return g.block(out)
 	case out.Status == flow.Stopped || ctx.Err() != nil:
 		return x.finish(state.StatusCancelled, "", "interrupted")
@@ -143,7 +143,7 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 	x := g.x
 	reason, why := BlockedStepFailed, out.Reason
 	switch {
-	case out.Reason == BlockedTimeout || strings.HasPrefix(out.Reason, "workflow timeout"):
+	case strings.HasPrefix(out.Reason, flow.ErrTimeout.Error()):
 		reason = BlockedTimeout
 	case strings.Contains(out.Reason, "iterations without a step exiting it"):
 		reason = BlockedMaxIterations
@@ -490,8 +490,8 @@ func (g *grimoire) stepStarted(step *workflow.Step, at flow.Addr, inputs map[str
 // stopped is the result of a step whose context ended: the workflow's
 // timeout blocks it (and it runs again on resume), an interrupt stops it.
 func stopped(ctx context.Context, r flow.Result) flow.Result {
-	if context.Cause(ctx) == errWorkflowTimeout {
-		r.Status, r.Reason = flow.Blocked, BlockedTimeout
+	if cause := context.Cause(ctx); errors.Is(cause, flow.ErrTimeout) {
+		r.Status, r.Reason = flow.Blocked, cause.Error()
 		return r
 	}
 	r.Status, r.Reason = flow.Stopped, "interrupted"

@@ -307,6 +307,8 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 		}
 	}
 	x.mu.Unlock()
+	ctx, cancel := flow.WithTimeout(ctx, step)
+	defer cancel()
 	failedTask, reason := x.runStage(ctx, st, prompts)
 	x.mu.Lock()
 	parked := x.parkStatus != ""

@@ -8,6 +8,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -110,6 +111,19 @@ func SortKeys(keys []string) {
 		}
 		return len(a) < len(b)
 	})
+}
+
+// ErrTimeout is the cause of a context whose step (a loop, a stage) or
+// workflow ran out of time; the step running then is blocked, not failed.
+var ErrTimeout = errors.New("timeout")
+
+// WithTimeout limits ctx to the step's timeout, if it has one.
+func WithTimeout(ctx context.Context, s *workflow.Step) (context.Context, context.CancelFunc) {
+	if s.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	d := time.Duration(s.Timeout)
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: %s %q ran longer than its %s", ErrTimeout, s.Type, s.Label(), d))
 }
 
 // Status of one step run.
@@ -219,6 +233,12 @@ func (in *Interpreter) steps(ctx context.Context, steps []workflow.Step, parent 
 		r, ok := in.Store.Finished(at)
 		if !ok {
 			if err := ctx.Err(); err != nil {
+				if cause := context.Cause(ctx); errors.Is(cause, ErrTimeout) {
+					// Out of time between two steps: the next one is where
+					// the walk is blocked.
+					in.Store.Ended(at, s, Result{Status: Blocked, Reason: cause.Error()})
+					return Outcome{Status: Blocked, At: at, Step: s.Label(), Reason: cause.Error()}, false
+				}
 				return Outcome{Status: Stopped, At: at, Step: s.Label(), Reason: "interrupted"}, false
 			}
 			r = in.run(ctx, s, at)
@@ -299,6 +319,8 @@ func (in *Interpreter) loop(ctx context.Context, s *workflow.Step, at Addr) Outc
 	}
 	in.Scope.EnterLoop(s)
 	in.Store.Started(at, s)
+	ctx, cancel := WithTimeout(ctx, s)
+	defer cancel()
 	for n := 1; n <= max; n++ {
 		in.Scope.Iteration(s, at, n)
 		out, exit := in.steps(ctx, l.Steps, at.Iteration(n))
