@@ -1,0 +1,497 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+func previewCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "preview",
+		Usage:     "show what a grimoire would do, running nothing: its steps with their rendered prompts and commands, every problem as file:line",
+		ArgsUsage: "NAME|FILE",
+		Description: `Shows what "vibeteam run NAME|FILE" would do with a grimoire, and runs
+nothing: no agent, no command, no process, and no file or directory is
+written (not even .vibeteam/). The grimoire is found as run finds it (a
+file, .vibeteam/grimoires/NAME.yaml and the other named folders, or a
+built-in) and checked as run checks it.
+
+Each step is printed in file order, the steps of a loop indented, with its
+file:line, type, name and condition, and under it what it would do: the
+command of a script step, shell-quoted as it will run; the inputs and the
+rendered spell of an agent step (--full: the whole prompt, system prompt
+included); the prompts of a stage's tasks.
+
+What only the run can know is shown as a placeholder: ⟨tests.output⟩,
+⟨impl.outputs.notes⟩ (any key an agent reports), ⟨previous.failed⟩,
+⟨loop_entry.output⟩, ⟨quality.iteration⟩. Text that depends on one shows
+each branch: ⟨if .previous.failed⟩...⟨else⟩...⟨end⟩. A condition (when)
+that depends only on --set variables and the bead is evaluated.
+
+Every template is checked against the steps that have run at its point of
+the file: a misspelt key (.tests.outptu; .bead.titel when a bead is given),
+a step that does not exist or has not run yet, an unknown variable, spell
+or partial is an error. Problems go to stderr, one a line, as
+file:line:col: message; warnings (a value inside quotes in a command,
+{{raw}}) too.
+
+--bead-file reads the bead (.bead) as run --bead-file does: JSON as
+"bd show ID --json" prints it, an object or an array of one. Without it,
+.bead is an empty object, as in a run without a bead, and a template that
+reads a key of it gets a placeholder and a warning.
+
+A stage workflow is shown as its stages and tasks with their prompts.
+
+Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
+		Flags: []ucli.Flag{
+			baseDirFlag,
+			&ucli.StringFlag{Name: "bead-file", Usage: "render .bead from `FILE`, JSON as `bd show ID --json` prints it (an object, or an array of one)"},
+			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value`, as run takes it (repeatable)"},
+			&ucli.BoolFlag{Name: "full", Usage: "show each agent step's whole prompt, the system prompt around the spell included"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitUsage, "preview needs exactly one grimoire file or name (see vibeteam preview --help)")
+			}
+			base, err := previewBaseDir(c)
+			if err != nil {
+				return err
+			}
+			vars, err := render.ParseSets(c.StringSlice("set"))
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			var bead map[string]any
+			if f := c.String("bead-file"); f != "" {
+				if bead, err = readBeadFile(f); err != nil {
+					return exitf(ExitUsage, "%v", err)
+				}
+			}
+			reg, err := loadRegistry(base)
+			if err != nil {
+				return err
+			}
+			warnBrokenAdapters(streams.Err, reg)
+			arg := c.Args().First()
+			found, err := workflow.Locate(arg, base)
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			// validate's checks: an agent CLI that is not installed here is
+			// a warning, as the grimoire may run elsewhere.
+			def, probs := found.Diagnose(workflow.LoadOptions{
+				Adapters: reg,
+				Vars:     vars,
+				BaseDir:  base,
+				Commands: workflow.CheckWarn,
+			})
+			if def == nil || probs.HasErrors() {
+				printProblems(streams.Err, probs)
+				return exitf(ExitUsage, "%s is invalid: %s; nothing was run", found.Path, countErrors(probs))
+			}
+			from := found.Path
+			if found.Builtin() {
+				from = "built-in " + arg
+			}
+			pv := &previewer{out: streams.Out, full: c.Bool("full"), load: probs}
+			if def.Kind == workflow.KindGrimoire {
+				pv.grimoire(def, from, vars, bead, base)
+			} else {
+				if bead != nil {
+					return exitf(ExitUsage, "--bead-file is for grimoires; %s is a stage workflow", def.Source)
+				}
+				pv.stages(def, from, vars)
+			}
+			all := append(probs, pv.probs...)
+			printProblems(streams.Err, all)
+			if all.HasErrors() {
+				return exitf(ExitUsage, "%s: %s; nothing was run", def.Source, countErrors(all))
+			}
+			return nil
+		},
+	}
+}
+
+// previewBaseDir is baseDir without running git, since a preview starts no
+// process: without --base-dir, the nearest directory up from the current
+// one that holds .git (the top-level git would name), else the current
+// directory.
+func previewBaseDir(c *ucli.Context) (string, error) {
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet("base-dir") {
+			return findBaseDir(ctx.String("base-dir"))
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return wd, nil
+		}
+	}
+}
+
+// previewer prints a preview and gathers its problems.
+type previewer struct {
+	out   io.Writer
+	full  bool
+	scope *render.PreviewScope
+	spell *render.Spells
+	load  workflow.ErrorList // the problems loading found (warnings only)
+	probs workflow.ErrorList
+}
+
+func (pv *previewer) printf(format string, args ...any) { fmt.Fprintf(pv.out, format, args...) }
+
+// block prints text under a step, each line after a bar.
+func (pv *previewer) block(indent, text string) {
+	text = strings.TrimRight(text, "\n")
+	for _, l := range strings.Split(text, "\n") {
+		if l == "" {
+			pv.printf("%s│\n", indent)
+		} else {
+			pv.printf("%s│ %s\n", indent, safeLine(l))
+		}
+	}
+}
+
+// problem records err (which may join several) at pos.
+func (pv *previewer) problem(pos workflow.Pos, err error) {
+	if err == nil {
+		return
+	}
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			pv.problem(pos, e)
+		}
+		return
+	}
+	pv.probs = append(pv.probs, &workflow.Error{Pos: pos, Msg: err.Error()})
+}
+
+// warnings records warnings at pos, but not those loading reported already
+// (the quoting of a command): there they have no `step "x": command: `.
+func (pv *previewer) warnings(pos workflow.Pos, step, field string, warns []string) {
+	for _, w := range warns {
+		short := strings.TrimPrefix(w, fmt.Sprintf("step %q: %s: ", step, field))
+		if slices.ContainsFunc(pv.load, func(e *workflow.Error) bool {
+			return e.Warning && e.Pos == pos && e.Msg == short
+		}) {
+			continue
+		}
+		pv.probs = append(pv.probs, &workflow.Error{Pos: pos, Msg: w, Warning: true})
+	}
+}
+
+func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[string]string, bead map[string]any, base string) {
+	pv.printf("grimoire %s, from %s\n", safe(def.ID), safe(from))
+	if def.Description != "" {
+		pv.printf("  %s\n", safe(def.Description))
+	}
+	if def.Timeout > 0 {
+		pv.printf("  timeout %s\n", duration(def.Timeout))
+	}
+	if len(vars) > 0 {
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
+			kv = append(kv, k+"="+vars[k])
+		}
+		pv.printf("  variables: %s\n", safe(strings.Join(kv, ", ")))
+	}
+	if bead != nil {
+		id, _ := bead["id"].(string)
+		title, _ := bead["title"].(string)
+		pv.printf("  bead: %s\n", safe(strings.TrimSpace(id+" "+title)))
+	}
+	pv.printf("  nothing is run: ⟨...⟩ is a value known only when the grimoire runs\n\n")
+
+	goal := def.Goal
+	if g, ok := vars["goal"]; ok {
+		goal = g // as run does: a --set goal is the goal
+	}
+	pv.scope = render.NewPreviewScope(goal, vars, bead)
+	pv.spell = render.NewSpells(base)
+	declare(pv.scope, def.Steps)
+	pv.steps(def.Steps, 0)
+}
+
+// declare tells the scope of every step, nested ones included.
+func declare(ps *render.PreviewScope, steps []workflow.Step) {
+	for _, s := range steps {
+		ps.Declare(s.Label(), s.Output, fmt.Sprintf("line %d", s.Pos.Line))
+		if s.Loop != nil {
+			declare(ps, s.Loop.Steps)
+		}
+	}
+}
+
+// stepNames are the names and aliases of steps, nested ones included.
+func stepNames(steps []workflow.Step) []string {
+	var names []string
+	for _, s := range steps {
+		names = append(names, s.Label())
+		if s.Output != "" {
+			names = append(names, s.Output)
+		}
+		if s.Loop != nil {
+			names = append(names, stepNames(s.Loop.Steps)...)
+		}
+	}
+	return names
+}
+
+func (pv *previewer) steps(steps []workflow.Step, depth int) {
+	for i := range steps {
+		pv.step(&steps[i], depth)
+	}
+}
+
+// at is where a step is, as file:line.
+func at(p workflow.Pos) string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}
+
+// stepDetails are what a step's header says after its name.
+func stepDetails(s *workflow.Step) string {
+	var d []string
+	if s.Output != "" {
+		d = append(d, "output "+s.Output)
+	}
+	switch {
+	case s.Agent != nil:
+		d = append(d, s.Agent.Adapter, s.Agent.ExecutionMode)
+		if s.Agent.OnFail != workflow.DefaultAgentOnFail {
+			d = append(d, "on_fail "+s.Agent.OnFail)
+		}
+		if s.Timeout != workflow.DefaultAgentTimeout {
+			d = append(d, "timeout "+duration(s.Timeout))
+		}
+	case s.Script != nil:
+		if s.Script.OnFail != workflow.DefaultScriptOnFail {
+			d = append(d, "on_fail "+s.Script.OnFail)
+		}
+		if s.Script.OnSuccess != "" {
+			d = append(d, "on_success "+s.Script.OnSuccess)
+		}
+		if s.Timeout != workflow.DefaultScriptTimeout {
+			d = append(d, "timeout "+duration(s.Timeout))
+		}
+	case s.Loop != nil:
+		d = append(d, fmt.Sprintf("at most %d iterations, then %s", s.Loop.MaxIterations, s.Loop.OnMaxIterations))
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(d, ", ") + ")"
+}
+
+const notRendered = "(not rendered: see the errors below)"
+
+func (pv *previewer) step(s *workflow.Step, depth int) {
+	indent := strings.Repeat("    ", depth)
+	body := indent + "    "
+	label := s.Label()
+	pv.printf("%s%s  %s %s%s\n", indent, safe(at(s.Pos)), s.Type, safe(label), safe(stepDetails(s)))
+
+	if s.When != "" {
+		result, warns, err := pv.scope.When(label, s.When)
+		pos := s.PosOf("when")
+		pv.warnings(pos, label, fmt.Sprintf("when %q", s.When), warns)
+		pv.problem(pos, err)
+		note := ""
+		switch {
+		case err != nil:
+			note = "  " + notRendered
+		case result == "false":
+			note = "  → false now: the step would be skipped"
+		case result == "true":
+			note = "  → true now"
+		default:
+			note = "  (decided when it runs)"
+		}
+		pv.printf("%swhen %s%s\n", body, safe(s.When), note)
+	}
+
+	switch s.Type {
+	case workflow.StepScript:
+		cmd, warns, err := pv.scope.Command(label, s.Script.Command)
+		pos := s.PosOf("command")
+		pv.warnings(pos, label, "command", warns)
+		pv.problem(pos, err)
+		if err != nil {
+			pv.printf("%s$ %s\n", body, notRendered)
+			break
+		}
+		lines := strings.Split(strings.TrimRight(cmd, "\n"), "\n")
+		for i, l := range lines {
+			lead := "$ "
+			if i > 0 {
+				lead = "  "
+			}
+			pv.printf("%s%s%s\n", body, lead, safeLine(l))
+		}
+	case workflow.StepAgent:
+		pv.agent(s, body)
+	case workflow.StepStage:
+		for _, t := range s.Tasks {
+			prompt, warns, err := pv.scope.Render(label, "tasks."+t.ID+".prompt", t.Prompt)
+			pv.warnings(t.Pos, label, "tasks."+t.ID+".prompt", warns)
+			pv.problem(t.Pos, err)
+			pv.printf("%stask %s (%s, %s):\n", body, safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))
+			if err != nil {
+				pv.printf("%s%s\n", body, notRendered)
+			} else {
+				pv.block(body, prompt)
+			}
+		}
+	case workflow.StepLoop:
+		pv.scope.EnterLoop(label, stepNames(s.Loop.Steps))
+		pv.steps(s.Loop.Steps, depth+1)
+		pv.scope.ExitLoop()
+		return // a loop has no result of its own
+	case workflow.StepMerge:
+		pv.printf("%smerges the worktree back (require_review: %t)\n", body, s.Merge.RequireReview)
+	}
+	pv.scope.Record(label, s.Output)
+}
+
+func (pv *previewer) agent(s *workflow.Step, body string) {
+	label, a := s.Label(), s.Agent
+	inputs := map[string]string{}
+	for _, in := range a.Input {
+		field := "input." + in.Name
+		v, warns, err := pv.scope.Render(label, field, in.Value)
+		pos := s.PosOf(field)
+		pv.warnings(pos, label, field, warns)
+		pv.problem(pos, err)
+		switch {
+		case err != nil:
+			// The spell is still checked, with the input as a placeholder.
+			inputs[in.Name] = render.Placeholder("input " + in.Name)
+			pv.printf("%sinput %s: %s\n", body, safe(in.Name), notRendered)
+		case strings.Contains(strings.TrimRight(v, "\n"), "\n"):
+			inputs[in.Name] = v
+			pv.printf("%sinput %s:\n", body, safe(in.Name))
+			pv.block(body, v)
+		default:
+			inputs[in.Name] = v
+			pv.printf("%sinput %s: %s\n", body, safe(in.Name), safe(v))
+		}
+	}
+	pp, warns, err := pv.scope.AgentPrompt(label, pv.spell, a.Spell, inputs)
+	pos := s.PosOf("spell")
+	pv.warnings(pos, label, "spell", warns)
+	pv.problem(pos, err)
+	name := "inline spell"
+	if pp.Spell.Source != "inline" && pp.Spell.Source != "" {
+		name = fmt.Sprintf("spell %s (%s)", strings.TrimSuffix(pp.Spell.Name, ".md"), pp.Spell.Source)
+	} else if pp.Spell.Source == "" {
+		name = "spell " + strings.TrimSpace(a.Spell)
+	}
+	switch {
+	case err != nil:
+		pv.printf("%s%s: %s\n", body, safe(name), notRendered)
+	case pv.full:
+		pv.printf("%sprompt: %s in the system prompt (%s):\n", body, safe(name), safe(pp.System.Source))
+		pv.block(body, pp.Prompt)
+	default:
+		pv.printf("%s%s:\n", body, safe(name))
+		pv.block(body, pp.Content)
+		pv.printf("%s(in the system prompt, %s; --full shows the whole prompt)\n", body, safe(pp.System.Source))
+	}
+}
+
+// stages previews a stage workflow: its stages and tasks, each prompt
+// rendered as run renders it.
+func (pv *previewer) stages(def *workflow.Definition, from string, vars map[string]string) {
+	pv.printf("workflow %s, from %s\n", safe(def.ID), safe(from))
+	if def.Goal != "" {
+		pv.printf("  goal: %s\n", safe(def.Goal))
+	}
+	pv.printf("  nothing is run: the stages run in order, the tasks of a stage in parallel\n\n")
+	for _, st := range def.Stages() {
+		pv.printf("%s  stage %s\n", safe(at(st.Pos)), safe(st.Label()))
+		for _, t := range st.Tasks {
+			pv.printf("    %s  task %s (%s, %s)\n", safe(at(t.Pos)), safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))
+			if t.Prompt == "" {
+				continue
+			}
+			prompt, err := render.Prompt(t.ID, t.Prompt, vars, def.Goal)
+			if err != nil {
+				pv.problem(t.Pos, err)
+				pv.printf("        %s\n", notRendered)
+				continue
+			}
+			pv.block("        ", prompt)
+		}
+	}
+}
+
+// duration is a workflow duration as it would be written: 5m, 1h30m.
+func duration(d workflow.Duration) string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// printProblems prints problems in file order, each once.
+func printProblems(w io.Writer, probs workflow.ErrorList) {
+	sorted := slices.Clone(probs)
+	slices.SortStableFunc(sorted, func(a, b *workflow.Error) int {
+		if c := strings.Compare(a.Pos.File, b.Pos.File); c != 0 {
+			return c
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line - b.Pos.Line
+		}
+		return a.Pos.Col - b.Pos.Col
+	})
+	seen := map[string]bool{}
+	for _, p := range sorted {
+		line := p.Error()
+		if !seen[line] {
+			seen[line] = true
+			fmt.Fprintln(w, safe(line))
+		}
+	}
+}
+
+// countErrors is "1 error", "3 errors" (warnings are not counted).
+func countErrors(probs workflow.ErrorList) string {
+	n := 0
+	for _, p := range probs {
+		if !p.Warning {
+			n++
+		}
+	}
+	if n == 1 {
+		return "1 error"
+	}
+	return fmt.Sprintf("%d errors", n)
+}

@@ -1,0 +1,245 @@
+package render
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// previewAfter is a preview scope at the point where tests (alias
+// test_run) and impl have run, inside loop "quality" (body: fix, check),
+// with one variable and a bead.
+func previewAfter(t *testing.T) *PreviewScope {
+	t.Helper()
+	p := NewPreviewScope("", map[string]string{"target": "./..."}, map[string]any{"id": "bd-1", "title": "Fix it", "labels": []any{"a", "b"}})
+	p.Declare("tests", "test_run", "line 3")
+	p.Declare("impl", "", "line 7")
+	p.Declare("quality", "", "line 10")
+	p.Declare("fix", "", "line 12")
+	p.Declare("check", "", "line 16")
+	p.Declare("report", "", "line 20")
+	p.Record("tests", "test_run")
+	p.Record("impl", "")
+	p.EnterLoop("quality", []string{"fix", "check"})
+	return p
+}
+
+func TestPreviewRenderPlaceholders(t *testing.T) {
+	t.Parallel()
+	p := previewAfter(t)
+	for _, tt := range []struct{ text, want string }{
+		{"{{.tests.output}}", "⟨tests.output⟩"},
+		{"{{.test_run.exit_code}}", "⟨test_run.exit_code⟩"},
+		// Any key of outputs, at any depth: the agent chooses them.
+		{"{{.impl.outputs.notes}} {{.impl.outputs.whatever.deep}}", "⟨impl.outputs.notes⟩ ⟨impl.outputs.whatever.deep⟩"},
+		{`{{(step "impl").outputs.x}} {{step "tests"}}`, "⟨impl.outputs.x⟩ ⟨tests⟩"},
+		{"{{$.tests.summary}}", "⟨tests.summary⟩"},
+		{"{{.loop_entry.output}}|{{.quality.iteration}}", "⟨loop_entry.output⟩|⟨quality.iteration⟩"},
+		{`{{printf "%q" .tests.output}}`, `⟨printf "%q" .tests.output⟩`},
+		// Known values render as a run renders them.
+		{"{{.bead.title}} {{.target}} {{.bead.labels}}", `Fix it ./... ["a","b"]`},
+		// A condition only a run decides shows both branches.
+		{"{{if .impl.failed}}again{{else}}done{{end}}", "⟨if .impl.failed⟩again⟨else⟩done⟨end⟩"},
+		{"{{if .bead.title}}bead{{else}}none{{end}}", "bead"},
+		{"{{range .impl.changed_files}}- {{.}}\n{{end}}", "⟨range .impl.changed_files⟩- ⟨impl.changed_files[]⟩\n⟨end⟩"},
+		{"{{range $f := .impl.outputs.files}}{{$f.path}} {{end}}", "⟨range $f := .impl.outputs.files⟩⟨impl.outputs.files[].path⟩ ⟨end⟩"},
+		{"{{with .impl.outputs.notes}}Notes: {{.}}{{end}}", "⟨with .impl.outputs.notes⟩Notes: ⟨impl.outputs.notes⟩⟨end⟩"},
+		{"{{$x := .tests.output}}[{{$x}}]", "[⟨tests.output⟩]"},
+		// What reaches a result without a field chain finds placeholders.
+		{`{{with index . "tests"}}{{.output}}{{end}}`, "⟨tests.output⟩"},
+	} {
+		got, warns, err := p.Render("fix", "input.x", tt.text)
+		if err != nil || len(warns) > 0 {
+			t.Errorf("%s: %q, %v, %v", tt.text, got, warns, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestPreviewReferenceErrors(t *testing.T) {
+	t.Parallel()
+	p := previewAfter(t)
+	for _, tt := range []struct{ text, want string }{
+		{"{{.tests.outptu}}", `step "fix": input.x: no key "outptu" in .tests (did you mean output?)`},
+		{"{{.bead.titel}}", `step "fix": input.x: no key "titel" in .bead (did you mean title?)`},
+		{"{{.report.output}}", `step "fix": input.x: step "report" has not run yet at this point (it is at line 20)`},
+		{"{{.tesst.output}}", `step "fix": input.x: no step or variable "tesst" (did you mean tests?)`},
+		{"{{.nothing_like_it}}", `no step or variable "nothing_like_it" (a step is there once it has finished; a variable is set with --set nothing_like_it=...)`},
+		{"{{.quality.output}}", `no key "output" in .quality (a loop has only iteration)`},
+		{"{{.tests.output.x}}", `.tests.output is a string: it has no key "x"`},
+		{"{{.tests.output}", `bad character U+007D '}'`},
+	} {
+		_, _, err := p.Render("fix", "input.x", tt.text)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.text, err, tt.want)
+		}
+	}
+
+	// Every problem of a template is reported, each on its own.
+	_, _, err := p.Render("fix", "input.x", "{{.tests.outptu}}\n{{.report.output}}")
+	var multi interface{ Unwrap() []error }
+	if !errors.As(err, &multi) || len(multi.Unwrap()) != 2 {
+		t.Fatalf("want 2 errors, got %v", err)
+	}
+	if got := multi.Unwrap()[1].Error(); !strings.HasPrefix(got, `step "fix": input.x: line 2: step "report"`) {
+		t.Errorf("second error %q", got)
+	}
+}
+
+// In a loop, .previous on its first step and the steps after this one are
+// defined from the second iteration on: a template may guard them, so they
+// are warnings, shown as placeholders.
+func TestPreviewLoopValuesFromTheSecondIteration(t *testing.T) {
+	t.Parallel()
+	p := previewAfter(t)
+	for _, tt := range []struct{ text, want, warn string }{
+		{"{{.check.output}}", "⟨check.output⟩", `step "check" has not run yet at this point (it is at line 16); in loop "quality" it has a result only from the second iteration on`},
+		{"{{if gt .quality.iteration 1}}{{.previous.output}}{{end}}", "⟨if gt .quality.iteration 1⟩⟨previous.output⟩⟨end⟩", `.previous is undefined on the first step of loop "quality"`},
+	} {
+		got, warns, err := p.Render("fix", "input.x", tt.text)
+		if err != nil || got != tt.want || len(warns) != 1 || !strings.Contains(warns[0], tt.warn) {
+			t.Errorf("%s: %q, %q, %v", tt.text, got, warns, err)
+		}
+	}
+}
+
+func TestPreviewPreviousAndLoops(t *testing.T) {
+	t.Parallel()
+	p := NewPreviewScope("", nil, nil)
+	if _, _, err := p.Render("first", "command", "{{.previous.output}}"); err == nil || !strings.Contains(err.Error(), "no step has run before this one") {
+		t.Errorf("previous before any step: %v", err)
+	}
+	if _, _, err := p.Render("first", "command", "{{.loop_entry.output}}"); err == nil || !strings.Contains(err.Error(), "only inside a loop") {
+		t.Errorf("loop_entry outside a loop: %v", err)
+	}
+	p.Record("a", "")
+	p.EnterLoop("l", []string{"b"})
+	p.Record("b", "")
+	if got, _, err := p.Render("c", "command", "{{.previous.failed}}"); err != nil || got != "⟨previous.failed⟩" {
+		t.Errorf("previous in a loop after a step: %q, %v", got, err)
+	}
+	p.ExitLoop()
+	if got, _, err := p.Render("d", "command", "{{.l.iteration}} {{.b.output}}"); err != nil || got != "⟨l.iteration⟩ ⟨b.output⟩" {
+		t.Errorf("after the loop: %q, %v", got, err)
+	}
+}
+
+func TestPreviewBead(t *testing.T) {
+	t.Parallel()
+	// Without a bead, .bead is empty as in a run; a key read from it is a
+	// warning with a placeholder, not an error: the grimoire is fine.
+	p := NewPreviewScope("", nil, nil)
+	got, warns, err := p.Render("s", "input.x", "{{.bead.title}}|{{if .bead}}bead{{else}}none{{end}}|{{.bead}}")
+	if err != nil || got != "⟨bead.title⟩|none|{}" {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "no bead is given") {
+		t.Errorf("warnings %q", warns)
+	}
+}
+
+func TestPreviewCommand(t *testing.T) {
+	t.Parallel()
+	p := previewAfter(t)
+	got, warns, err := p.Command("check", `go test {{.target}} && echo {{.tests.output}} '{{.impl.summary}}' {{raw .impl.outputs.flags}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `go test './...' && echo '⟨tests.output⟩' ''⟨impl.summary⟩'' ⟨impl.outputs.flags⟩`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[0], "inside '...'") || !strings.Contains(warns[1], "{{raw}}") {
+		t.Errorf("warnings %q", warns)
+	}
+	if got, _, err := p.Command("x", "echo plain"); err != nil || got != "echo plain" {
+		t.Errorf("plain command: %q, %v", got, err)
+	}
+}
+
+func TestPreviewWhen(t *testing.T) {
+	t.Parallel()
+	p := previewAfter(t)
+	for _, tt := range []struct{ expr, want, err string }{
+		{"{{.impl.failed}}", "", ""},
+		{`{{eq .target "./..."}}`, "true", ""},
+		{`{{eq .bead.id "x"}}`, "false", ""},
+		{"{{.target}}", "", "must be true or false"},
+		{"{{.impl.faild}}", "", "did you mean failed?"},
+	} {
+		got, _, err := p.When("fix", tt.expr)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want %q", tt.expr, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.expr, got, err, tt.want)
+		}
+	}
+}
+
+func TestPreviewAgentPrompt(t *testing.T) {
+	t.Parallel()
+	base := project(t, map[string]string{
+		".vibeteam/spells/fix.md":  "Fix {{.bead.title}}.\n{{include \"ctx.md\" out=.tests.output}}\nNotes: {{.impl.outputs.notes}}\nInput: {{.extra}}",
+		".vibeteam/spells/ctx.md":  "Tests said: {{.out}} (exit {{.tests.exit_code}})",
+		".vibeteam/spells/bad.md":  "{{include \"typo.md\"}}",
+		".vibeteam/spells/bad2.md": "{{include \"ctx2.md\"}}",
+		".vibeteam/spells/ctx2.md": "{{.tests.outptu}}",
+	})
+	sp := NewSpells(base)
+	p := previewAfter(t)
+	inputs, _, err := p.RenderInputs("fix", map[string]string{"extra": "{{.test_run.summary}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, warns, err := p.AgentPrompt("fix", sp, "fix", inputs)
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("%v %v", warns, err)
+	}
+	want := "Fix Fix it.\nTests said: ⟨tests.output⟩ (exit ⟨tests.exit_code⟩)\nNotes: ⟨impl.outputs.notes⟩\nInput: ⟨test_run.summary⟩"
+	if pp.Content != want {
+		t.Errorf("content\n got %q\nwant %q", pp.Content, want)
+	}
+	if pp.Spell.Source != ".vibeteam/spells/fix.md" || pp.System.Source != "builtin:system-prompt.md" {
+		t.Errorf("sources %q %q", pp.Spell.Source, pp.System.Source)
+	}
+	if !strings.Contains(pp.Prompt, want) || !strings.Contains(pp.Prompt, "How to finish") {
+		t.Errorf("prompt %q", pp.Prompt)
+	}
+
+	if _, _, err := p.AgentPrompt("fix", sp, "fxi", nil); err == nil || !strings.Contains(err.Error(), `did you mean "fix"?`) {
+		t.Errorf("unknown spell: %v", err)
+	}
+	if _, _, err := p.AgentPrompt("fix", sp, "bad", nil); err == nil || !strings.Contains(err.Error(), `partial "typo" not found`) {
+		t.Errorf("unknown partial: %v", err)
+	}
+	_, _, err = p.AgentPrompt("fix", sp, "bad2", nil)
+	if err == nil || !strings.Contains(err.Error(), `include "ctx2" (.vibeteam/spells/ctx2.md): line 1: no key "outptu" in .tests (did you mean output?)`) {
+		t.Errorf("typo in a partial: %v", err)
+	}
+
+	// A partial's warning names the partial and its line.
+	q := NewPreviewScope("", nil, nil)
+	sp2 := NewSpells(project(t, map[string]string{
+		".vibeteam/spells/outer.md": "A\n{{include \"inner.md\"}}",
+		".vibeteam/spells/inner.md": "B\n{{.bead.title}}",
+	}))
+	pp, warns, err = q.AgentPrompt("w", sp2, "outer", nil)
+	if err != nil || pp.Content != "A\nB\n⟨bead.title⟩" || len(warns) != 1 ||
+		!strings.HasPrefix(warns[0], `step "w": spell "outer" (.vibeteam/spells/outer.md): include "inner" (.vibeteam/spells/inner.md): line 2: reads .bead.title`) {
+		t.Errorf("%q, %q, %v", pp.Content, warns, err)
+	}
+
+	// The built-in spells preview without a bead: the goal branch.
+	q = NewPreviewScope("ship it", nil, nil)
+	q.Record("tests", "")
+	pp, _, err = q.AgentPrompt("fix", sp, "fix-tests", map[string]string{"test_output": "⟨tests.output⟩"})
+	if err != nil || !strings.Contains(pp.Content, "The goal of this work: ship it") || !strings.Contains(pp.Content, "⟨tests.output⟩") {
+		t.Errorf("fix-tests: %q, %v", pp.Content, err)
+	}
+}
