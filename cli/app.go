@@ -8,7 +8,6 @@ import (
 	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -321,12 +320,21 @@ func findBaseDir(d string) (string, error) {
 		}
 		return abs, nil
 	}
-	if out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output(); err == nil {
-		if top := strings.TrimSpace(string(out)); top != "" {
-			return top, nil
+	// The git top-level, found as git finds it (the nearest directory up
+	// that holds .git: a directory, or a file in a worktree), without
+	// starting git: every command, preview included, starts no process.
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return wd, nil
 		}
 	}
-	return os.Getwd()
 }
 
 // loadRegistry returns the built-in adapters plus the user's adapter files;

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -65,7 +63,7 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "preview needs exactly one grimoire file or name (see vibeteam preview --help)")
 			}
-			base, err := previewBaseDir(c)
+			base, err := baseDir(c)
 			if err != nil {
 				return err
 			}
@@ -121,30 +119,6 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			}
 			return nil
 		},
-	}
-}
-
-// previewBaseDir is baseDir without running git, since a preview starts no
-// process: without --base-dir, the nearest directory up from the current
-// one that holds .git (the top-level git would name), else the current
-// directory.
-func previewBaseDir(c *ucli.Context) (string, error) {
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet("base-dir") {
-			return findBaseDir(ctx.String("base-dir"))
-		}
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return wd, nil
-		}
 	}
 }
 

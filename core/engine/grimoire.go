@@ -423,7 +423,7 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key, Cursor: &key}, false)
 	x.mu.Unlock()
 	if step.Type == workflow.StepLoop {
-		x.emit(events.WorkflowStepStarted, "", events.Fields(events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)}))
+		x.emit(events.WorkflowStepStarted, "", events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)}.Map())
 	}
 }
 
@@ -477,14 +477,14 @@ func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) 
 	if len(ev.Output) > events.OutputLimit {
 		ev.Output, ev.Truncated = ev.Output[len(ev.Output)-events.OutputLimit:], true
 	}
-	x.emit(events.WorkflowStepCompleted, "", events.Fields(ev))
+	x.emit(events.WorkflowStepCompleted, "", ev.Map())
 }
 
 // stepStarted announces a step with what it was rendered to.
 func (g *grimoire) stepStarted(step *workflow.Step, at flow.Addr, inputs map[string]string) {
-	g.x.emit(events.WorkflowStepStarted, "", events.Fields(events.StepStarted{
+	g.x.emit(events.WorkflowStepStarted, "", events.StepStarted{
 		Name: step.Label(), Type: step.Type, Address: at.Key(), Iteration: iterationOf(at), Inputs: inputs,
-	}))
+	}.Map())
 }
 
 // stopped is the result of a step whose context ended: the workflow's

@@ -129,3 +129,38 @@ func Fields(v any) map[string]any {
 	}
 	return m
 }
+
+// Map is the event's fields, as Fields(e) gives them, built without a trip
+// through JSON: it is emitted twice for every step.
+func (e StepStarted) Map() map[string]any {
+	m := map[string]any{"name": e.Name, "type": e.Type, "address": e.Address}
+	if e.Iteration != 0 {
+		m["iteration"] = e.Iteration
+	}
+	if len(e.Inputs) > 0 {
+		in := make(map[string]any, len(e.Inputs))
+		for k, v := range e.Inputs {
+			in[k] = v
+		}
+		m["inputs"] = in
+	}
+	return m
+}
+
+// Map is the event's fields, as Fields(e) gives them.
+func (e StepCompleted) Map() map[string]any {
+	m := map[string]any{"name": e.Name, "type": e.Type, "address": e.Address, "status": e.Status,
+		"success": e.Success, "exit_code": e.ExitCode, "duration_ms": e.DurationMS}
+	for k, v := range map[string]string{"output": e.Output, "summary": e.Summary, "reason": e.Reason, "log_path": e.LogPath} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if e.Iteration != 0 {
+		m["iteration"] = e.Iteration
+	}
+	if e.Truncated {
+		m["truncated"] = true
+	}
+	return m
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -73,14 +74,23 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(cmd.Process.Pid, reaperTag(spec), h.exited)
-	var readers sync.WaitGroup
+	// drained is closed by the last reader to reach EOF.
+	streams := int32(2)
 	if spec.MergeOutput {
-		readers.Add(1)
-		go h.read("output", outR, onOutput, &readers)
+		streams = 1
+	}
+	drained := make(chan struct{})
+	left := &streams
+	readerDone := func() {
+		if atomic.AddInt32(left, -1) == 0 {
+			close(drained)
+		}
+	}
+	if spec.MergeOutput {
+		go h.read("output", outR, onOutput, readerDone)
 	} else {
-		readers.Add(2)
-		go h.read("stdout", outR, onOutput, &readers)
-		go h.read("stderr", errR, onOutput, &readers)
+		go h.read("stdout", outR, onOutput, readerDone)
+		go h.read("stderr", errR, onOutput, readerDone)
 	}
 	go func() {
 		h.result = resultOf(cmd.Wait())
@@ -89,17 +99,21 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		// the task; and before the drain, because what it left may hold
 		// the pipes open.
 		h.reaper.end(exitGrace)
-		drained := make(chan struct{})
-		go func() { readers.Wait(); close(drained) }()
 		select {
 		case <-drained:
-		case <-time.After(drainWait):
-			// Held by a process we could not find: give up the rest.
-			outR.Close()
-			if errR != nil {
-				errR.Close()
+		default:
+			giveUp := time.NewTimer(drainWait)
+			select {
+			case <-drained:
+			case <-giveUp.C:
+				// Held by a process we could not find: give up the rest.
+				outR.Close()
+				if errR != nil {
+					errR.Close()
+				}
+				<-drained
 			}
-			<-drained
+			giveUp.Stop()
 		}
 		h.closeInput()
 		close(h.done)
@@ -107,8 +121,8 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	return h, nil
 }
 
-func (h *headless) read(stream string, r *os.File, onOutput func(Chunk), wg *sync.WaitGroup) {
-	defer wg.Done()
+func (h *headless) read(stream string, r *os.File, onOutput func(Chunk), done func()) {
+	defer done()
 	defer r.Close()
 	buf := make([]byte, 32*1024)
 	var (
