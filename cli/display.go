@@ -279,6 +279,12 @@ func (d *display) handle(e core.Event) {
 		}
 	case events.Error:
 		d.printLocked(d.stamp() + "error: " + safe(fmt.Sprint(f["error"])))
+	case events.Warning:
+		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
+	case events.MergePending:
+		d.printLocked(fmt.Sprintf("%s%s merge of %s into %s waits for a review", d.stamp(), d.paint("33", "■"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"]))))
+	case events.Merged:
+		d.printLocked(fmt.Sprintf("%s%s merged %s into %s (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"])), safe(fmt.Sprint(f["commit"]))))
 	case events.TemplateWarned:
 		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
 	case events.WorkflowStepStarted:

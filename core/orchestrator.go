@@ -43,7 +43,19 @@ type RunOptions struct {
 	Reload *workflow.Definition
 	Rerun  []string
 	// Bead is the bead a grimoire works on (.bead); nil without one.
-	Bead map[string]any
+	// BeadSource says where it came from ("bd", or the file's path); Beads
+	// follows the run with its status (nil for a file).
+	Bead       map[string]any
+	BeadSource string
+	Beads      engine.BeadTracker
+	// Workspace opens the bead's worktree for the session (created on
+	// run, the same one again on resume); nil runs in the base dir.
+	Workspace func(sessionID string) (engine.Workspace, error)
+	// Review asks a person about a merge; nil when there is no terminal.
+	Review func(ctx context.Context, r engine.ReviewRequest) string
+	// MergeDecision answers a pending merge on resume (engine.ReviewApprove
+	// or engine.ReviewReject, with MergeReason).
+	MergeDecision, MergeReason string
 }
 
 // Orchestrator starts and resumes sessions: each gets a controller of its
@@ -82,6 +94,7 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 		WorkflowDefinition: def,
 		SourceDigest:       opts.SourceDigest,
 		Bead:               opts.Bead,
+		BeadSource:         opts.BeadSource,
 		BaseDir:            opts.BaseDir,
 		StartTime:          now,
 		History:            []state.HistoryEntry{},
@@ -122,6 +135,9 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 		sess.Vars[k] = v
 	}
 	sess.BaseDir = opts.BaseDir
+	if opts.MergeDecision != "" {
+		sess.MergeDecision, sess.MergeReason = opts.MergeDecision, opts.MergeReason
+	}
 	switch {
 	case opts.Reload != nil:
 		if _, err := reloadSession(sess, opts.Reload, opts.SourceDigest, opts.Rerun); err != nil {
@@ -144,7 +160,17 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		return nil, err
 	}
 	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o}
+	var ws engine.Workspace
+	if opts.Workspace != nil {
+		if ws, err = opts.Workspace(sess.ID); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	c.Executor = engine.New(sess, engine.Options{
+		Beads:         opts.Beads,
+		Workspace:     ws,
+		Review:        opts.Review,
 		Registry:      o.registry,
 		Manager:       mgr,
 		AutoApprove:   opts.AutoApprove,

@@ -56,6 +56,13 @@ type Options struct {
 	Emit          func(state.Event) // called synchronously; must not block for long
 	Interaction   string            // ask | park | fail (default park: never hang)
 	KeepGoing     bool              // a failed task does not stop the rest of its stage
+	// Grimoires on a bead: Beads follows the run with the bead's status
+	// (nil for a bead read from a file), Workspace is its worktree (nil:
+	// steps run in the base dir, and a merge step cannot run), Review asks
+	// a person about a merge (nil: no terminal, the merge waits).
+	Beads     BeadTracker
+	Workspace Workspace
+	Review    func(ctx context.Context, r ReviewRequest) string
 }
 
 // Outcome is how a run ended.
@@ -77,10 +84,11 @@ type Executor struct {
 	active  map[string]*taskRun
 	kept    []*taskRun // DONE with keepAlive: stopped when the run ends
 
-	cancelRun  context.CancelFunc
-	parkStatus state.Status
-	parkTask   string
-	parkReason string
+	cancelRun    context.CancelFunc
+	pendingMerge bool // a merge step waits for a review
+	parkStatus   state.Status
+	parkTask     string
+	parkReason   string
 }
 
 // New returns an executor for sess (new or reloaded for resume).

@@ -28,6 +28,9 @@ const (
 	BlockedStepFailed    = "step_failed"
 	BlockedMaxIterations = "max_iterations"
 	BlockedTemplate      = "template" // a when, input or command that cannot be rendered
+	BlockedMergeConflict = "merge_conflict"
+	BlockedMergeRefused  = "merge_refused"  // git would overwrite local changes in the base checkout
+	BlockedMergeRejected = "merge_rejected" // a person rejected the merge
 )
 
 // grimoire is one run of a grimoire: the scope its templates see and the
@@ -64,6 +67,13 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	if x.sess.Bead != nil {
 		g.scope.SetBead(x.sess.Bead)
 	}
+	if ws := x.opts.Workspace; ws != nil {
+		g.dir = ws.Dir()
+		x.mu.Lock()
+		x.sess.Worktree, x.sess.Branch, x.sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
+		x.mu.Unlock()
+	}
+	x.beadStatus(beadInProgress)
 	x.mu.Lock()
 	x.sess.WorkDir = g.dir
 	x.sess.BlockedReason, x.sess.BlockedStep, x.sess.BlockedContext = "", "", ""
@@ -93,6 +103,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 			workflow.StepScript: scriptRunner{g},
 			workflow.StepAgent:  agentRunner{g},
 			workflow.StepStage:  grimoireStageRunner{g},
+			workflow.StepMerge:  mergeRunner{g},
 		},
 		Scope:  (*grimoireScope)(g),
 		Store:  (*grimoireStore)(g),
@@ -104,10 +115,14 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
 	x.sess.IterationSummaries = iterationSummaries(def, x.sess.Runs)
 	x.sess.FailedSteps = g.failedSteps()
+	pending := x.pendingMerge
 	x.mu.Unlock()
 	switch {
 	case parked != "":
 		return x.finish(parked, ptask, preason)
+	case out.Status == flow.Waiting && pending:
+		x.beadStatus(beadBlocked)
+		return x.finish(state.StatusPendingMerge, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
 	case out.Status == flow.Blocked || out.Status == flow.Stopped && errors.Is(context.Cause(ctx), flow.ErrTimeout):
 		return g.block(out)
 	case out.Status == flow.Stopped || ctx.Err() != nil:
@@ -124,6 +139,15 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.emit(events.WorkflowCompleted, "", events.Fields(events.Completed{
 		DurationMS: time.Since(start).Milliseconds(), Steps: g.runs, Failed: len(failed), Skipped: g.skips, FailedSteps: failed,
 	}))
+	summary := fmt.Sprintf("Completed by vibeteam grimoire %s (session %s)", def.ID, x.sess.ID)
+	if x.sess.Merged != "" {
+		summary += fmt.Sprintf("; merged into %s as %s", x.sess.BaseBranch, x.sess.Merged)
+	}
+	if len(failed) > 0 {
+		summary += fmt.Sprintf("; %d step(s) failed on the way: %s", len(failed), strings.Join(failed, ", "))
+	}
+	x.beadClose(summary)
+	x.cleanupAfterMerge()
 	return x.finish(state.StatusCompleted, "", "")
 }
 
@@ -149,6 +173,12 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 		reason = BlockedMaxIterations
 	case strings.HasPrefix(out.Reason, "template: "):
 		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
+	default:
+		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected} {
+			if rest, ok := strings.CutPrefix(out.Reason, r+": "); ok {
+				reason, why = r, rest
+			}
+		}
 	}
 	x.mu.Lock()
 	var context string
@@ -161,6 +191,7 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 	x.sess.Cursor = out.At.Key()
 	x.mu.Unlock()
 	x.emit(events.WorkflowBlocked, "", events.Fields(events.Blocked{Reason: reason, Step: out.Step, Address: out.At.Key(), Context: context}))
+	x.beadStatus(beadBlocked)
 	return x.finish(state.StatusBlocked, "", fmt.Sprintf("step %q (%s) blocked: %s", out.Step, out.At, why))
 }
 

@@ -41,6 +41,7 @@ const (
 	QueueSent      = "queue_sent"       // text: a pendingInputs item was typed
 	KeptAlive      = "kept_alive"       // DONE, process left running (keepAlive)
 	TemplateWarned = "template_warning" // step, warning: e.g. {{raw}} in a command
+	Warning        = "warning"          // warning: something that did not stop the run (a bead status update that failed, a worktree left behind)
 )
 
 // Grimoire events (see the field structs below).
@@ -51,6 +52,8 @@ const (
 	LoopIteration         = "loop.iteration"
 	WorkflowBlocked       = "workflow.blocked"
 	WorkflowCompleted     = "workflow.completed"
+	MergePending          = "workflow.merge_pending" // step, address, bead, branch, base, stat, commits: waiting for a person's review
+	Merged                = "workflow.merged"        // step, address, commit, branch, base
 )
 
 // OutputLimit bounds the output carried by a workflow.step.completed event;

@@ -107,8 +107,22 @@ type Session struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Runs are the step runs by address.
 	Runs map[string]*StepRun `json:"runs,omitempty"`
-	// Bead is the bead a grimoire works on (.bead in templates).
-	Bead map[string]any `json:"bead,omitempty"`
+	// Bead is the bead a grimoire works on (.bead in templates); BeadSource
+	// says where it came from: "bd" (its status follows the run) or a file.
+	Bead       map[string]any `json:"bead,omitempty"`
+	BeadSource string         `json:"beadSource,omitempty"`
+	// The bead's git worktree, its branch and the base branch it merges
+	// back into (grimoires run with --bead).
+	Worktree   string `json:"worktree,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	BaseBranch string `json:"baseBranch,omitempty"`
+	// MergeDecision is a person's answer to a pending merge, given with
+	// resume --approve-merge (approve) or --reject-merge (reject);
+	// MergeReason is the reason given with a rejection. Merged is the
+	// merge commit once the work is back on the base branch.
+	MergeDecision string `json:"mergeDecision,omitempty"`
+	MergeReason   string `json:"mergeReason,omitempty"`
+	Merged        string `json:"merged,omitempty"`
 	// A blocked grimoire says why, with the failing step's output tail,
 	// one line per loop iteration, and where it ran.
 	BlockedReason      string   `json:"blocked_reason,omitempty"`

@@ -429,9 +429,8 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 		c.oneOf(sf+".on_max_iterations", l.OnMaxIterations, spos, OnMaxBlock, OnMaxExit, OnMaxContinue)
 		c.gsteps(l.Steps, lf, root, true)
 	case StepMerge:
-		// Parsed and checked like the others so that the file is right the
-		// day it can run.
-		c.add(c.at(tf, spos), tf, "merge steps need the beads and git worktree support, which is not available yet")
+		// Nothing to check beyond require_review: that it needs a bead (a
+		// worktree to merge) is for run to say.
 	case StepStage:
 		kf := sf + ".tasks"
 		switch {

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// BeadTracker updates the bead a grimoire works on (bd). A failed update is
+// a warning: the run's own outcome is what counts.
+type BeadTracker interface {
+	SetStatus(ctx context.Context, id, status string) error
+	Close(ctx context.Context, id, reason string) error
+}
+
+// Workspace is the bead's git worktree, where a grimoire's steps run and
+// whose branch its merge step brings back to the base branch.
+type Workspace interface {
+	Dir() string
+	Branch() string
+	Base() string
+	// CommitAll commits what the steps left uncommitted.
+	CommitAll(ctx context.Context, message string) (bool, error)
+	// Summary is what a person reviews: the diff stat against the base
+	// and the commits.
+	Summary(ctx context.Context) (stat, commits string, err error)
+	Merge(ctx context.Context, message string) (MergeOutcome, error)
+	// Remove deletes the worktree and its (merged) branch.
+	Remove(ctx context.Context) error
+}
+
+// MergeOutcome is how a merge went: merged (Commit), conflicting (nothing
+// was touched), or refused by git (the base checkout has local changes the
+// merge would overwrite; nothing was touched).
+type MergeOutcome struct {
+	Commit    string
+	Conflicts []MergeConflict
+	Refused   string
+}
+
+// MergeConflict is one conflicting file and its hunks.
+type MergeConflict struct {
+	Path  string
+	Hunks string
+}
+
+// ReviewRequest is what a person sees before a merge.
+type ReviewRequest struct {
+	Step, Bead, Title, Branch, Base, Stat, Commits, Dir string
+}
+
+// Review decisions.
+const (
+	ReviewApprove = "approve"
+	ReviewReject  = "reject"
+	ReviewLater   = "later" // park: the session is pending_merge
+)
+
+// Bead statuses vibeteam sets.
+const (
+	beadInProgress = "in_progress"
+	beadBlocked    = "blocked"
+	beadOpen       = "open"
+)
+
+// beadStatus updates the bead's status, if it is tracked; a failure is a
+// warning.
+func (x *Executor) beadStatus(status string) {
+	id := beadID(x.sess.Bead)
+	if x.opts.Beads == nil || id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := x.opts.Beads.SetStatus(ctx, id, status); err != nil {
+		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("bead %s: could not set status %s: %v", id, status, err)})
+	}
+}
+
+// beadClose closes the bead when the grimoire has completed.
+func (x *Executor) beadClose(reason string) {
+	id := beadID(x.sess.Bead)
+	if x.opts.Beads == nil || id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := x.opts.Beads.Close(ctx, id, reason); err != nil {
+		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("bead %s: could not close it: %v", id, err)})
+	}
+}
+
+// mergeRunner runs a merge step: the worktree's changes committed, a
+// person's review (unless require_review: false), then the merge into the
+// base branch, which touches nothing when it cannot be done.
+type mergeRunner struct{ g *grimoire }
+
+func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
+	g, x := r.g, r.g.x
+	ws := x.opts.Workspace
+	g.stepStarted(step, at, nil)
+	if ws == nil {
+		return flow.Result{Status: flow.Blocked, Reason: "a merge step needs the bead's worktree: run the grimoire with --bead ID"}
+	}
+	title, _ := x.sess.Bead["title"].(string)
+	id := beadID(x.sess.Bead)
+	msg := fmt.Sprintf("%s: %s\n\nWork of vibeteam grimoire %s (session %s) on bead %s.", id, title, g.def.ID, x.sess.ID, id)
+	if _, err := ws.CommitAll(ctx, msg); err != nil {
+		return flow.Result{Status: flow.Failed, Reason: "commit the worktree: " + err.Error()}
+	}
+
+	x.mu.Lock()
+	decision, reason := x.sess.MergeDecision, x.sess.MergeReason
+	x.sess.MergeDecision, x.sess.MergeReason = "", "" // one answer, one merge
+	x.mu.Unlock()
+	if step.Merge.RequireReview && decision == "" {
+		stat, commits, err := ws.Summary(ctx)
+		if err != nil {
+			return flow.Result{Status: flow.Failed, Reason: "summarize the work for review: " + err.Error()}
+		}
+		req := ReviewRequest{Step: step.Label(), Bead: id, Title: title, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits, Dir: ws.Dir()}
+		decision = ReviewLater
+		if x.opts.Review != nil {
+			decision = x.opts.Review(ctx, req)
+		}
+		if decision == ReviewLater {
+			x.mu.Lock()
+			x.pendingMerge = true
+			x.mu.Unlock()
+			x.emit(events.MergePending, "", map[string]any{
+				"step": step.Label(), "address": at.Key(), "bead": id, "branch": ws.Branch(), "base": ws.Base(), "stat": stat, "commits": commits,
+			})
+			return flow.Result{Status: flow.Waiting, Reason: fmt.Sprintf("the merge of %s into %s waits for a review", ws.Branch(), ws.Base())}
+		}
+	}
+	if ctx.Err() != nil {
+		return stopped(ctx, flow.Result{})
+	}
+	if decision == ReviewReject {
+		why := "the merge was rejected"
+		if reason != "" {
+			why += ": " + reason
+		}
+		return flow.Result{Status: flow.Blocked, Reason: "merge_rejected: " + why + " (nothing was discarded: the worktree " + ws.Dir() + " and branch " + ws.Branch() + " are kept)"}
+	}
+	out, err := ws.Merge(ctx, fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID))
+	switch {
+	case err != nil:
+		return flow.Result{Status: flow.Failed, Reason: "merge: " + err.Error()}
+	case len(out.Conflicts) > 0:
+		var b strings.Builder
+		fmt.Fprintf(&b, "merging %s into %s conflicts in %d file(s); nothing was changed:\n", ws.Branch(), ws.Base(), len(out.Conflicts))
+		for _, c := range out.Conflicts {
+			fmt.Fprintf(&b, "\n%s\n%s\n", c.Path, c.Hunks)
+		}
+		fmt.Fprintf(&b, "\nResolve it in the worktree %s (git rebase %s, or git merge %s, then commit), then: vibeteam resume %s --approve-merge", ws.Dir(), ws.Base(), ws.Base(), x.sess.ID)
+		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: fmt.Sprintf("merge_conflict: %s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts))}
+	case out.Refused != "":
+		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: "merge_refused: git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + firstLine(out.Refused)}
+	}
+	x.mu.Lock()
+	x.sess.Merged = out.Commit
+	x.mu.Unlock()
+	x.emit(events.Merged, "", map[string]any{"step": step.Label(), "address": at.Key(), "commit": out.Commit, "branch": ws.Branch(), "base": ws.Base()})
+	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())}
+}
+
+func conflictPaths(cs []MergeConflict) string {
+	paths := make([]string, len(cs))
+	for i, c := range cs {
+		paths[i] = c.Path
+	}
+	return strings.Join(paths, ", ")
+}
+
+// cleanupAfterMerge removes the worktree and branch of a completed
+// grimoire whose work was merged; a failure is a warning.
+func (x *Executor) cleanupAfterMerge() {
+	if x.opts.Workspace == nil || x.sess.Merged == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := x.opts.Workspace.Remove(ctx); err != nil {
+		x.emit(events.Warning, "", map[string]any{"warning": "remove the worktree after the merge: " + err.Error()})
+	}
+}
