@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -52,6 +54,99 @@ const maxNotes = 200
 
 type waitingTask struct {
 	id, label, state, excerpt string // label and state are safe to print
+	review                    *reviewAsk
+}
+
+// reviewAsk is a merge waiting for the person's review.
+type reviewAsk struct {
+	req    engine.ReviewRequest
+	answer chan [2]string // decision, reason
+}
+
+// review asks the person about a merge (engine.Options.Review): approve,
+// reject (with a reason), or later. It waits its turn after the tasks
+// already waiting, and answers "later" if the session ends first.
+func (p *prompter) review(ctx context.Context, req engine.ReviewRequest) (string, string) {
+	ask := &reviewAsk{req: req, answer: make(chan [2]string, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask})
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case a := <-ask.answer:
+		return a[0], a[1]
+	case <-ctx.Done():
+		return engine.ReviewLater, ""
+	case <-p.done:
+		return engine.ReviewLater, ""
+	}
+}
+
+// askReview shows a merge for review and reads the person's decision.
+func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
+	p.disp.hold()
+	defer p.disp.release()
+	r, t := w.review.req, p.tty
+	answer := func(decision, reason string) { w.review.answer <- [2]string{decision, reason} }
+	p.outMu.Lock()
+	fmt.Fprintf(t, "\n── review: merge %s into %s ──\n", safe(r.Branch), safe(r.Base))
+	if r.Bead != "" {
+		fmt.Fprintf(t, "bead %s: %s\n", safe(r.Bead), safe(r.Title))
+	}
+	fmt.Fprintln(t, "commits:")
+	for _, l := range strings.Split(strings.TrimRight(r.Commits, "\n"), "\n") {
+		fmt.Fprintf(t, "│ %s\n", safeLine(l))
+	}
+	fmt.Fprintln(t, "changes:")
+	for _, l := range strings.Split(strings.TrimRight(r.Stat, "\n"), "\n") {
+		fmt.Fprintf(t, "│ %s\n", safeLine(l))
+	}
+	fmt.Fprintln(t, "── a: approve and merge · r: reject · d: the diff (in a pager) · l: later (park; vibeteam resume ID --approve-merge)")
+	p.outMu.Unlock()
+	for {
+		p.outMu.Lock()
+		fmt.Fprint(t, "review › ")
+		p.outMu.Unlock()
+		line, err := in.ReadString('\n')
+		if err != nil {
+			answer(engine.ReviewLater, "")
+			return false
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "a", "approve":
+			answer(engine.ReviewApprove, "")
+			return true
+		case "r", "reject":
+			fmt.Fprint(t, "reason (optional) › ")
+			reason, _ := in.ReadString('\n')
+			answer(engine.ReviewReject, strings.TrimSpace(reason))
+			return true
+		case "l", "later", ":quit":
+			answer(engine.ReviewLater, "")
+			return true
+		case "d", "diff":
+			p.pageDiff(r)
+		default:
+			fmt.Fprintln(t, "a, r, d or l")
+		}
+	}
+}
+
+// pageDiff shows the merge's diff in $PAGER (less) on the terminal.
+func (p *prompter) pageDiff(r engine.ReviewRequest) {
+	pager := os.Getenv("PAGER")
+	if pager == "" {
+		pager = "less -R"
+	}
+	cmd := exec.Command("sh", "-c", "git -c color.ui=always diff \"$0\"...\"$1\" | "+pager, r.Base, r.Branch)
+	cmd.Dir = r.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.tty, p.tty, p.tty
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(p.tty, "diff: %s\n", safe(err.Error()))
+	}
 }
 
 // openTTY opens the controlling terminal, so prompts work with stdin piped.
@@ -193,6 +288,14 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 		p.queue = p.queue[1:]
 		p.asking = w.id
 		p.mu.Unlock()
+		if w.review != nil {
+			ok := p.askReview(in, w)
+			p.setAsking("")
+			if !ok {
+				return
+			}
+			continue
+		}
 		if ctrl.Executor.TaskStatus(w.id) != state.TaskWaitingForUser {
 			p.setAsking("")
 			continue

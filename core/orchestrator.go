@@ -52,7 +52,7 @@ type RunOptions struct {
 	// run, the same one again on resume); nil runs in the base dir.
 	Workspace func(sessionID string) (engine.Workspace, error)
 	// Review asks a person about a merge; nil when there is no terminal.
-	Review func(ctx context.Context, r engine.ReviewRequest) string
+	Review func(ctx context.Context, r engine.ReviewRequest) (decision, reason string)
 	// MergeDecision answers a pending merge on resume (engine.ReviewApprove
 	// or engine.ReviewReject, with MergeReason).
 	MergeDecision, MergeReason string

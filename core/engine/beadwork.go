@@ -126,7 +126,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		req := ReviewRequest{Step: step.Label(), Bead: id, Title: title, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits, Dir: ws.Dir()}
 		decision = ReviewLater
 		if x.opts.Review != nil {
-			decision = x.opts.Review(ctx, req)
+			decision, reason = x.opts.Review(ctx, req)
 		}
 		if decision == ReviewLater {
 			x.mu.Lock()

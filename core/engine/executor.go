@@ -62,7 +62,7 @@ type Options struct {
 	// a person about a merge (nil: no terminal, the merge waits).
 	Beads     BeadTracker
 	Workspace Workspace
-	Review    func(ctx context.Context, r ReviewRequest) string
+	Review    func(ctx context.Context, r ReviewRequest) (decision, reason string)
 }
 
 // Outcome is how a run ended.
