@@ -101,6 +101,9 @@ func resumeCommand(streams IO) *ucli.Command {
 		Flags: append(executionFlags(),
 			&ucli.BoolFlag{Name: "reload", Usage: "read the workflow file again (after a fix) and continue with it: tasks match by id; DONE tasks stay DONE unless their definition changed"},
 			&ucli.StringSliceFlag{Name: "rerun", Usage: "run task `ID` again even if it is DONE (repeatable)"},
+			&ucli.BoolFlag{Name: "approve-merge", Usage: "grimoires: approve the merge the session waits for (pending_merge), or retry one that conflicted after you resolved it, and go on"},
+			&ucli.BoolFlag{Name: "reject-merge", Usage: "grimoires: reject the merge the session waits for; the workflow and the bead are blocked, nothing is discarded"},
+			&ucli.StringFlag{Name: "reason", Usage: "with --reject-merge: why (kept in the session)"},
 		),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
@@ -138,6 +141,18 @@ func resumeCommand(streams IO) *ucli.Command {
 				return exitf(ExitUsage, "%v", err)
 			}
 			opts := runOptions(c, base, vars)
+			switch {
+			case c.Bool("approve-merge") && c.Bool("reject-merge"):
+				return exitf(ExitUsage, "--approve-merge and --reject-merge: one or the other")
+			case c.IsSet("reason") && !c.Bool("reject-merge"):
+				return exitf(ExitUsage, "--reason goes with --reject-merge")
+			case (c.Bool("approve-merge") || c.Bool("reject-merge")) && !hasMerge(sess.WorkflowDefinition):
+				return exitf(ExitUsage, "session %s has no merge step to approve or reject", id)
+			case c.Bool("approve-merge"):
+				opts.MergeDecision = engine.ReviewApprove
+			case c.Bool("reject-merge"):
+				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
+			}
 			if err := applyReload(c, streams, base, reg, sess, &opts); err != nil {
 				return err
 			}
@@ -327,11 +342,27 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		return exitf(ExitParked, "%s\nsession %s is blocked; fix the cause, then: vibeteam resume %s [--set key=value]", blockedReport(sess), sess.ID, sess.ID)
 	case state.StatusCancelled:
 		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
-	case state.StatusWaiting, state.StatusPendingMerge:
+	case state.StatusPendingMerge:
+		return exitf(ExitParked, "session %s waits for a review of its merge (%s into %s): vibeteam resume %s --approve-merge, or --reject-merge [--reason TEXT]; vibeteam show %s for the changes", sess.ID, safe(sess.Branch), safe(sess.BaseBranch), sess.ID, sess.ID)
+	case state.StatusWaiting:
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	default:
 		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
 	}
+}
+
+// hasMerge reports whether a definition has a merge step.
+func hasMerge(def *workflow.Definition) bool {
+	var walk func([]workflow.Step) bool
+	walk = func(steps []workflow.Step) bool {
+		for _, s := range steps {
+			if s.Type == workflow.StepMerge || s.Loop != nil && walk(s.Loop.Steps) {
+				return true
+			}
+		}
+		return false
+	}
+	return def != nil && walk(def.Steps)
 }
 
 // blockedReport says where a grimoire is blocked, why, and what the step
