@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/worktree"
+)
+
+// gitWorkspace is a bead's git worktree as the engine uses it.
+type gitWorkspace struct {
+	repo *worktree.Repo
+	wt   *worktree.Worktree
+}
+
+func (w gitWorkspace) Dir() string    { return w.wt.Path }
+func (w gitWorkspace) Branch() string { return w.wt.Branch }
+func (w gitWorkspace) Base() string   { return w.wt.Base }
+
+func (w gitWorkspace) CommitAll(ctx context.Context, message string) (bool, error) {
+	return w.repo.CommitAll(ctx, w.wt, message)
+}
+
+func (w gitWorkspace) Summary(ctx context.Context) (string, string, error) {
+	return w.repo.Summary(ctx, w.wt)
+}
+
+func (w gitWorkspace) Merge(ctx context.Context, message string) (engine.MergeOutcome, error) {
+	res, err := w.repo.Merge(ctx, w.wt, message)
+	if err != nil {
+		return engine.MergeOutcome{}, err
+	}
+	out := engine.MergeOutcome{Commit: res.Commit, Refused: res.Refused}
+	if res.UpToDate && out.Commit == "" {
+		out.Commit = "(up to date)"
+	}
+	for _, c := range res.Conflicts {
+		hunks := c.Hunks
+		if c.Message != "" && c.Message != c.Hunks {
+			hunks = strings.TrimSpace(c.Message + "\n" + hunks)
+		}
+		out.Conflicts = append(out.Conflicts, engine.MergeConflict{Path: c.Path, Hunks: hunks})
+	}
+	if !res.Merged && out.Refused == "" && len(out.Conflicts) == 0 {
+		return out, fmt.Errorf("the merge of %s into %s did not happen, for no reason git gave", w.wt.Branch, w.wt.Base)
+	}
+	return out, nil
+}
+
+func (w gitWorkspace) Remove(ctx context.Context) error {
+	return w.repo.Remove(ctx, w.wt, false)
+}
+
+// openWorkspace returns the engine's Workspace factory for a bead: its
+// worktree in the repository at base, created from baseBranch ("" is the
+// current branch) for a new session, the same one again on resume.
+func openWorkspace(base, beadID, baseBranch string) func(session string) (engine.Workspace, error) {
+	return func(session string) (engine.Workspace, error) {
+		ctx := context.Background()
+		repo, err := worktree.Open(ctx, base)
+		if err != nil {
+			return nil, fmt.Errorf("a bead runs in a git worktree: %w", err)
+		}
+		wt, _, err := repo.Ensure(ctx, beadID, baseBranch, session)
+		if err != nil {
+			return nil, err
+		}
+		return gitWorkspace{repo: repo, wt: wt}, nil
+	}
+}

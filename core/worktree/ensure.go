@@ -1,0 +1,345 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Worktree is a bead's worktree: where its steps run, its branch and the
+// base branch it merges back into.
+type Worktree struct {
+	Path    string // absolute
+	Branch  string // vibeteam/<bead-id>
+	Base    string // a local branch name, without refs/heads/
+	BeadID  string
+	Session string // the vibeteam session that owns it
+}
+
+// Owner is the record of which session owns a bead's worktree and branch.
+// It is the file <common-git-dir>/vibeteam/worktrees/<bead-id>.json: in the
+// common git directory, so every checkout of the repository sees it, out of
+// every working tree, and removed together with the worktree and branch.
+type Owner struct {
+	Session string    `json:"session"`
+	Branch  string    `json:"branch"`
+	Base    string    `json:"base"`
+	Path    string    `json:"path"`
+	Created time.Time `json:"created"`
+}
+
+// OwnedError is a bead whose worktree or branch belongs to another session.
+type OwnedError struct {
+	BeadID, Path, Branch, Session string
+}
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("bead %s already has a worktree %s (branch %s) owned by session %s; nothing was changed. "+
+		"Continue that session with: vibeteam resume %s, or discard its work with: vibeteam cancel %s --clean",
+		e.BeadID, e.Path, e.Branch, e.Session, e.Session, e.Session)
+}
+
+// LeftoverError is a worktree or branch for the bead that no vibeteam
+// session owns (made by hand, or left by a crash or an older vibeteam).
+type LeftoverError struct {
+	BeadID string
+	// What is there: the worktree directory, a registered worktree on the
+	// bead's branch (possibly elsewhere), the branch.
+	Path, Branch string
+	Worktrees    []string
+	BranchExists bool
+}
+
+func (e *LeftoverError) Error() string {
+	var have, fix []string
+	if e.Path != "" {
+		have = append(have, "directory "+e.Path)
+	}
+	for _, w := range e.Worktrees {
+		if e.Path != w {
+			have = append(have, "worktree "+w)
+		}
+		fix = append(fix, "git worktree remove "+shellQuote(w))
+	}
+	if e.Path != "" && len(e.Worktrees) == 0 {
+		fix = append(fix, "move or delete "+shellQuote(e.Path))
+	}
+	if e.BranchExists {
+		have = append(have, "branch "+e.Branch)
+		fix = append(fix, "git branch -D "+shellQuote(e.Branch))
+	}
+	return fmt.Sprintf("bead %s has a leftover %s that no vibeteam session owns; nothing was changed. "+
+		"Look at it, and if its work is not needed: %s",
+		e.BeadID, strings.Join(have, " and "), strings.Join(fix, " && "))
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+:@", c))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkBeadID rejects an id that cannot be one path component and one
+// branch name component (ids are sanitised by the caller; this is the
+// last line of defence).
+func checkBeadID(ctx context.Context, dir, id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+		return fmt.Errorf("bead id %q cannot name a worktree", id)
+	}
+	if _, err := git(ctx, dir, "check-ref-format", "refs/heads/"+BranchPrefix+id); err != nil {
+		return fmt.Errorf("bead id %q cannot name a branch: %w", id, err)
+	}
+	return nil
+}
+
+func (r *Repo) ownerPath(beadID string) string {
+	return filepath.Join(r.CommonDir, "vibeteam", "worktrees", beadID+".json")
+}
+
+// Owner returns the owner record of a bead's worktree, nil when there is
+// none.
+func (r *Repo) Owner(beadID string) (*Owner, error) {
+	if beadID == "" || strings.ContainsAny(beadID, "/\\") {
+		return nil, fmt.Errorf("bead id %q cannot name a worktree", beadID)
+	}
+	b, err := os.ReadFile(r.ownerPath(beadID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o Owner
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, fmt.Errorf("read the owner of bead %s's worktree (%s): %w", beadID, r.ownerPath(beadID), err)
+	}
+	return &o, nil
+}
+
+// writeOwner writes the record atomically (a new file renamed over).
+func (r *Repo) writeOwner(beadID string, o Owner) error {
+	path := r.ownerPath(beadID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+beadID+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(append(b, '\n'))
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+func (r *Repo) removeOwner(beadID string) error {
+	err := os.Remove(r.ownerPath(beadID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// baseBranch checks that base names a local branch with a commit and
+// returns its name (refs/heads/ stripped) and commit.
+func (r *Repo) baseBranch(ctx context.Context, base string) (string, string, error) {
+	name := strings.TrimPrefix(base, "refs/heads/")
+	id, ok, err := revParse(ctx, r.Top, "refs/heads/"+name+"^{commit}")
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		if _, exists, _ := revParse(ctx, r.Top, "refs/heads/"+name); exists {
+			return "", "", fmt.Errorf("base branch %s has no commit", name)
+		}
+		return "", "", fmt.Errorf("base branch %s does not exist (a local branch is needed)", name)
+	}
+	return name, id, nil
+}
+
+// Ensure returns the bead's worktree, creating it when the bead has none:
+// Top/.worktrees/<bead-id> on a new branch vibeteam/<bead-id> started at
+// the base branch's HEAD. base "" is the current branch of Top; an explicit
+// base must be an existing local branch.
+//
+// A worktree the same session created before is reused (created is false),
+// as is its branch when the worktree directory is gone; its base stays the
+// one recorded. A worktree or branch owned by another session is an
+// *OwnedError, one owned by nobody a *LeftoverError; neither is touched.
+// Ensure also keeps .worktrees/ and .vibeteam/ out of git status (Exclude).
+func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Worktree, bool, error) {
+	if session == "" {
+		return nil, false, errors.New("a worktree needs the session that owns it")
+	}
+	if err := checkBeadID(ctx, r.Top, beadID); err != nil {
+		return nil, false, err
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if err := r.exclude(DefaultExcludes...); err != nil {
+		return nil, false, err
+	}
+
+	branch := BranchPrefix + beadID
+	ref := "refs/heads/" + branch
+	owner, err := r.Owner(beadID)
+	if err != nil {
+		return nil, false, err
+	}
+	path := filepath.Join(r.Top, WorktreesDir, beadID)
+	if owner != nil && owner.Path != "" {
+		path = owner.Path
+	}
+	list, err := r.worktrees(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	atPath := findPath(list, path)
+	onBranch := findBranch(list, ref)
+	_, branchExists, err := revParse(ctx, r.Top, ref)
+	if err != nil {
+		return nil, false, err
+	}
+	_, statErr := os.Lstat(path)
+	pathExists := statErr == nil
+	anything := branchExists || pathExists || atPath != nil || len(onBranch) > 0
+
+	if owner != nil && owner.Session != session {
+		if anything {
+			return nil, false, &OwnedError{BeadID: beadID, Path: path, Branch: branch, Session: owner.Session}
+		}
+		// A record with neither worktree nor branch (a run killed between
+		// the two): there is no work to lose, the bead is free.
+		owner = nil
+		path = filepath.Join(r.Top, WorktreesDir, beadID)
+		atPath = findPath(list, path)
+		_, statErr = os.Lstat(path)
+		pathExists = statErr == nil
+		anything = pathExists || atPath != nil
+	}
+
+	if owner == nil {
+		if anything {
+			e := &LeftoverError{BeadID: beadID, Branch: branch, BranchExists: branchExists}
+			if pathExists {
+				e.Path = path
+			}
+			if atPath != nil {
+				e.Worktrees = append(e.Worktrees, atPath.Path)
+			}
+			for _, w := range onBranch {
+				if atPath == nil || w.Path != atPath.Path {
+					e.Worktrees = append(e.Worktrees, w.Path)
+				}
+			}
+			return nil, false, e
+		}
+		if base == "" {
+			if base, err = r.CurrentBranch(ctx); err != nil {
+				return nil, false, err
+			}
+		}
+		name, start, err := r.baseBranch(ctx, base)
+		if err != nil {
+			return nil, false, err
+		}
+		wt := &Worktree{Path: path, Branch: branch, Base: name, BeadID: beadID, Session: session}
+		if err := r.create(ctx, wt, start); err != nil {
+			return nil, false, err
+		}
+		return wt, true, nil
+	}
+
+	// The session's own worktree.
+	if base != "" && strings.TrimPrefix(base, "refs/heads/") != owner.Base {
+		return nil, false, fmt.Errorf("the worktree %s of bead %s merges into %s, not %s: it was created from %s by session %s",
+			path, beadID, owner.Base, base, owner.Base, session)
+	}
+	wt := &Worktree{Path: path, Branch: branch, Base: owner.Base, BeadID: beadID, Session: session}
+	switch {
+	case atPath != nil && !atPath.Prunable && pathExists:
+		if atPath.Branch != ref {
+			on := "a detached HEAD"
+			if atPath.Branch != "" {
+				on = "branch " + strings.TrimPrefix(atPath.Branch, "refs/heads/")
+			}
+			return nil, false, fmt.Errorf("the worktree %s of bead %s is on %s, not on its branch %s: check out %s there (git -C %s switch %s)",
+				path, beadID, on, branch, branch, shellQuote(path), shellQuote(branch))
+		}
+		return wt, false, nil
+	case branchExists:
+		// The directory is gone (removed by hand); the work is on the
+		// branch: check it out again.
+		if pathExists {
+			return nil, false, fmt.Errorf("%s exists but is not a worktree of this repository: move it away so the worktree of bead %s can be checked out there again", path, beadID)
+		}
+		for _, w := range onBranch {
+			if atPath == nil || w.Path != atPath.Path {
+				return nil, false, fmt.Errorf("branch %s of bead %s is checked out in %s: remove that worktree or switch it to another branch", branch, beadID, w.Path)
+			}
+		}
+		args := []string{"worktree", "add"}
+		if atPath != nil {
+			args = append(args, "--force") // registered, its directory gone
+		}
+		if _, err := run(ctx, cmd{dir: r.Top, args: append(args, "--", path, branch), keep: true}); err != nil {
+			return nil, false, err
+		}
+		return wt, false, nil
+	case !pathExists && atPath == nil:
+		// The record was written but the worktree never made (a run
+		// killed in between): make it now.
+		_, start, err := r.baseBranch(ctx, owner.Base)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := r.create(ctx, wt, start); err != nil {
+			return nil, false, err
+		}
+		return wt, true, nil
+	}
+	return nil, false, fmt.Errorf("the worktree %s of bead %s is there but its branch %s is gone; nothing was changed: look at it, then remove it (git worktree remove %s) to start again",
+		path, beadID, branch, shellQuote(path))
+}
+
+// create records the owner, then adds the worktree on a new branch at
+// start; the record goes first so that a worktree never exists without
+// one. A failure removes the record again.
+func (r *Repo) create(ctx context.Context, wt *Worktree, start string) error {
+	if err := r.writeOwner(wt.BeadID, Owner{Session: wt.Session, Branch: wt.Branch, Base: wt.Base, Path: wt.Path, Created: time.Now().UTC()}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(wt.Path), 0o755); err != nil {
+		r.removeOwner(wt.BeadID)
+		return err
+	}
+	if _, err := run(ctx, cmd{dir: r.Top, args: []string{"worktree", "add", "--no-track", "-b", wt.Branch, "--", wt.Path, start}, keep: true}); err != nil {
+		r.removeOwner(wt.BeadID)
+		return err
+	}
+	return nil
+}

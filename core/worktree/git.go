@@ -1,0 +1,192 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// GitError is a git command that failed: its arguments, where it ran, its
+// exit code and what it said on stderr.
+type GitError struct {
+	Args     []string
+	Dir      string
+	ExitCode int // -1 when git did not run or was killed
+	Stderr   string
+	Err      error
+}
+
+func (e *GitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s (in %s): %s", strings.Join(e.Args, " "), e.Dir, msg)
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+// envDrop are the variables that would point git at another repository,
+// index or work tree than the directory it runs in (they are set when
+// vibeteam itself runs from a git hook), or change what it writes.
+var envDrop = map[string]bool{
+	"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_INDEX_FILE": true, "GIT_COMMON_DIR": true,
+	"GIT_OBJECT_DIRECTORY": true, "GIT_ALTERNATE_OBJECT_DIRECTORIES": true, "GIT_NAMESPACE": true,
+	"GIT_PREFIX": true, "GIT_REFLOG_ACTION": true, "GIT_QUARANTINE_PATH": true,
+}
+
+func gitEnv(extra ...string) []string {
+	env := make([]string, 0, len(os.Environ())+4+len(extra))
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !envDrop[k] {
+			env = append(env, kv)
+		}
+	}
+	// Never wait for a person: no credential prompt, no editor.
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "GIT_MERGE_AUTOEDIT=no")
+	return append(env, extra...)
+}
+
+// cmd describes one git invocation.
+type cmd struct {
+	dir   string
+	args  []string
+	stdin string
+	env   []string
+	// keep runs the command to its end even when the context is cancelled
+	// once it has started: it changes refs, an index or a working tree,
+	// and killing it half-way could leave them inconsistent.
+	keep bool
+}
+
+// run runs git and returns its stdout; a failure is a *GitError carrying
+// git's stderr.
+func run(ctx context.Context, c cmd) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if c.keep {
+		ctx = context.WithoutCancel(ctx)
+	}
+	args := append([]string{"-c", "core.quotepath=off"}, c.args...)
+	x := exec.CommandContext(ctx, "git", args...)
+	x.Dir = c.dir
+	x.Env = gitEnv(c.env...)
+	if c.stdin != "" {
+		x.Stdin = strings.NewReader(c.stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	x.Stdout, x.Stderr = &stdout, &stderr
+	err := x.Run()
+	if err != nil {
+		ge := &GitError{Args: c.args, Dir: c.dir, ExitCode: -1, Stderr: stderr.String(), Err: err}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			ge.ExitCode = ee.ExitCode()
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			ge.Err = fmt.Errorf("%w (%v)", cerr, err)
+		}
+		return stdout.String(), ge
+	}
+	return stdout.String(), nil
+}
+
+// git runs git in dir with the given arguments.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return run(ctx, cmd{dir: dir, args: args})
+}
+
+// exitCode is the exit code of a failed git command, -1 for other errors.
+func exitCode(err error) int {
+	var ge *GitError
+	if errors.As(err, &ge) {
+		return ge.ExitCode
+	}
+	return -1
+}
+
+// revParse resolves rev to an object id; ok is false when it does not
+// exist (any other failure is an error).
+func revParse(ctx context.Context, dir, rev string) (id string, ok bool, err error) {
+	out, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	return strings.TrimSpace(out), true, nil
+}
+
+// isAncestor reports whether commit a is an ancestor of (or equal to) b.
+func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	_, err := git(ctx, dir, "merge-base", "--is-ancestor", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case exitCode(err) == 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// identity is the -c options that give git a committer when none is
+// configured (a fresh machine or CI): vibeteam <vibeteam@localhost>. A
+// configured user.name / user.email, or the GIT_* / EMAIL variables that
+// override them, are always used instead.
+func identity(ctx context.Context, dir string) ([]string, error) {
+	var args []string
+	for _, k := range []struct{ key, value string }{
+		{"user.name", "vibeteam"},
+		{"user.email", "vibeteam@localhost"},
+	} {
+		envs := []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"}
+		if k.key == "user.email" {
+			envs = []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"}
+		}
+		set := false
+		for _, e := range envs {
+			if os.Getenv(e) != "" {
+				set = true
+			}
+		}
+		if set {
+			continue
+		}
+		out, err := git(ctx, dir, "config", "--get", k.key)
+		switch {
+		case err == nil && strings.TrimSpace(out) != "":
+		case err == nil || exitCode(err) == 1:
+			args = append(args, "-c", k.key+"="+k.value)
+		default:
+			return nil, err
+		}
+	}
+	return args, nil
+}
+
+// minMergeTree is the first git with git merge-tree --write-tree.
+var minMergeTree = [2]int{2, 38}
+
+// gitVersion parses `git version` output such as "git version 2.39.5" or
+// "git version 2.39.3 (Apple Git-145)".
+func gitVersion(out string) (major, minor int, ok bool) {
+	f := strings.Fields(out)
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
+}

@@ -1,0 +1,31 @@
+//go:build !unix
+
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Without flock(2) the lock only excludes the runs of this process.
+var (
+	locksMu sync.Mutex
+	locks   = map[string]chan struct{}{}
+)
+
+func lockFile(ctx context.Context, path string) (func(), error) {
+	locksMu.Lock()
+	ch, ok := locks[path]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		locks[path] = ch
+	}
+	locksMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
+	}
+}

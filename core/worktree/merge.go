@@ -1,0 +1,309 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MergeResult is how a merge went. Exactly one of these holds:
+//   - Merged: Commit is the new merge commit on the base branch (or, with
+//     UpToDate, the base's commit, which already had all of the branch);
+//   - Conflicts: the branch and the base conflict; nothing was changed;
+//   - Refused: git refused to update the checkout where the base branch is
+//     checked out (its local changes would be overwritten, a rebase in
+//     progress, ...); Refused is git's message; nothing was changed.
+type MergeResult struct {
+	Merged    bool
+	UpToDate  bool
+	Commit    string
+	Conflicts []Conflict
+	Refused   string
+}
+
+// Conflict is one conflicting file: the <<<<<<< ... >>>>>>> hunks of the
+// merged content (with a few lines of context, bounded), or, for a conflict
+// without content hunks (modify/delete, binary, rename), git's message.
+type Conflict struct {
+	Path    string
+	Hunks   string
+	Message string // git's CONFLICT message(s) for the file
+}
+
+// Bounds of the conflict report.
+const (
+	hunkContext      = 3
+	maxHunkLines     = 200   // per file
+	maxConflictBytes = 64000 // all hunks together
+)
+
+// Merge merges the worktree's branch into its base branch as a merge
+// commit (--no-ff) with message. The merge is first computed in the object
+// store (git merge-tree --write-tree), touching nothing; a conflict is
+// returned as Conflicts. A clean merge becomes a commit whose parents are
+// the base and the branch, then:
+//   - when the base branch is checked out nowhere, only its ref moves
+//     (git update-ref, compare-and-swap on the old commit);
+//   - when it is checked out in a worktree (usually the user's checkout),
+//     that checkout is fast-forwarded to the merge commit by git merge
+//     --ff-only, which updates index and files as a merge would, keeps
+//     unrelated local changes and refuses — changing nothing — when local
+//     changes (or untracked or ignored files) would be overwritten; that
+//     refusal is returned as Refused.
+//
+// Merge holds the repository's vibeteam lock, so concurrent merges of
+// different beads into one base follow each other.
+func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeResult, error) {
+	var res MergeResult
+	if wt == nil || wt.Branch == "" || wt.Base == "" {
+		return res, errors.New("no worktree")
+	}
+	if strings.TrimSpace(message) == "" {
+		return res, errors.New("a merge needs a message")
+	}
+	if err := r.checkMergeTree(ctx); err != nil {
+		return res, err
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+
+	baseRef, branchRef := "refs/heads/"+wt.Base, "refs/heads/"+wt.Branch
+	old, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
+	if err != nil {
+		return res, err
+	}
+	if !ok {
+		return res, fmt.Errorf("base branch %s does not exist", wt.Base)
+	}
+	tip, ok, err := revParse(ctx, r.Top, branchRef+"^{commit}")
+	if err != nil {
+		return res, err
+	}
+	if !ok {
+		return res, fmt.Errorf("branch %s does not exist", wt.Branch)
+	}
+	if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
+		return res, err
+	} else if done {
+		return MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
+	}
+	if why := r.busy(baseRef); why != "" {
+		return MergeResult{Refused: why}, nil
+	}
+
+	tree, conflicts, err := r.mergeTree(ctx, old, tip, wt.Base, wt.Branch)
+	if err != nil {
+		return res, err
+	}
+	if len(conflicts) > 0 {
+		return MergeResult{Conflicts: conflicts}, nil
+	}
+
+	id, err := identity(ctx, r.Top)
+	if err != nil {
+		return res, err
+	}
+	out, err := run(ctx, cmd{dir: r.Top, args: append(id, "commit-tree", tree, "-p", old, "-p", tip, "-F", "-"), stdin: message})
+	if err != nil {
+		return res, err
+	}
+	commit := strings.TrimSpace(out)
+
+	list, err := r.worktrees(ctx)
+	if err != nil {
+		return res, err
+	}
+	holders := findBranch(list, baseRef)
+	if len(holders) > 1 {
+		var paths []string
+		for _, h := range holders {
+			paths = append(paths, h.Path)
+		}
+		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in several worktrees (%s): merge by hand", wt.Base, strings.Join(paths, ", "))}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	reflog := "vibeteam: merge " + wt.Branch
+	if len(holders) == 0 {
+		// Checked out nowhere: move the ref, if it is still where the merge
+		// was computed from.
+		if _, err := run(ctx, cmd{dir: r.Top, args: []string{"update-ref", "-m", reflog, baseRef, commit, old}, keep: true}); err != nil {
+			return res, err
+		}
+		return MergeResult{Merged: true, Commit: commit}, nil
+	}
+
+	h := holders[0]
+	if h.Prunable {
+		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in %s, which is gone: run git worktree prune", wt.Base, h.Path)}, nil
+	}
+	// The merge commit has the base as its first parent, so for the
+	// checkout it is a fast-forward: git updates index and files from the
+	// base's tree to the merged one, carrying local changes to files the
+	// merge does not change, and refuses when it would overwrite local
+	// changes or untracked files (--no-overwrite-ignore: ignored ones
+	// too). It never stashes (--no-autostash) and never conflicts. If the
+	// branch moved since (a commit by the user), it is no longer a
+	// fast-forward and git refuses too.
+	if cur, err := git(ctx, h.Path, "symbolic-ref", "--quiet", "HEAD"); err != nil || strings.TrimSpace(cur) != baseRef {
+		return MergeResult{Refused: fmt.Sprintf("the checkout %s switched away from %s while merging; nothing was changed: merge again", h.Path, wt.Base)}, nil
+	}
+	_, err = run(ctx, cmd{
+		dir:  h.Path,
+		args: []string{"merge", "--ff-only", "--no-autostash", "--no-overwrite-ignore", "--no-verify-signatures", "--no-stat", "--quiet", commit},
+		env:  []string{"GIT_REFLOG_ACTION=" + reflog},
+		keep: true,
+	})
+	now, _, rerr := revParse(context.WithoutCancel(ctx), r.Top, baseRef)
+	if err != nil {
+		// A fast-forward moves the branch to the merge commit or leaves
+		// it: anywhere else, git refused (the base may also have moved
+		// under it, a commit by the user: no longer a fast-forward).
+		if rerr == nil && now != commit {
+			var ge *GitError
+			msg := err.Error()
+			if errors.As(err, &ge) && strings.TrimSpace(ge.Stderr) != "" {
+				msg = strings.TrimSpace(ge.Stderr)
+			}
+			return MergeResult{Refused: msg}, nil
+		}
+		return res, err
+	}
+	if rerr != nil {
+		return res, rerr
+	}
+	if now != commit {
+		return res, fmt.Errorf("git merge in %s left %s at %s, not at the merge commit %s", h.Path, wt.Base, now, commit)
+	}
+	return MergeResult{Merged: true, Commit: commit}, nil
+}
+
+// mergeTree computes the merge of tip into old without touching any ref,
+// index or working tree: the merged tree, or the conflicts.
+func (r *Repo) mergeTree(ctx context.Context, old, tip, baseName, branchName string) (string, []Conflict, error) {
+	out, err := git(ctx, r.Top, "merge-tree", "--write-tree", "--name-only", "--messages", "-z", old, tip)
+	if err != nil && exitCode(err) != 1 {
+		return "", nil, err
+	}
+	fields := strings.Split(out, "\x00")
+	tree := fields[0]
+	if err == nil {
+		if tree == "" {
+			return "", nil, fmt.Errorf("git merge-tree printed no tree")
+		}
+		return tree, nil, nil
+	}
+	// Exit 1: conflicts. Conflicted paths up to an empty field, then the
+	// messages: <n> NUL <path>... NUL <type> NUL <message> NUL.
+	var paths []string
+	i := 1
+	for ; i < len(fields) && fields[i] != ""; i++ {
+		paths = append(paths, fields[i])
+	}
+	msgs := map[string][]string{}
+	for i++; i < len(fields); {
+		n, err := strconv.Atoi(fields[i])
+		if err != nil || i+n+2 >= len(fields) {
+			break
+		}
+		kind, text := fields[i+n+1], strings.TrimSpace(fields[i+n+2])
+		if strings.HasPrefix(kind, "CONFLICT") {
+			for _, p := range fields[i+1 : i+1+n] {
+				msgs[p] = append(msgs[p], text)
+			}
+		}
+		i += n + 3
+	}
+	if len(paths) == 0 {
+		// Exit 1 without a conflicted path: report what git said.
+		var all []string
+		for _, m := range msgs {
+			all = append(all, m...)
+		}
+		return "", nil, fmt.Errorf("git merge-tree found conflicts it did not name: %s", strings.Join(all, "; "))
+	}
+	budget := maxConflictBytes
+	var conflicts []Conflict
+	for _, p := range paths {
+		c := Conflict{Path: p, Message: strings.Join(msgs[p], "\n")}
+		if budget > 0 {
+			if blob, err := git(ctx, r.Top, "cat-file", "blob", tree+":"+p); err == nil && !strings.Contains(blob, "\x00") {
+				c.Hunks = hunks(blob, old, tip, baseName, branchName)
+			}
+		}
+		if c.Hunks == "" {
+			c.Hunks = c.Message
+		}
+		if len(c.Hunks) > budget {
+			cut := c.Hunks[:max(budget, 0)]
+			if j := strings.LastIndexByte(cut, '\n'); j >= 0 {
+				cut = cut[:j+1]
+			} else {
+				cut = ""
+			}
+			c.Hunks = cut + "… (not shown: the conflict report is long enough)\n"
+		}
+		budget -= len(c.Hunks)
+		conflicts = append(conflicts, c)
+	}
+	return tree, conflicts, nil
+}
+
+// hunks extracts the conflict-marked regions of a merged file, with a few
+// lines of context, the commit ids in the markers replaced by branch names.
+func hunks(content, old, tip, baseName, branchName string) string {
+	lines := strings.SplitAfter(content, "\n")
+	type span struct{ from, to int }
+	var spans []span
+	start := -1
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "<<<<<<< ") || strings.TrimRight(l, "\r\n") == "<<<<<<<":
+			if start < 0 {
+				start = i
+			}
+			lines[i] = relabel(l, "<<<<<<< ", old, baseName)
+		case strings.HasPrefix(l, ">>>>>>> ") || strings.TrimRight(l, "\r\n") == ">>>>>>>":
+			lines[i] = relabel(l, ">>>>>>> ", tip, branchName)
+			if start >= 0 {
+				spans = append(spans, span{max(start-hunkContext, 0), min(i+hunkContext, len(lines)-1)})
+				start = -1
+			}
+		}
+	}
+	var b strings.Builder
+	n, last := 0, -1
+	for _, s := range spans {
+		if s.from <= last {
+			s.from = last + 1
+		} else if last >= 0 {
+			b.WriteString("…\n")
+		}
+		for i := s.from; i <= s.to; i++ {
+			if n == maxHunkLines {
+				b.WriteString("… (more conflict lines not shown)\n")
+				return b.String()
+			}
+			b.WriteString(lines[i])
+			if !strings.HasSuffix(lines[i], "\n") {
+				b.WriteString("\n")
+			}
+			n++
+		}
+		last = s.to
+	}
+	return b.String()
+}
+
+func relabel(line, marker, id, name string) string {
+	if rest, ok := strings.CutPrefix(line, marker+id); ok {
+		return marker + name + rest
+	}
+	return line
+}

@@ -1,0 +1,102 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Remove deletes the bead's worktree, its branch and its owner record.
+// Without force it refuses, removing nothing, when the branch has commits
+// the base branch does not have, and git refuses to remove a worktree with
+// uncommitted changes or untracked files; with force both go. A worktree
+// or branch another session owns is never removed. What is already gone
+// is skipped, so Remove can be called again after a partial failure.
+func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
+	if wt == nil || wt.Branch == "" || wt.Path == "" {
+		return errors.New("no worktree")
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	if wt.BeadID != "" {
+		owner, err := r.Owner(wt.BeadID)
+		if err != nil {
+			return err
+		}
+		if owner != nil && owner.Session != wt.Session {
+			return &OwnedError{BeadID: wt.BeadID, Path: owner.Path, Branch: owner.Branch, Session: owner.Session}
+		}
+	}
+	ref := "refs/heads/" + wt.Branch
+	tip, branchExists, err := revParse(ctx, r.Top, ref)
+	if err != nil {
+		return err
+	}
+	if branchExists && !force {
+		if wt.Base == "" {
+			return fmt.Errorf("cannot tell whether branch %s is merged: its base branch is not known", wt.Branch)
+		}
+		base, ok, err := revParse(ctx, r.Top, "refs/heads/"+wt.Base+"^{commit}")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("cannot tell whether branch %s is merged: base branch %s does not exist", wt.Branch, wt.Base)
+		}
+		merged, err := isAncestor(ctx, r.Top, tip, base)
+		if err != nil {
+			return err
+		}
+		if !merged {
+			n, _ := git(ctx, r.Top, "rev-list", "--count", base+".."+tip)
+			return fmt.Errorf("branch %s has %s commit(s) not merged into %s; nothing was removed (the worktree is %s)",
+				wt.Branch, strings.TrimSpace(n), wt.Base, wt.Path)
+		}
+	}
+
+	list, err := r.worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	at := findPath(list, wt.Path)
+	for _, w := range findBranch(list, ref) {
+		if at == nil || w.Path != at.Path {
+			return fmt.Errorf("branch %s is checked out in %s, not in the bead's worktree %s: nothing was removed", wt.Branch, w.Path, wt.Path)
+		}
+	}
+	if at != nil {
+		if at.Branch != ref && !force {
+			return fmt.Errorf("the worktree %s is not on branch %s: nothing was removed", wt.Path, wt.Branch)
+		}
+		args := []string{"worktree", "remove"}
+		if force {
+			args = append(args, "--force")
+		}
+		if _, err := run(ctx, cmd{dir: r.Top, args: append(args, "--", at.Path), keep: true}); err != nil {
+			return err
+		}
+	}
+	if branchExists {
+		// Only if it is still where it was checked.
+		if _, err := run(ctx, cmd{dir: r.Top, args: []string{"update-ref", "-m", "vibeteam: remove " + wt.Branch, "-d", ref, tip}, keep: true}); err != nil {
+			return err
+		}
+	}
+	if wt.BeadID != "" {
+		if err := r.removeOwner(wt.BeadID); err != nil {
+			return err
+		}
+	}
+	// The .worktrees directory goes with its last worktree.
+	if dir := filepath.Dir(wt.Path); filepath.Base(dir) == WorktreesDir {
+		os.Remove(dir)
+	}
+	return nil
+}
