@@ -19,6 +19,7 @@ var (
 	fakeAgent string // testdata/fakeagent
 	fakeTUI   string // testdata/faketui
 	fakeLine  string // testdata/fakeline
+	fakeBDDir string // holds bd, testdata/fakebd
 	vibeteam  string // this repository's main package
 )
 
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 	vibeteam = filepath.Join(dir, "vibeteam")
 	fakeTUI = filepath.Join(dir, "faketui")
 	fakeLine = filepath.Join(dir, "fakeline")
+	fakeBDDir = filepath.Join(dir, "bdbin")
 	build := func(out, pkg string, race bool) {
 		args := []string{"build", "-o", out}
 		if race {
@@ -45,6 +47,7 @@ func TestMain(m *testing.M) {
 	build(fakeAgent, "../testdata/fakeagent", false)
 	build(fakeTUI, "../testdata/faketui", false)
 	build(fakeLine, "../testdata/fakeline", false)
+	build(filepath.Join(fakeBDDir, "bd"), "../testdata/fakebd", false)
 	build(vibeteam, "..", raceEnabled)
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -44,13 +44,16 @@ func runCommand(streams IO) *ucli.Command {
 		Usage:     "run a workflow file, a named workflow (.vibeteam/workflows/NAME.yaml) or a built-in one (demo)",
 		ArgsUsage: "FILE|NAME",
 		Flags: append(executionFlags(),
-			&ucli.StringFlag{Name: "bead-file", Usage: "grimoires: read the bead (.bead in templates) from `FILE`, JSON as `bd show ID --json` prints it"},
+			&ucli.StringFlag{Name: "bead", Usage: "grimoires: work on bead `ID` (bd show ID): in its own git worktree, its status following the run; without FILE|NAME the grimoire is chosen for the bead"},
+			&ucli.StringFlag{Name: "bead-file", Usage: "grimoires: the bead from `FILE`, JSON as bd show ID --json prints it (a worktree too, but no bd calls)"},
+			&ucli.StringFlag{Name: "base", Usage: "with a bead: the `BRANCH` its worktree starts from and merges back into (default: the current branch)"},
+			&ucli.BoolFlag{Name: "force", Usage: "with --bead: run even when the bead has open blockers"},
 		),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
 			defer sigs.stop()
-			if c.NArg() != 1 {
-				return exitf(ExitUsage, "run needs exactly one workflow file or name (see vibeteam run --help)")
+			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" {
+				return exitf(ExitUsage, "run needs one workflow file or name, or --bead ID (see vibeteam run --help)")
 			}
 			base, err := baseDir(c)
 			if err != nil {
@@ -61,7 +64,17 @@ func runCommand(streams IO) *ucli.Command {
 				return err
 			}
 			warnBrokenAdapters(streams.Err, reg)
-			def, err := loadDefinition(c.Args().First(), base, loadOptions(c, reg, base))
+			bead, err := beadForRun(c, base)
+			if err != nil {
+				return err
+			}
+			name := c.Args().First()
+			if name == "" {
+				if name, err = chooseGrimoire(streams, base, bead); err != nil {
+					return err
+				}
+			}
+			def, err := loadDefinition(name, base, loadOptions(c, reg, base))
 			if err != nil {
 				return err
 			}
@@ -70,20 +83,22 @@ func runCommand(streams IO) *ucli.Command {
 				return exitf(ExitUsage, "%v", err)
 			}
 			if def.Kind != workflow.KindGrimoire {
+				if bead != nil {
+					return exitf(ExitUsage, "a bead is for grimoires; %s is a stage workflow", def.Source)
+				}
 				// A grimoire's templates read step results: they are rendered
 				// as each step starts.
 				if _, err := engine.RenderPrompts(def, vars); err != nil {
 					return exitf(ExitUsage, "%s: %v", def.Source, err)
 				}
 			}
+			if bead == nil && hasMerge(def) {
+				return exitf(ExitUsage, "%s has a merge step, which merges a bead's worktree: run it with --bead ID (or --bead-file FILE)", def.Source)
+			}
 			opts := runOptions(c, base, vars)
-			if f := c.String("bead-file"); f != "" {
-				if def.Kind != workflow.KindGrimoire {
-					return exitf(ExitUsage, "--bead-file is for grimoires; %s is a stage workflow", def.Source)
-				}
-				if opts.Bead, err = readBeadFile(f); err != nil {
-					return exitf(ExitUsage, "%v", err)
-				}
+			if bead != nil {
+				opts.Bead, opts.BeadSource, opts.Beads = bead.fields, bead.source, bead.tracker
+				opts.Workspace = openWorkspace(base, bead.safeID, c.String("base"))
 			}
 			opts.SourceDigest = fileDigest(def.Source)
 			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
@@ -152,6 +167,9 @@ func resumeCommand(streams IO) *ucli.Command {
 				opts.MergeDecision = engine.ReviewApprove
 			case c.Bool("reject-merge"):
 				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
+			}
+			if err := resumeBead(sess, &opts); err != nil {
+				return exitf(ExitUsage, "session %s: %v", id, err)
 			}
 			if err := applyReload(c, streams, base, reg, sess, &opts); err != nil {
 				return err

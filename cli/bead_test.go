@@ -1,0 +1,318 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// beadProject is a project that is a git repository on main with one
+// commit, and a fake bd whose database holds the beads given.
+type beadProject struct {
+	*project
+	db, log string
+}
+
+func newBeadProject(t *testing.T, beads ...map[string]any) *beadProject {
+	t.Helper()
+	p := &beadProject{project: newProject(t)}
+	p.db, p.log = filepath.Join(t.TempDir(), "beads.json"), filepath.Join(t.TempDir(), "bd.log")
+	db := map[string]any{}
+	for _, b := range beads {
+		db[b["id"].(string)] = b
+	}
+	data, _ := json.Marshal(db)
+	if err := os.WriteFile(p.db, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.write("README", "hello\n")
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "root"},
+	} {
+		p.git(args...)
+	}
+	return p
+}
+
+func (p *beadProject) git(args ...string) string {
+	p.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@u"}, args...)...)
+	cmd.Dir = p.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// bdExec runs vibeteam with the fake bd on PATH.
+func (p *beadProject) bdExec(args ...string) result {
+	p.t.Helper()
+	cmd := p.command(args...)
+	cmd.Env = append(cmd.Env, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// bdCalls are the fake bd's calls, one "arg arg ..." line each.
+func (p *beadProject) bdCalls() []string {
+	data, _ := os.ReadFile(p.log)
+	var calls []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c struct{ Args []string }
+		if json.Unmarshal([]byte(l), &c) == nil {
+			calls = append(calls, strings.Join(c.Args, " "))
+		}
+	}
+	return calls
+}
+
+// snapshot is what the user's checkout is: HEAD, the index, the status and
+// every file's content (untracked ones included), and every ref.
+func (p *beadProject) snapshot() string {
+	p.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "HEAD %s %s\n", p.git("rev-parse", "HEAD"), p.git("symbolic-ref", "-q", "HEAD"))
+	fmt.Fprintf(&b, "index %s\nstatus %s\nrefs %s\n", p.git("ls-files", "--stage"), p.git("status", "--porcelain=v1", "--untracked-files=all", "--", ".", ":!.vibeteam"), p.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/main"))
+	_ = filepath.WalkDir(p.dir, func(path string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(p.dir, path)
+		if d.IsDir() && (rel == ".git" || rel == ".vibeteam" || rel == ".worktrees") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			fmt.Fprintf(&b, "%s %x\n", rel, sha256.Sum256(data))
+		}
+		return nil
+	})
+	return b.String()
+}
+
+func bead(id, title string, extra map[string]any) map[string]any {
+	b := map[string]any{"id": id, "title": title, "description": "the " + title, "status": "open", "issue_type": "feature",
+		"priority": 2, "labels": []any{}, "dependencies": []any{}, "acceptance_criteria": "it works", "assignee": ""}
+	for k, v := range extra {
+		b[k] = v
+	}
+	return b
+}
+
+const mergeGrimoireYAML = `name: ship
+steps:
+  - name: work
+    type: script
+    command: echo {{.bead.title}} > feature.txt
+  - name: merge
+    type: merge
+    require_review: %s
+  - name: after
+    type: script
+    command: pwd
+`
+
+func TestBeadRunMergesWithoutReview(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "Add the feature", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "false"))
+	p.write("notes.txt", "mine, uncommitted\n") // the user's own untracked file
+	r := p.bdExec("run", "ship", "--bead", "bd-1")
+	wantCode(t, r, 0)
+	s := p.only()
+	if s.Status != state.StatusCompleted || s.Merged == "" || s.Branch != "vibeteam/bd-1" || s.BaseBranch != "main" {
+		t.Fatalf("status %s merged %q branch %q base %q\n%s", s.Status, s.Merged, s.Branch, s.BaseBranch, r.stderr)
+	}
+	// The work is on main as a merge commit; the user's checkout updated as
+	// git merge would, their untracked file kept.
+	if got := p.git("show", "main:feature.txt"); got != "Add the feature" {
+		t.Errorf("main:feature.txt = %q", got)
+	}
+	if parents := strings.Fields(p.git("log", "-1", "--format=%P", "main")); len(parents) != 2 {
+		t.Errorf("main's last commit has parents %v, want a merge", parents)
+	}
+	if p.read("notes.txt") != "mine, uncommitted\n" || p.read("feature.txt") != "Add the feature\n" {
+		t.Error("the checkout was not updated as git merge would, or lost the user's file")
+	}
+	// Steps after the merge ran in the worktree, which is then removed.
+	if got := s.Runs["2"].Output; !strings.HasSuffix(got, "/.worktrees/bd-1") {
+		t.Errorf("the step after the merge ran in %q", got)
+	}
+	if p.exists(".worktrees/bd-1") {
+		t.Error("the worktree was left after the merge")
+	}
+	if out := p.git("branch", "--list", "vibeteam/*"); out != "" {
+		t.Errorf("branch left: %s", out)
+	}
+	calls := strings.Join(p.bdCalls(), "\n")
+	for _, want := range []string{"show bd-1 --json", "update bd-1 --status in_progress", "close bd-1 --reason Completed by vibeteam grimoire ship"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("bd was not called with %q:\n%s", want, calls)
+		}
+	}
+	if st := p.git("status", "--porcelain"); st != "?? notes.txt" {
+		t.Errorf("git status shows %q (.worktrees and .vibeteam must be excluded)", st)
+	}
+}
+
+func TestBeadMergeWaitsForReviewThenApproveOrReject(t *testing.T) {
+	t.Parallel()
+	for _, decision := range []string{"approve", "reject"} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			p := newBeadProject(t, bead("bd-7", "Ship it", nil))
+			p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+			before := p.snapshot()
+			r := p.bdExec("run", "ship", "--bead", "bd-7")
+			wantCode(t, r, 3)
+			s := p.only()
+			if s.Status != state.StatusPendingMerge || !strings.Contains(r.stderr, "--approve-merge") {
+				t.Fatalf("status %s\n%s", s.Status, r.stderr)
+			}
+			if p.snapshot() != before {
+				t.Fatal("the checkout changed before the review")
+			}
+			if calls := strings.Join(p.bdCalls(), "\n"); !strings.Contains(calls, "update bd-7 --status blocked") {
+				t.Errorf("the bead was not set blocked:\n%s", calls)
+			}
+			found := false
+			for _, e := range p.events(s.ID) {
+				if e.Type == "workflow.merge_pending" && strings.Contains(fmt.Sprint(e.Fields["stat"]), "feature.txt") {
+					found = true
+				}
+			}
+			if !found {
+				t.Error("no workflow.merge_pending event with the diff stat")
+			}
+			if decision == "approve" {
+				r = p.bdExec("resume", s.ID, "--approve-merge")
+				wantCode(t, r, 0)
+				if got := p.git("show", "main:feature.txt"); got != "Ship it" {
+					t.Errorf("not merged: %q", got)
+				}
+				s = p.only()
+				if s.Runs["2"] == nil || s.Runs["2"].Status != "done" || s.Runs["0"].Attempts != 1 {
+					t.Errorf("after approve: %+v / %+v", s.Runs["2"], s.Runs["0"])
+				}
+				return
+			}
+			r = p.bdExec("resume", s.ID, "--reject-merge", "--reason", "wrong approach")
+			wantCode(t, r, 3)
+			s = p.only()
+			if s.Status != state.StatusBlocked || s.BlockedReason != "merge_rejected" || !strings.Contains(s.Error, "wrong approach") {
+				t.Errorf("after reject: %s %s %q", s.Status, s.BlockedReason, s.Error)
+			}
+			if p.snapshot() != before || !p.exists(".worktrees/bd-7/feature.txt") {
+				t.Error("a rejection changed the checkout or discarded the worktree")
+			}
+		})
+	}
+}
+
+func TestBeadMergeConflictLeavesEverythingAsItWas(t *testing.T) {
+	t.Parallel()
+	// The bead edits README; while it waits, main edits the same line.
+	p2 := newBeadProject(t, bead("bd-4", "Conflict", nil))
+	p2.write(".vibeteam/grimoires/ship.yaml", `name: ship
+steps:
+  - name: work
+    type: script
+    command: echo from the bead > README
+  - name: wait
+    type: script
+    command: test -f ../../main-moved
+  - name: merge
+    type: merge
+    require_review: false
+`)
+	r := p2.bdExec("run", "ship", "--bead", "bd-4")
+	wantCode(t, r, 3) // blocked at "wait": main has not moved yet
+	p2.write("README", "from main\n")
+	p2.git("commit", "-q", "-am", "main moved")
+	p2.write("main-moved", "")
+	p2.write("notes.txt", "untracked, mine\n")
+	p2.write("other-change.txt", "x\n")
+	before := p2.snapshot()
+	s := p2.only()
+	r = p2.bdExec("resume", s.ID)
+	wantCode(t, r, 3)
+	s = p2.only()
+	if s.Status != state.StatusBlocked || s.BlockedReason != "merge_conflict" {
+		t.Fatalf("status %s reason %q\n%s", s.Status, s.BlockedReason, r.stderr)
+	}
+	if after := p2.snapshot(); after != before {
+		t.Errorf("a conflicting merge changed the checkout:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	for _, want := range []string{"README", "<<<<<<<", "from main", "from the bead", "--approve-merge"} {
+		if !strings.Contains(s.BlockedContext+r.stderr, want) {
+			t.Errorf("the conflict report lacks %q:\n%s", want, s.BlockedContext)
+		}
+	}
+	if !p2.exists(".worktrees/bd-4/README") {
+		t.Error("the worktree was not kept")
+	}
+}
+
+func TestBeadSelectionBlockersAndErrors(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t,
+		bead("bd-1", "Labelled", map[string]any{"labels": []any{"grimoire:labelled"}}),
+		bead("bd-2", "A bug", map[string]any{"issue_type": "bug"}),
+		bead("bd-3", "Blocked", map[string]any{"dependencies": []any{map[string]any{"id": "bd-2", "status": "open", "dependency_type": "blocks"}}}),
+	)
+	for _, name := range []string{"labelled", "by-type"} {
+		p.write(".vibeteam/grimoires/"+name+".yaml", "name: "+name+"\nsteps:\n  - name: s\n    type: script\n    command: echo {{.bead.id}} > chosen-"+name+".txt\n")
+	}
+	p.write(".vibeteam/config.yaml", "grimoires:\n  by_type: {bug: by-type}\n")
+	r := p.bdExec("run", "--bead", "bd-1")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "grimoire labelled (label grimoire:labelled)") {
+		t.Errorf("the rule is not said:\n%s", r.stderr)
+	}
+	r = p.bdExec("run", "--bead", "bd-2")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "grimoire by-type (.vibeteam/config.yaml grimoires.by_type.bug)") {
+		t.Errorf("the rule is not said:\n%s", r.stderr)
+	}
+	r = p.bdExec("run", "by-type", "--bead", "bd-3")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "blocked by bd-2 (open)") {
+		t.Errorf("blockers not named:\n%s", r.stderr)
+	}
+	r = p.bdExec("run", "by-type", "--bead", "bd-9")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "issue bd-9 not found") {
+		t.Errorf("bd's own message is not shown:\n%s", r.stderr)
+	}
+	// Without bd on PATH, the error says what to install.
+	cmd := p.command("run", "by-type", "--bead", "bd-2")
+	cmd.Env = append(cmd.Env, "PATH=/usr/bin:/bin")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "--bead-file") || !strings.Contains(string(out), "install") {
+		t.Errorf("no bd: %s", out)
+	}
+	// A grimoire with a merge step needs a bead.
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+	r = p.bdExec("run", "ship")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "--bead") {
+		t.Errorf("merge without a bead: %s", r.stderr)
+	}
+}

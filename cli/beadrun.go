@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// runBead is the bead a run works on.
+type runBead struct {
+	fields  map[string]any
+	id      string
+	safeID  string // for the worktree's path and branch
+	source  string // "bd", or the file it was read from
+	tracker engine.BeadTracker
+}
+
+// bdTimeout bounds one bd call.
+const bdTimeout = 30 * time.Second
+
+// beadForRun reads the bead of --bead ID (through bd) or --bead-file, and
+// refuses one with open blockers (unless --force) or one another live
+// session works on. nil without either flag.
+func beadForRun(c *ucli.Context, base string) (*runBead, error) {
+	id, file := c.String("bead"), c.String("bead-file")
+	switch {
+	case id != "" && file != "":
+		return nil, exitf(ExitUsage, "--bead and --bead-file: one or the other")
+	case id == "" && file == "":
+		if c.IsSet("base") || c.Bool("force") {
+			return nil, exitf(ExitUsage, "--base and --force go with --bead")
+		}
+		return nil, nil
+	}
+	rb := &runBead{}
+	if file != "" {
+		b, err := beads.ReadFile(file)
+		if err != nil {
+			return nil, exitf(ExitUsage, "%v", err)
+		}
+		rb.fields, rb.source = b, file
+	} else {
+		client, err := beads.NewClient(base)
+		if err != nil {
+			return nil, exitf(ExitUsage, "%v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+		defer cancel()
+		b, err := client.Show(ctx, id)
+		if err != nil {
+			return nil, exitf(ExitFailed, "%v", err)
+		}
+		rb.fields, rb.source, rb.tracker = b, "bd", client
+		if blockers := b.OpenBlockers(); len(blockers) > 0 && !c.Bool("force") {
+			return nil, exitf(ExitUsage, "bead %s is blocked by %s, still open; work on those first, or run it anyway with --force", safe(id), safe(strings.Join(blockers, ", ")))
+		}
+	}
+	rb.id = beads.Bead(rb.fields).ID()
+	if rb.id == "" {
+		return nil, exitf(ExitUsage, "the bead has no id (%s)", safe(rb.source))
+	}
+	rb.safeID = beads.SanitizeID(rb.id)
+	if other := liveSessionOn(base, rb.id); other != "" {
+		return nil, exitf(ExitUsage, "bead %s already has a running session, %s (vibeteam show %s)", safe(rb.id), other, other)
+	}
+	return rb, nil
+}
+
+// liveSessionOn names a running session that works on bead id, if any.
+func liveSessionOn(base, id string) string {
+	mgr := state.NewManager(base)
+	list, err := mgr.List()
+	if err != nil {
+		return ""
+	}
+	for _, s := range list {
+		if sid, _ := s.Bead["id"].(string); sid == id && mgr.Running(s.ID) {
+			return s.ID
+		}
+	}
+	return ""
+}
+
+// chooseGrimoire picks the grimoire for a bead run without a name, and
+// says which rule chose it.
+func chooseGrimoire(streams IO, base string, rb *runBead) (string, error) {
+	cfg, err := beads.LoadConfig(base)
+	if err != nil {
+		return "", exitf(ExitUsage, "%v", err)
+	}
+	name, rule := beads.Select(beads.Bead(rb.fields), cfg)
+	fmt.Fprintf(streams.Err, "bead %s: grimoire %s (%s)\n", safe(rb.id), safe(name), safe(rule))
+	return name, nil
+}
+
+// resumeBead gives a resumed session on a bead its tracker and worktree
+// back.
+func resumeBead(sess *state.Session, opts *core.RunOptions) error {
+	if sess.Worktree == "" && sess.Bead == nil {
+		return nil
+	}
+	if sess.BeadSource == "bd" {
+		client, err := beads.NewClient(sess.BaseDir)
+		if err != nil {
+			if errors.Is(err, beads.ErrNoBD) {
+				// Resume anyway: the status updates are warnings.
+				return nil
+			}
+			return err
+		}
+		opts.Beads = client
+	}
+	if id, _ := sess.Bead["id"].(string); id != "" && sess.Worktree != "" {
+		opts.Workspace = openWorkspace(opts.BaseDir, beads.SanitizeID(id), sess.BaseBranch)
+	}
+	return nil
+}

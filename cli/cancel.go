@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/worktree"
+)
+
+// cancelWait bounds the wait for a running vibeteam to stop its tasks and
+// save after SIGTERM (their grace is 10 s by default).
+const cancelWait = 30 * time.Second
+
+func cancelCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "cancel",
+		Usage:     "cancel a session: a running one is stopped (its tasks, then vibeteam, which saves), a parked or blocked one is marked cancelled; its bead goes back to open",
+		ArgsUsage: "ID",
+		Flags: []ucli.Flag{
+			baseDirFlag,
+			&ucli.BoolFlag{Name: "clean", Usage: "also remove the bead's worktree and branch (refused when the branch has commits not merged into its base)"},
+			&ucli.BoolFlag{Name: "force", Usage: "with --clean: remove them even with unmerged commits"},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitUsage, "cancel needs a session id (see vibeteam sessions)")
+			}
+			if c.Bool("force") && !c.Bool("clean") {
+				return exitf(ExitUsage, "--force goes with --clean")
+			}
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			mgr := state.NewManager(base)
+			id, err := resolveSession(mgr, c.Args().First())
+			if err != nil {
+				return err
+			}
+			lock, err := mgr.Lock(id)
+			var locked *state.LockedError
+			if errors.As(err, &locked) {
+				if lock, err = stopRunning(streams, mgr, id, locked); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return exitf(ExitFailed, "%v", err)
+			}
+			defer lock.Release()
+			sess, err := mgr.Load(id)
+			if err != nil {
+				return sessionLoadError(err)
+			}
+			if sess.Status == state.StatusCompleted {
+				return exitf(ExitUsage, "session %s has completed; there is nothing to cancel", id)
+			}
+			now := time.Now()
+			sess.Status, sess.EndTime = state.StatusCancelled, &now
+			sess.Error = "cancelled"
+			if err := mgr.Save(sess); err != nil {
+				return exitf(ExitFailed, "%v", err)
+			}
+			fmt.Fprintf(streams.Err, "session %s cancelled\n", id)
+			beadID, _ := sess.Bead["id"].(string)
+			if beadID != "" && sess.BeadSource == "bd" {
+				if client, err := beads.NewClient(base); err != nil {
+					fmt.Fprintf(streams.Err, "warning: bead %s stays as it is: %v\n", safe(beadID), err)
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+					err := client.SetStatus(ctx, beadID, "open")
+					cancel()
+					if err != nil {
+						fmt.Fprintf(streams.Err, "warning: bead %s: could not set it open: %v\n", safe(beadID), err)
+					} else {
+						fmt.Fprintf(streams.Err, "bead %s is open again\n", safe(beadID))
+					}
+				}
+			}
+			if sess.Worktree == "" {
+				return nil
+			}
+			if !c.Bool("clean") {
+				fmt.Fprintf(streams.Err, "its worktree is kept: %s (branch %s); vibeteam cancel %s --clean removes them\n", safe(sess.Worktree), safe(sess.Branch), id)
+				return nil
+			}
+			ctx := context.Background()
+			repo, err := worktree.Open(ctx, base)
+			if err != nil {
+				return exitf(ExitFailed, "%v", err)
+			}
+			wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
+			if err := repo.Remove(ctx, wt, c.Bool("force")); err != nil {
+				return exitf(ExitFailed, "%v\n(the worktree and branch are kept; --force removes them with their unmerged commits)", err)
+			}
+			fmt.Fprintf(streams.Err, "removed the worktree %s and branch %s\n", safe(sess.Worktree), safe(sess.Branch))
+			return nil
+		},
+	}
+}
+
+// stopRunning asks the vibeteam that runs session id to stop (SIGTERM: it
+// stops its tasks and saves), waits for it, and takes the lock.
+func stopRunning(streams IO, mgr *state.Manager, id string, locked *state.LockedError) (*state.Lock, error) {
+	host, _ := os.Hostname()
+	if locked.Pid <= 0 || locked.Host != "" && locked.Host != host {
+		return nil, exitf(ExitUsage, "%v: cancel it there", locked)
+	}
+	if err := syscall.Kill(locked.Pid, syscall.SIGTERM); err != nil {
+		return nil, exitf(ExitFailed, "stop pid %d: %v", locked.Pid, err)
+	}
+	fmt.Fprintf(streams.Err, "stopping session %s (pid %d)…\n", id, locked.Pid)
+	deadline := time.Now().Add(cancelWait)
+	for {
+		lock, err := mgr.Lock(id)
+		if err == nil {
+			return lock, nil
+		}
+		if !errors.As(err, new(*state.LockedError)) || time.Now().After(deadline) {
+			return nil, exitf(ExitFailed, "session %s did not stop within %s: %v", id, cancelWait, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,83 @@
+package beads
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vibeteam/vibeteam/internal/source"
+	"github.com/vibeteam/vibeteam/internal/yamlnode"
+)
+
+// ConfigFile is the project's vibeteam settings, relative to the base dir.
+const ConfigFile = ".vibeteam/config.yaml"
+
+// DefaultGrimoire runs a bead no rule chose a grimoire for.
+const DefaultGrimoire = "implement-bead"
+
+// Config is .vibeteam/config.yaml:
+//
+//	grimoires:
+//	  by_type: {feature: implement-bead, bug: fix-bug}
+//	  default: implement-bead
+type Config struct {
+	ByType  map[string]string
+	Default string
+}
+
+// LoadConfig reads the base dir's config.yaml; a missing file is an empty
+// config. Problems are file:line:col errors.
+func LoadConfig(baseDir string) (Config, error) {
+	var cfg Config
+	path := filepath.Join(baseDir, ConfigFile)
+	data, err := source.Read(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, err
+	}
+	rel := ConfigFile
+	var doc yaml.Node
+	if err := yamlnode.SafeUnmarshal(data, &doc); err != nil {
+		return cfg, yamlnode.SyntaxError(err, rel, data)
+	}
+	if len(doc.Content) == 0 {
+		return cfg, nil
+	}
+	w := yamlnode.NewWalker(rel, len(data))
+	w.Fields(doc.Content[0], "", "a mapping", []string{"grimoires"}, func(kv yamlnode.Pair) {
+		w.Fields(kv.Val, "grimoires", "a mapping", []string{"by_type", "default"}, func(kv yamlnode.Pair) {
+			switch kv.Key.Value {
+			case "default":
+				cfg.Default, _ = w.String(kv.Val, "grimoires.default")
+			case "by_type":
+				cfg.ByType = w.Env(kv.Val, "grimoires.by_type", w.String)
+			}
+		})
+	})
+	w.Errs.Sort()
+	return cfg, w.Errs.Err()
+}
+
+// Select chooses the grimoire for a bead run without a name, and says
+// which rule chose it: the bead's grimoire:NAME label, then the config's
+// grimoire for the bead's issue_type, then the config's default, then
+// implement-bead.
+func Select(b Bead, cfg Config) (name, rule string) {
+	for _, l := range b.Labels() {
+		if n, ok := strings.CutPrefix(l, "grimoire:"); ok && n != "" {
+			return n, "label " + l
+		}
+	}
+	if n := cfg.ByType[b.Type()]; n != "" {
+		return n, ConfigFile + " grimoires.by_type." + b.Type()
+	}
+	if cfg.Default != "" {
+		return cfg.Default, ConfigFile + " grimoires.default"
+	}
+	return DefaultGrimoire, "the built-in default"
+}
