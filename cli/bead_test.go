@@ -316,3 +316,39 @@ func TestBeadSelectionBlockersAndErrors(t *testing.T) {
 		t.Errorf("merge without a bead: %s", r.stderr)
 	}
 }
+
+// The built-in implement-bead runs end to end: the agents (the fake agent
+// as claude) report success and approve the review, the tests step finds
+// no build file, and the merge waits for a person, then merges on approval.
+func TestImplementBeadEndToEnd(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-5", "Add a greeting", nil))
+	p.write(".vibeteam/adapters/claude.yaml", "name: claude\ncommand: "+fakeAgent+"\nmodes:\n  headless: { args: [write=greeting.txt:hello, cat=../../answer.md], prompt: { position: arg } }\n")
+	p.write("answer.md", "Done.\n```json\n{\"success\": true, \"summary\": \"greeted\", \"outputs\": {\"approved\": true, \"findings\": []}}\n```\n")
+	p.git("add", "answer.md", ".vibeteam/adapters/claude.yaml")
+	p.git("commit", "-q", "-m", "fixtures")
+	r := p.bdExec("run", "--bead", "bd-5")
+	wantCode(t, r, 3)
+	if !strings.Contains(r.stderr, "grimoire implement-bead (the built-in default)") {
+		t.Errorf("selection not said:\n%s", r.stderr)
+	}
+	s := p.only()
+	if s.Status != state.StatusPendingMerge {
+		t.Fatalf("status %s: %s\n%s", s.Status, s.Error, r.stderr)
+	}
+	var names []string
+	for _, e := range p.stepEvents(s.ID) {
+		names = append(names, fmt.Sprintf("%s:%s", e.Fields["name"], e.Fields["status"]))
+	}
+	if got := strings.Join(names, " "); got != "implement:done tests:done fix:skipped review:done apply-review:skipped retest:done quality:done merge:waiting" {
+		t.Errorf("steps: %s", got)
+	}
+	r = p.bdExec("resume", s.ID, "--approve-merge")
+	wantCode(t, r, 0)
+	if got := p.git("show", "main:greeting.txt"); got != "hello" {
+		t.Errorf("main:greeting.txt = %q", got)
+	}
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.Contains(calls, "close bd-5") {
+		t.Errorf("the bead was not closed:\n%s", calls)
+	}
+}

@@ -213,6 +213,19 @@ func workflowSummary(file string, def *workflow.Definition) summary {
 	if def == nil {
 		return summary{}
 	}
+	if def.Kind == workflow.KindGrimoire {
+		var count func([]workflow.Step) int
+		count = func(steps []workflow.Step) int {
+			n := len(steps)
+			for _, s := range steps {
+				if s.Loop != nil {
+					n += count(s.Loop.Steps)
+				}
+			}
+			return n
+		}
+		return summary{file, fmt.Sprintf("grimoire, %d steps", count(def.Steps))}
+	}
 	n := 0
 	for _, st := range def.Stages() {
 		n += len(st.Tasks)
