@@ -24,6 +24,9 @@ type sessionSummary struct {
 	Tasks     int       `json:"tasks"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	Running   bool      `json:"running"`
+	// A grimoire's bead and why it is blocked, if it is.
+	Bead          string `json:"bead,omitempty"`
+	BlockedReason string `json:"blockedReason,omitempty"`
 }
 
 func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
@@ -31,6 +34,11 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	if s.WorkflowDefinition != nil {
 		sum.Stages = len(s.WorkflowDefinition.Stages())
 	}
+	if id, _ := s.Bead["id"].(string); id != "" {
+		title, _ := s.Bead["title"].(string)
+		sum.Goal, sum.Bead = "bead "+id+": "+title, id
+	}
+	sum.BlockedReason = s.BlockedReason
 	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {
 		// A grimoire's progress is its step runs (loops aside).
 		for _, r := range s.Runs {
@@ -85,6 +93,9 @@ func sessionsCommand(streams IO) *ucli.Command {
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS\tUPDATED\tGOAL")
 			for _, r := range rows {
 				status := safe(r.Status)
+				if r.BlockedReason != "" && r.Status == string(state.StatusBlocked) {
+					status += " (" + safe(r.BlockedReason) + ")"
+				}
 				switch {
 				case r.Running && r.Status != "running":
 					status += " (running)"

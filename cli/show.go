@@ -128,8 +128,17 @@ func showCommand(streams IO) *ucli.Command {
 // showGrimoire prints a grimoire session's step runs, in walk order and
 // indented by loop depth, then what is failed or blocked and what to do.
 func showGrimoire(out io.Writer, s *state.Session, running bool) {
-	if s.WorkDir != "" {
+	if id, _ := s.Bead["id"].(string); id != "" {
+		title, _ := s.Bead["title"].(string)
+		fmt.Fprintf(out, "bead      %s: %s (%s)\n", safe(id), safe(title), safe(s.BeadSource))
+	}
+	if s.Worktree != "" {
+		fmt.Fprintf(out, "worktree  %s (branch %s, merges into %s)\n", safe(s.Worktree), safe(s.Branch), safe(s.BaseBranch))
+	} else if s.WorkDir != "" {
 		fmt.Fprintf(out, "work dir  %s\n", safe(s.WorkDir))
+	}
+	if s.Merged != "" {
+		fmt.Fprintf(out, "merged    %s\n", safe(s.Merged))
 	}
 	keys := make([]string, 0, len(s.Runs))
 	for k := range s.Runs {
@@ -180,10 +189,22 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			}
 		}
 	}
+	if !running && s.Status == state.StatusPendingMerge {
+		fmt.Fprintln(out, "\nthe merge waits for your review")
+		fmt.Fprintf(out, "  git -C %s diff %s...%s      the changes\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.Branch))
+		fmt.Fprintf(out, "  vibeteam resume %s --approve-merge            merge, and go on\n", s.ID)
+		fmt.Fprintf(out, "  vibeteam resume %s --reject-merge --reason …  block it (nothing is discarded)\n", s.ID)
+		fmt.Fprintf(out, "  vibeteam cancel %s [--clean]                 give the bead up\n", s.ID)
+		return
+	}
 	if !running && s.Status != state.StatusCompleted {
 		fmt.Fprintln(out, "\nactions")
 		fmt.Fprintf(out, "  vibeteam resume %s                 run the step at %s again and go on\n", s.ID, safe(s.Cursor))
 		fmt.Fprintf(out, "  vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
+		if s.BlockedReason == "merge_conflict" {
+			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
+			fmt.Fprintf(out, "  vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
+		}
 		fmt.Fprintf(out, "  vibeteam log %s                    the step tree with outputs\n", s.ID)
 	}
 }
