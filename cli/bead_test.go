@@ -352,3 +352,44 @@ func TestImplementBeadEndToEnd(t *testing.T) {
 		t.Errorf("the bead was not closed:\n%s", calls)
 	}
 }
+
+// ready lists the ready beads with their grimoires, and the README's
+// parallel recipe runs three beads at once, each in its own worktree.
+func TestReadyAndThreeBeadsAtOnce(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t,
+		bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil),
+		bead("bd-4", "Blocked", map[string]any{"dependencies": []any{map[string]any{"id": "bd-1", "status": "open", "dependency_type": "blocks"}}}),
+	)
+	p.write(".vibeteam/grimoires/ship.yaml", `name: ship
+steps:
+  - name: work
+    type: script
+    command: echo {{.bead.title}} > {{.bead.id}}.txt; sleep 0.3
+  - name: merge
+    type: merge
+    require_review: false
+`)
+	p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
+	r := p.bdExec("ready", "--json")
+	wantCode(t, r, 0)
+	var rows []readyBead
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 3 || rows[0].Grimoire != "ship" {
+		t.Fatalf("ready: %v %+v\n%s", err, rows, r.stdout)
+	}
+	// xargs -P 3: three vibeteams at once.
+	cmd := exec.Command("sh", "-c", `printf 'bd-1\nbd-2\nbd-3\n' | xargs -P 3 -I{} "$VT" --base-dir "$DIR" run --bead {} --headless`)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), "VT="+vibeteam, "DIR="+p.dir, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("parallel runs: %v\n%s", err, out)
+	}
+	for _, id := range []string{"bd-1", "bd-2", "bd-3"} {
+		if _, err := exec.Command("git", "-C", p.dir, "show", "main:"+id+".txt").Output(); err != nil {
+			t.Errorf("%s was not merged into main", id)
+		}
+	}
+	if n := len(p.sessions()); n != 3 {
+		t.Errorf("%d sessions", n)
+	}
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/beads"
+)
+
+// readyBead is one line of `vibeteam ready`.
+type readyBead struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Type     string `json:"issue_type"`
+	Priority any    `json:"priority"`
+	Grimoire string `json:"grimoire"`
+	Rule     string `json:"rule"` // why that grimoire
+}
+
+func readyCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:  "ready",
+		Usage: "list the beads ready to work on (bd ready), each with the grimoire vibeteam run --bead would use",
+		Description: "To work on several beads at once, run one vibeteam per bead; each gets its own worktree:\n\n" +
+			"   vibeteam ready --json | jq -r '.[].id' | xargs -P 4 -I{} vibeteam run --bead {} --headless",
+		Flags: []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+		Action: func(c *ucli.Context) error {
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			client, err := beads.NewClient(base)
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			cfg, err := beads.LoadConfig(base)
+			if err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+			defer cancel()
+			list, err := client.Ready(ctx)
+			if err != nil {
+				return exitf(ExitFailed, "%v", err)
+			}
+			rows := make([]readyBead, 0, len(list))
+			for _, b := range list {
+				name, rule := beads.Select(b, cfg)
+				rows = append(rows, readyBead{ID: b.ID(), Title: b.Title(), Type: b.Type(), Priority: b["priority"], Grimoire: name, Rule: rule})
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(streams.Err, "no bead is ready")
+				return nil
+			}
+			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tGRIMOIRE\tTITLE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", safe(r.ID), safe(r.Type), r.Priority, safe(r.Grimoire), fit(safe(r.Title), 60))
+			}
+			return tw.Flush()
+		},
+	}
+}
