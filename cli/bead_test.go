@@ -393,3 +393,72 @@ steps:
 		t.Errorf("%d sessions", n)
 	}
 }
+
+func TestCancelParkedAndRunning(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "Parked", nil), bead("bd-2", "Running", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+	p.write(".vibeteam/grimoires/slow.yaml", "name: slow\nsteps:\n  - name: wait\n    type: script\n    command: touch started; sleep 60\n")
+
+	// A parked session (pending_merge): cancelled, the bead open again, the
+	// worktree kept; --clean refuses its unmerged commits without --force.
+	r := p.bdExec("run", "ship", "--bead", "bd-1")
+	wantCode(t, r, 3)
+	parked := p.only().ID
+	r = p.bdExec("cancel", parked)
+	wantCode(t, r, 0)
+	if s := p.sessionByID(parked); s.Status != state.StatusCancelled || !p.exists(".worktrees/bd-1/feature.txt") {
+		t.Fatalf("status %s, worktree kept %v", s.Status, p.exists(".worktrees/bd-1/feature.txt"))
+	}
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-1 --status open") {
+		t.Errorf("the bead was not set open:\n%s", calls)
+	}
+	r = p.bdExec("cancel", parked, "--clean")
+	wantCode(t, r, 1)
+	if !p.exists(".worktrees/bd-1/feature.txt") {
+		t.Error("--clean removed unmerged work")
+	}
+	r = p.bdExec("cancel", parked, "--clean", "--force")
+	wantCode(t, r, 0)
+	if p.exists(".worktrees/bd-1") || p.git("branch", "--list", "vibeteam/bd-1") != "" {
+		t.Error("--clean --force left the worktree or branch")
+	}
+
+	// A running session: stopped (its process group too), then cancelled.
+	cmd := p.command("run", "slow", "--bead", "bd-2", "--grace", "500ms")
+	cmd.Env = append(cmd.Env, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, func() bool { return p.exists(".worktrees/bd-2/started") })
+	var running string
+	for _, s := range p.sessions() {
+		if s.ID != parked {
+			running = s.ID
+		}
+	}
+	r = p.bdExec("cancel", running)
+	wantCode(t, r, 0)
+	if err := <-done; err == nil {
+		t.Error("the cancelled run exited 0")
+	}
+	if s := p.sessionByID(running); s.Status != state.StatusCancelled {
+		t.Errorf("status %s", s.Status)
+	}
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-2 --status open") {
+		t.Errorf("the bead was not set open:\n%s", calls)
+	}
+}
+
+func (p *project) sessionByID(id string) *state.Session {
+	p.t.Helper()
+	for _, s := range p.sessions() {
+		if s.ID == id {
+			return s
+		}
+	}
+	p.t.Fatalf("no session %s", id)
+	return nil
+}
