@@ -55,10 +55,10 @@ func TestReadmeConfig(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	for text, want := range map[string]string{
-		"grimoire:\n  default: x\n":          `.vibeteam/config.yaml:1:1: unknown key "grimoire" (did you mean "grimoires"?)`,
-		"grimoires:\n  defualt: x\n":         `.vibeteam/config.yaml:2:3: grimoires: unknown key "defualt" (did you mean "default"?)`,
-		"grimoires:\n  by_type: [a, b]\n":    `.vibeteam/config.yaml:2:12: grimoires.by_type: must be`,
-		"grimoires: {default: [x]}\n":        `.vibeteam/config.yaml:1:22: grimoires.default: must be a string`,
+		"grimoire:\n  default: x\n":        `.vibeteam/config.yaml:1:1: unknown key "grimoire" (did you mean "grimoires"?)`,
+		"grimoires:\n  defualt: x\n":       `.vibeteam/config.yaml:2:3: grimoires: unknown key "defualt" (did you mean "default"?)`,
+		"grimoires:\n  by_type: [a, b]\n":  `.vibeteam/config.yaml:2:12: grimoires.by_type: must be`,
+		"grimoires: {default: [x]}\n":      `.vibeteam/config.yaml:1:22: grimoires.default: must be a string`,
 		"grimoires:\n  default: x\n bad\n": `.vibeteam/config.yaml:3`,
 	} {
 		_, err := LoadConfig(writeConfig(t, text))
