@@ -43,7 +43,7 @@ func TestUsageErrorsAreOneLineOnStderr(t *testing.T) {
 		{[]string{"run", "--keep-sessions", "many", "demo"}, `invalid value "many" for flag --keep-sessions`},
 		{[]string{"run", "--keep-sessions", "-1", "demo"}, "--keep-sessions must be 0 or more, not -1"},
 		{[]string{"resume", "--keep-sessions=-3", "0000"}, "--keep-sessions must be 0 or more, not -3"},
-		{[]string{"run", "demo", "extra"}, "run needs exactly one workflow"},
+		{[]string{"run", "demo", "extra"}, "run needs one workflow file or name"},
 		{[]string{"show"}, "show needs a session id"},
 		{[]string{"sessions", "extra"}, `sessions takes no arguments, got "extra"; see vibeteam sessions --help`},
 		{[]string{"sessions", "help"}, "sessions takes no arguments"},
