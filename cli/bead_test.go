@@ -10,7 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	expect "github.com/Netflix/go-expect"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -275,7 +279,8 @@ func TestBeadSelectionBlockersAndErrors(t *testing.T) {
 	p := newBeadProject(t,
 		bead("bd-1", "Labelled", map[string]any{"labels": []any{"grimoire:labelled"}}),
 		bead("bd-2", "A bug", map[string]any{"issue_type": "bug"}),
-		bead("bd-3", "Blocked", map[string]any{"dependencies": []any{map[string]any{"id": "bd-2", "status": "open", "dependency_type": "blocks"}}}),
+		bead("bd-3", "Blocked", map[string]any{"dependencies": []any{map[string]any{"id": "bd-4", "status": "open", "dependency_type": "blocks"}}}),
+		bead("bd-4", "Not started", nil),
 	)
 	for _, name := range []string{"labelled", "by-type"} {
 		p.write(".vibeteam/grimoires/"+name+".yaml", "name: "+name+"\nsteps:\n  - name: s\n    type: script\n    command: echo {{.bead.id}} > chosen-"+name+".txt\n")
@@ -293,7 +298,7 @@ func TestBeadSelectionBlockersAndErrors(t *testing.T) {
 	}
 	r = p.bdExec("run", "by-type", "--bead", "bd-3")
 	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, "blocked by bd-2 (open)") {
+	if !strings.Contains(r.stderr, "blocked by bd-4 (open)") {
 		t.Errorf("blockers not named:\n%s", r.stderr)
 	}
 	r = p.bdExec("run", "by-type", "--bead", "bd-9")
@@ -461,4 +466,60 @@ func (p *project) sessionByID(id string) *state.Session {
 	}
 	p.t.Fatalf("no session %s", id)
 	return nil
+}
+
+// The review at a terminal: the bead, the commits and the diff stat, then
+// the person's choice; d shows the diff (PAGER=cat here) and asks again.
+func TestMergeReviewAtTheTerminal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		keys   []string
+		code   int
+		status state.Status
+	}{
+		{[]string{"d", "a"}, 0, state.StatusCompleted},
+		{[]string{"r", "not like this"}, 3, state.StatusBlocked},
+		{[]string{"l"}, 3, state.StatusPendingMerge},
+	} {
+		t.Run(tc.keys[0], func(t *testing.T) {
+			t.Parallel()
+			p := newBeadProject(t)
+			p.write("bead.json", `{"id": "bd-8", "title": "Reviewed at a terminal"}`)
+			p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+			screen := &syncBuffer{}
+			c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := p.command("run", "ship", "--bead-file", "bead.json")
+			cmd.Env = append(cmd.Env, "PAGER=cat")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+			expectAll(t, c, screen, "review: merge vibeteam/bd-8 into main", "bd-8: Reviewed at a terminal", "feature.txt", "review › ")
+			for _, k := range tc.keys {
+				_, _ = c.SendLine(k)
+				if k == "d" {
+					expectAll(t, c, screen, "+Reviewed at a terminal", "review › ")
+				}
+			}
+			if code := waitExit(t, cmd, screen); code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, screen.String())
+			}
+			s := p.only()
+			if s.Status != tc.status {
+				t.Fatalf("status %s, want %s", s.Status, tc.status)
+			}
+			if tc.status == state.StatusBlocked && !strings.Contains(s.Error, "not like this") {
+				t.Errorf("the reason is not kept: %q", s.Error)
+			}
+			merged := p.git("log", "-1", "--format=%s", "main")
+			if (tc.code == 0) != strings.HasPrefix(merged, "Merge vibeteam/bd-8") {
+				t.Errorf("main's last commit %q after %v", merged, tc.keys)
+			}
+		})
+	}
 }

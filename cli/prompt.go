@@ -141,7 +141,11 @@ func (p *prompter) pageDiff(r engine.ReviewRequest) {
 	if pager == "" {
 		pager = "less -R"
 	}
-	cmd := exec.Command("sh", "-c", "git -c color.ui=always diff \"$0\"...\"$1\" | "+pager, r.Base, r.Branch)
+	color := "always"
+	if os.Getenv("NO_COLOR") != "" {
+		color = "never"
+	}
+	cmd := exec.Command("sh", "-c", "git -c color.ui="+color+" diff \"$0\"...\"$1\" | "+pager, r.Base, r.Branch)
 	cmd.Dir = r.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.tty, p.tty, p.tty
 	if err := cmd.Run(); err != nil {

@@ -273,6 +273,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 			defer tty.Close()
 			prompt = newPrompter(tty, disp)
 			disp.prompter = prompt
+			opts.Review = prompt.review
 		} else {
 			opts.Interaction = engine.InteractionPark
 		}

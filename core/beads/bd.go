@@ -1,117 +1,32 @@
-// Package beads reads and updates beads, the issues of the beads tracker,
-// through its bd CLI (or a JSON file), and chooses the grimoire a bead runs.
 package beads
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
-	"regexp"
+	"strconv"
 	"strings"
 )
 
-// Bead is one issue with every field bd gives (id, title, description,
-// design, acceptance_criteria, notes, status, priority, issue_type,
-// labels, dependencies, assignee, ...): templates read them as .bead.*.
-type Bead map[string]any
+// ErrNoBD: the bd command is not installed. The beads CLI is published on
+// npm as @beads/bd, in Homebrew as beads, and as the Go module
+// github.com/gastownhall/beads (formerly github.com/steveyegge/beads);
+// see its docs/INSTALLING.md.
+var ErrNoBD = errors.New("bd, the beads CLI, is not on PATH: install it (npm install -g @beads/bd, brew install beads, " +
+	"or go install github.com/gastownhall/beads/cmd/bd@latest), " +
+	"or give the bead as a JSON file with --bead-file F.json (the fields of `bd show ID --json`; its status is then left alone)")
 
-func (b Bead) str(key string) string {
-	s, _ := b[key].(string)
-	return s
-}
-
-// ID is the bead's id.
-func (b Bead) ID() string { return b.str("id") }
-
-// Title is the bead's title.
-func (b Bead) Title() string { return b.str("title") }
-
-// Type is the bead's issue_type (feature, bug, task, ...).
-func (b Bead) Type() string { return b.str("issue_type") }
-
-// Labels are the bead's labels.
-func (b Bead) Labels() []string {
-	var out []string
-	if list, ok := b["labels"].([]any); ok {
-		for _, l := range list {
-			if s, ok := l.(string); ok {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// OpenBlockers names the beads that block this one and are not closed:
-// the entries of its dependencies whose type is "blocks" (bd 1.0 writes
-// dependency_type; older versions type), as "id (status)".
-func (b Bead) OpenBlockers() []string {
-	list, _ := b["dependencies"].([]any)
-	var out []string
-	for _, d := range list {
-		dep, ok := d.(map[string]any)
-		if !ok {
-			continue
-		}
-		typ, _ := dep["dependency_type"].(string)
-		if typ == "" {
-			typ, _ = dep["type"].(string)
-		}
-		if typ != "" && typ != "blocks" {
-			continue
-		}
-		id, _ := dep["id"].(string)
-		if id == "" {
-			id, _ = dep["depends_on_id"].(string)
-		}
-		status, _ := dep["status"].(string)
-		if id == "" || status == "closed" {
-			continue
-		}
-		if status == "" {
-			status = "status unknown"
-		}
-		out = append(out, fmt.Sprintf("%s (%s)", id, status))
-	}
-	return out
-}
-
-// parseBeads reads bd's JSON for one bead: an array holding it (bd 1.0)
-// or the object itself (older bd).
-func parseBead(data []byte) (Bead, error) {
-	data = bytes.TrimSpace(data)
-	var b Bead
-	if len(data) > 0 && data[0] == '[' {
-		var list []Bead
-		if err := json.Unmarshal(data, &list); err != nil {
-			return nil, err
-		}
-		if len(list) != 1 {
-			return nil, fmt.Errorf("want one bead, got %d", len(list))
-		}
-		b = list[0]
-	} else if err := json.Unmarshal(data, &b); err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return nil, errors.New("want a bead, got null")
-	}
-	return b, nil
-}
-
-// ErrNoBD: the bd command is not installed.
-var ErrNoBD = errors.New("bd, the beads CLI, is not on PATH: install it (https://github.com/steveyegge/beads, e.g. npm install -g @beads/bd), or give the bead as a file with --bead-file F.json")
-
-// Client runs bd in a directory.
+// Client runs bd in a directory: the project whose .beads it works on.
+// Every call takes a context; the caller bounds it with a timeout.
 type Client struct {
-	Bin string // the bd program
-	Dir string
+	Bin string   // the bd program (a path, or a name looked up on PATH)
+	Dir string   // bd's working directory; "" is the current one
+	Env []string // bd's environment; nil is vibeteam's own
 }
 
-// NewClient finds bd on PATH.
+// NewClient finds bd on PATH; ErrNoBD when it is not there.
 func NewClient(dir string) (*Client, error) {
 	bin, err := exec.LookPath("bd")
 	if err != nil {
@@ -120,93 +35,173 @@ func NewClient(dir string) (*Client, error) {
 	return &Client{Bin: bin, Dir: dir}, nil
 }
 
-// BDError is a bd command that failed, with bd's own message.
+// BDError is a bd command that failed: its arguments, what it wrote on
+// stderr (its own message), and its exit code (-1 when it did not exit: it
+// could not start, or was stopped when the context ended). A failed status
+// update is one of these, for the caller to report as a warning.
 type BDError struct {
 	Args     []string
 	Stderr   string
 	ExitCode int
+	Err      error // why bd did not run or was stopped, if it was
 }
+
+// maxStderr bounds the part of bd's stderr an error quotes.
+const maxStderr = 2000
 
 func (e *BDError) Error() string {
 	msg := strings.TrimSpace(e.Stderr)
-	if msg == "" {
+	if len(msg) > maxStderr {
+		msg = "…" + msg[len(msg)-maxStderr:]
+	}
+	switch {
+	case msg != "":
+	case e.Err != nil:
+		msg = e.Err.Error()
+	default:
 		msg = fmt.Sprintf("exit code %d", e.ExitCode)
 	}
-	return fmt.Sprintf("bd %s: %s", strings.Join(e.Args, " "), msg)
+	return fmt.Sprintf("%s: %s", Command(e.Args...), msg)
 }
 
+func (e *BDError) Unwrap() error { return e.Err }
+
+// Command is the bd command line for args, as a shell would take it:
+// bd close bd-1 --reason 'all done'.
+func Command(args ...string) string {
+	var b strings.Builder
+	b.WriteString("bd")
+	for _, a := range args {
+		b.WriteByte(' ')
+		b.WriteString(shellQuote(a))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// run runs bd with args and returns its stdout, or a *BDError.
 func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
-	cmd.Dir = c.Dir
+	cmd.Dir, cmd.Env = c.Dir, c.Env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		code := -1
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if stderr.Len() == 0 {
-			stderr.WriteString(err.Error())
-		}
-		return nil, &BDError{Args: args, Stderr: stderr.String(), ExitCode: code}
+	err := cmd.Run()
+	if err == nil {
+		return stdout.Bytes(), nil
 	}
-	return stdout.Bytes(), nil
+	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		be.Err = ctx.Err()
+		if be.Stderr == "" {
+			be.Err = fmt.Errorf("stopped: %w", ctx.Err())
+		}
+	case errors.As(err, &ee):
+		be.ExitCode = ee.ExitCode()
+	default:
+		be.Err = err
+	}
+	return nil, be
 }
 
-// Show reads bead id (bd show ID --json).
+// checkID refuses an id bd would misread: empty, or taken for a flag.
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("bd: no bead id")
+	case strings.HasPrefix(id, "-"):
+		return fmt.Errorf("bd: bead id %q starts with '-'", id)
+	}
+	return nil
+}
+
+// Show reads bead id (bd show ID --json). bd may take a prefix of an id:
+// the bead's own ID() is the full one.
 func (c *Client) Show(ctx context.Context, id string) (Bead, error) {
-	out, err := c.run(ctx, "show", id, "--json")
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	args := []string{"show", id, "--json"}
+	out, err := c.run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
 	b, err := parseBead(out)
 	if err != nil {
-		return nil, fmt.Errorf("bd show %s --json: %v", id, err)
+		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return b, nil
 }
 
-// SetStatus sets bead id's status (bd update ID --status S).
+// SetStatus sets bead id's status (bd update ID --status S): StatusInProgress
+// when a run picks it up, StatusBlocked when the run is blocked or waits for
+// a review, StatusOpen when it is cancelled.
 func (c *Client) SetStatus(ctx context.Context, id, status string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if status == "" {
+		return errors.New("bd update: no status")
+	}
 	_, err := c.run(ctx, "update", id, "--status", status)
 	return err
 }
 
-// Close closes bead id with a reason (bd close ID --reason R).
+// Close closes bead id, completed, with a summary of the work
+// (bd close ID --reason R).
 func (c *Client) Close(ctx context.Context, id, reason string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
 	_, err := c.run(ctx, "close", id, "--reason", reason)
 	return err
 }
 
-// Ready lists the beads ready to work on (bd ready --json).
+// Ready lists the beads ready to work on (bd ready --json): open, and not
+// blocked by an open one.
 func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
-	out, err := c.run(ctx, "ready", "--json")
+	args := []string{"ready", "--json"}
+	out, err := c.run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
-	var list []Bead
-	if err := json.Unmarshal(bytes.TrimSpace(out), &list); err != nil {
-		return nil, fmt.Errorf("bd ready --json: %v", err)
+	list, err := parseBeads(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return list, nil
 }
 
-var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// SanitizeID makes a bead id one path component and a valid part of a git
-// branch name: other characters become "-", and what git refuses (".."
-// ".lock" at the end, a leading "." or "-") is rewritten.
-func SanitizeID(id string) string {
-	s := unsafeRef.ReplaceAllString(id, "-")
-	for strings.Contains(s, "..") {
-		s = strings.ReplaceAll(s, "..", ".")
+// OpenBlockers is b.OpenBlockers, with the status of each blocker b does not
+// carry (older bd) read with bd show; one bd cannot show stays "status
+// unknown", and open.
+func (c *Client) OpenBlockers(ctx context.Context, b Bead) ([]string, error) {
+	var out []string
+	for _, bl := range b.Blockers() {
+		if bl.Status == "" {
+			other, err := c.Show(ctx, bl.ID)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			if err == nil {
+				bl.Status = other.Status()
+			}
+		}
+		if !done(bl.Status) {
+			out = append(out, bl.String())
+		}
 	}
-	s = strings.Trim(s, ".-")
-	for strings.HasSuffix(s, ".lock") {
-		s = strings.TrimSuffix(s, ".lock") + "-lock"
-	}
-	if s == "" {
-		s = "bead"
-	}
-	return s
+	return out, nil
 }

@@ -49,13 +49,32 @@ func LoadConfig(baseDir string) (Config, error) {
 		return cfg, nil
 	}
 	w := yamlnode.NewWalker(rel, len(data))
-	w.Fields(doc.Content[0], "", "a mapping", []string{"grimoires"}, func(kv yamlnode.Pair) {
-		w.Fields(kv.Val, "grimoires", "a mapping", []string{"by_type", "default"}, func(kv yamlnode.Pair) {
+	// name reads a grimoire's name: a string, not empty.
+	name := func(n *yaml.Node, field string) (string, bool) {
+		s, ok := w.String(n, field)
+		if ok && strings.TrimSpace(s) == "" {
+			w.Fail(n, field, yamlnode.MsgNotEmpty)
+			return "", false
+		}
+		return s, ok
+	}
+	w.Fields(doc.Content[0], "", "", []string{"grimoires"}, func(kv yamlnode.Pair) {
+		w.Fields(kv.Val, "grimoires", "", []string{"by_type", "default"}, func(kv yamlnode.Pair) {
 			switch kv.Key.Value {
 			case "default":
-				cfg.Default, _ = w.String(kv.Val, "grimoires.default")
+				cfg.Default, _ = name(kv.Val, "grimoires.default")
 			case "by_type":
-				cfg.ByType = w.Env(kv.Val, "grimoires.by_type", w.String)
+				// A mapping of issue types to grimoire names.
+				pairs, ok := w.Map(kv.Val, "grimoires.by_type", "a mapping of issue types to grimoire names")
+				if !ok || pairs == nil {
+					return
+				}
+				cfg.ByType = make(map[string]string, len(pairs))
+				for _, t := range pairs {
+					if n, ok := name(t.Val, "grimoires.by_type."+t.Key.Value); ok {
+						cfg.ByType[t.Key.Value] = n
+					}
+				}
 			}
 		})
 	})
@@ -69,11 +88,11 @@ func LoadConfig(baseDir string) (Config, error) {
 // implement-bead.
 func Select(b Bead, cfg Config) (name, rule string) {
 	for _, l := range b.Labels() {
-		if n, ok := strings.CutPrefix(l, "grimoire:"); ok && n != "" {
-			return n, "label " + l
+		if n, ok := strings.CutPrefix(l, "grimoire:"); ok && strings.TrimSpace(n) != "" {
+			return strings.TrimSpace(n), "label " + l
 		}
 	}
-	if n := cfg.ByType[b.Type()]; n != "" {
+	if n := cfg.ByType[b.Type()]; n != "" && b.Type() != "" {
 		return n, ConfigFile + " grimoires.by_type." + b.Type()
 	}
 	if cfg.Default != "" {

@@ -71,33 +71,60 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func TestSanitizeID(t *testing.T) {
+func TestConfigMoreErrors(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"bd-12": "bd-12", "vt.7": "vt.7", "proj/x y": "proj-x-y", "..a..b": "a.b", "-x": "x",
-		"x.lock": "x-lock", "a@{b}": "a-b", "": "bead", "日本": "bead", "a\x00b": "a-b",
+	for text, want := range map[string]string{
+		"- grimoires\n":                            `.vibeteam/config.yaml:1:1: must be a mapping`,
+		"grimoires: implement-bead\n":              `.vibeteam/config.yaml:1:12: grimoires: must be a mapping`,
+		"grimoires:\n  default: \"\"\n":            `.vibeteam/config.yaml:2:12: grimoires.default: must not be empty`,
+		"grimoires:\n  default: 12\n":              `.vibeteam/config.yaml:2:12: grimoires.default: must be a string (write "12" in quotes)`,
+		"grimoires:\n  by_type:\n    bug: \n":      `.vibeteam/config.yaml:3:9: grimoires.by_type.bug: must be a string`,
+		"grimoires:\n  by_type:\n    bug: [x]\n":   `.vibeteam/config.yaml:3:10: grimoires.by_type.bug: must be a string`,
+		"grimoires:\n  by_tpye: {}\n":              `.vibeteam/config.yaml:2:3: grimoires: unknown key "by_tpye" (did you mean "by_type"?)`,
+		"grimoires:\n  default: a\n  default: b\n": `.vibeteam/config.yaml:3:3: grimoires: duplicate key "default"`,
+		"agents: {}\n":                             `.vibeteam/config.yaml:1:1: unknown key "agents" (known: grimoires)`,
 	} {
-		if got := SanitizeID(in); got != want {
-			t.Errorf("SanitizeID(%q) = %q, want %q", in, got, want)
+		_, err := LoadConfig(writeConfig(t, text))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s…", text, err, want)
+		}
+	}
+	// Every problem is reported, in file order.
+	_, err := LoadConfig(writeConfig(t, "grimoires:\n  defualt: x\n  by_type: {bug: 1}\nextra: 1\n"))
+	if err == nil || strings.Count(err.Error(), ".vibeteam/config.yaml:") != 3 || !strings.HasPrefix(err.Error(), ".vibeteam/config.yaml:2:") {
+		t.Errorf("several problems: %v", err)
+	}
+	// An empty file, or only a comment, is an empty config.
+	for _, text := range []string{"", "# nothing yet\n", "grimoires:\n", "grimoires: {}\n"} {
+		if cfg, err := LoadConfig(writeConfig(t, text)); err != nil || cfg.Default != "" || len(cfg.ByType) != 0 {
+			t.Errorf("%q: %+v, %v", text, cfg, err)
 		}
 	}
 }
 
-func TestParseBeadBothShapes(t *testing.T) {
+func TestSelectOrder(t *testing.T) {
 	t.Parallel()
-	for _, data := range []string{`[{"id":"bd-1","title":"T","labels":["a"]}]`, `{"id":"bd-1","title":"T","labels":["a"]}`} {
-		b, err := parseBead([]byte(data))
-		if err != nil || b.ID() != "bd-1" || b.Title() != "T" || len(b.Labels()) != 1 {
-			t.Errorf("%s: %v %v", data, b, err)
-		}
+	cfg, err := LoadConfig(writeConfig(t, "grimoires:\n  by_type:\n    feature: build-it\n    bug: fix-bug\n  default: do-it\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	b := Bead{"dependencies": []any{
-		map[string]any{"id": "bd-2", "status": "open", "dependency_type": "blocks"},
-		map[string]any{"id": "bd-3", "status": "closed", "dependency_type": "blocks"},
-		map[string]any{"id": "bd-4", "status": "open", "dependency_type": "related"},
-		map[string]any{"depends_on_id": "bd-5", "type": "blocks", "status": "in_progress"},
-	}}
-	if got := strings.Join(b.OpenBlockers(), ", "); got != "bd-2 (open), bd-5 (in_progress)" {
-		t.Errorf("blockers: %s", got)
+	for _, tc := range []struct {
+		bead       Bead
+		cfg        Config
+		name, rule string
+	}{
+		{Bead{"issue_type": "feature", "labels": []any{"grimoire:fix-bug"}}, cfg, "fix-bug", "label grimoire:fix-bug"},
+		{Bead{"issue_type": "feature", "labels": []any{"area:x", "grimoire:", "grimoire:a", "grimoire:b"}}, cfg, "a", "label grimoire:a"},
+		{Bead{"issue_type": "feature", "labels": []any{"grimoires:x"}}, cfg, "build-it", ".vibeteam/config.yaml grimoires.by_type.feature"},
+		{Bead{"issue_type": "bug"}, cfg, "fix-bug", ".vibeteam/config.yaml grimoires.by_type.bug"},
+		{Bead{"issue_type": "chore"}, cfg, "do-it", ".vibeteam/config.yaml grimoires.default"},
+		{Bead{}, cfg, "do-it", ".vibeteam/config.yaml grimoires.default"},
+		{Bead{"issue_type": "bug"}, Config{}, "implement-bead", "the built-in default"},
+		{Bead{"issue_type": "bug", "labels": []any{"grimoire:x"}}, Config{}, "x", "label grimoire:x"},
+		{Bead{"issue_type": "chore"}, Config{ByType: map[string]string{"bug": "fix-bug"}}, "implement-bead", "the built-in default"},
+	} {
+		if name, rule := Select(tc.bead, tc.cfg); name != tc.name || rule != tc.rule {
+			t.Errorf("%v: %s (%s), want %s (%s)", tc.bead, name, rule, tc.name, tc.rule)
+		}
 	}
 }
