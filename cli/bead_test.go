@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -65,16 +64,7 @@ func (p *beadProject) bdExec(args ...string) result {
 	p.t.Helper()
 	cmd := p.command(args...)
 	cmd.Env = append(cmd.Env, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runResult(p.t, cmd)
 }
 
 // bdCalls are the fake bd's calls, one "arg arg ..." line each.

@@ -152,7 +152,12 @@ func (p *project) command(args ...string) *exec.Cmd {
 
 func (p *project) exec(args ...string) result {
 	p.t.Helper()
-	cmd := p.command(args...)
+	return runResult(p.t, p.command(args...))
+}
+
+// runResult runs cmd to its end: its output and exit code.
+func runResult(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -160,7 +165,7 @@ func (p *project) exec(args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return result{out.String(), errb.String(), code}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"slices"
@@ -57,17 +56,7 @@ func (f *logFixture) step(typ string, v any) { f.emit(typ, "", events.Fields(v))
 // in-process runs must not overlap, and these tests run in parallel.)
 func (f *logFixture) run(args ...string) result {
 	f.t.Helper()
-	cmd := f.command(args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		f.t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runResult(f.t, f.command(args...))
 }
 
 func (f *logFixture) command(args ...string) *exec.Cmd {

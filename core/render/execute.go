@@ -148,18 +148,23 @@ func (r *run) render(name, text string) (string, error) {
 	return out.String(), nil
 }
 
-// renderLimited is render bounded in time. text/template cannot be
-// cancelled, so a render that runs too long is abandoned (and told to stop
-// at its next function call).
+// renderLimited is render bounded in time.
 func (r *run) renderLimited(name, text string) (string, error) {
 	r.stop = new(atomic.Bool)
+	return limited(r.stop, func() (string, error) { return r.render(name, text) })
+}
+
+// limited runs render bounded in time. text/template cannot be cancelled,
+// so a render that runs too long is abandoned (and told, through stop, to
+// stop at its next function call).
+func limited(stop *atomic.Bool, render func() (string, error)) (string, error) {
 	type result struct {
 		s   string
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := r.render(name, text)
+		s, err := render()
 		done <- result{s, err}
 	}()
 	timer := time.NewTimer(maxRenderTime)
@@ -168,7 +173,7 @@ func (r *run) renderLimited(name, text string) (string, error) {
 	case res := <-done:
 		return res.s, res.err
 	case <-timer.C:
-		r.stop.Store(true)
+		stop.Store(true)
 		return "", fmt.Errorf("rendering took longer than %s (a range over a huge number?)", maxRenderTime)
 	}
 }

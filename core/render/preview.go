@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"text/template"
 	"text/template/parse"
-	"time"
 )
 
 // Placeholder is how a preview shows a value known only at run time:
@@ -374,24 +373,11 @@ func (e previewErrors) Error() string { return strings.Join(e, "; ") }
 // a value only a run knows was met.
 func (v *previewRun) renderLimited(name, text string) (out string, pending bool, warnings []string, err error) {
 	v.stop = new(atomic.Bool)
-	type result struct {
-		s   string
-		err error
+	out, err = limited(v.stop, func() (string, error) { return v.render(name, text) })
+	if err != nil && v.stop.Load() {
+		return "", false, nil, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := v.render(name, text)
-		done <- result{s, err}
-	}()
-	timer := time.NewTimer(maxRenderTime)
-	defer timer.Stop()
-	select {
-	case res := <-done:
-		return res.s, *v.pending, *v.warnings, res.err
-	case <-timer.C:
-		v.stop.Store(true)
-		return "", false, nil, fmt.Errorf("rendering took longer than %s (a range over a huge number?)", maxRenderTime)
-	}
+	return out, *v.pending, *v.warnings, err
 }
 
 // parse is run.parse with include replaced by the preview's.
