@@ -173,41 +173,37 @@ func BenchmarkWideStage(b *testing.B) {
 // running the same 200 commands (each through sh -c, as the shell adapter
 // does): the ratio is the engine's overhead per step.
 func BenchmarkLongWorkflow(b *testing.B) {
-	const n = 200
-	var wf, script strings.Builder
+	var wf strings.Builder
 	wf.WriteString("id: long\nstages:\n")
-	for i := 0; i < n; i++ {
+	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&wf, "  - id: s%d\n    tasks:\n      - { id: t%d, adapter: shell, executionMode: headless, prompt: \"echo %d\" }\n", i, i, i)
-		fmt.Fprintf(&script, "sh -c 'echo %d'\n", i)
 	}
-	var ours, sh time.Duration
-	for i := 0; i < b.N; i++ {
-		ours += runWorkflow(b, wf.String())
-		start := time.Now()
-		if out, err := exec.Command("sh", "-c", script.String()).CombinedOutput(); err != nil {
-			b.Fatalf("%v\n%s", err, out)
-		}
-		sh += time.Since(start)
-	}
-	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "ms/run")
-	b.ReportMetric(float64(sh.Milliseconds())/float64(b.N), "sh-ms/run")
-	b.ReportMetric(float64(ours)/float64(sh), "x-sh")
+	versusSh(b, wf.String(), 200)
 }
 
 // BenchmarkScriptGrimoire is a grimoire of 200 script steps of `echo`,
 // against sh running the same 200 commands, each through sh -c (target:
 // ≤ 1.3× sh).
 func BenchmarkScriptGrimoire(b *testing.B) {
-	const n = 200
-	var g, script strings.Builder
+	var g strings.Builder
 	g.WriteString("name: long\nsteps:\n")
-	for i := 0; i < n; i++ {
+	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&g, "  - name: s%d\n    type: script\n    command: echo %d\n", i, i)
+	}
+	versusSh(b, g.String(), 200)
+}
+
+// versusSh times `vibeteam run` of a definition whose n steps each echo
+// their index, against sh running `sh -c 'echo i'` for the same n, in
+// turns, and reports both and their ratio.
+func versusSh(b *testing.B, def string, n int) {
+	var script strings.Builder
+	for i := 0; i < n; i++ {
 		fmt.Fprintf(&script, "sh -c 'echo %d'\n", i)
 	}
 	var ours, sh time.Duration
 	for i := 0; i < b.N; i++ {
-		ours += runWorkflow(b, g.String())
+		ours += runWorkflow(b, def)
 		start := time.Now()
 		if out, err := exec.Command("sh", "-c", script.String()).CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, out)
