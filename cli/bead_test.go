@@ -513,3 +513,50 @@ func TestMergeReviewAtTheTerminal(t *testing.T) {
 		})
 	}
 }
+
+// spec-to-beads: the agent (the fake, running the fake bd) creates two
+// beads and reports them; the check finds both.
+func TestSpecToBeadsEndToEnd(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write("docs/spec.md", "# A spec\n\nTwo things to do.\n")
+	p.write(".vibeteam/adapters/claude.yaml", "name: claude\ncommand: "+fakeAgent+"\nmodes:\n  headless: { args: [exec=bd_create_--title_First_--json, exec=bd_create_--title_Second, exec=bd_dep_add_bd-2_bd-1, cat=answer.md], prompt: { position: arg } }\n")
+	p.write("answer.md", "```json\n{\"success\": true, \"outputs\": {\"created\": [\"bd-1\", \"bd-2\"]}}\n```\n")
+	r := p.bdExec("run", "spec-to-beads", "--set", "spec=docs/spec.md")
+	wantCode(t, r, 0)
+	s := p.only()
+	if got := s.Runs["2"].Output; got != "2 bead(s) created" {
+		t.Errorf("check printed %q\n%s", got, r.stderr)
+	}
+	calls := strings.Join(p.bdCalls(), "\n")
+	for _, want := range []string{"create --title First --json", "dep add bd-2 bd-1", "show bd-1 --json", "show bd-2 --json"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("no bd %s:\n%s", want, calls)
+		}
+	}
+	// A bead reported but not created is caught.
+	p.write("answer.md", "```json\n{\"success\": true, \"outputs\": {\"created\": [\"bd-1\", \"bd-77\"]}}\n```\n")
+	r = p.bdExec("run", "spec-to-beads", "--set", "spec=docs/spec.md")
+	wantCode(t, r, 3)
+	if !strings.Contains(r.stderr, "bead bd-77 was reported but does not exist") {
+		t.Errorf("missing bead not caught:\n%s", r.stderr)
+	}
+}
+
+// prepare-pr without gh prints the command, with the bead's title.
+func TestPreparePRWithoutGh(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write("bead.json", `{"id": "bd-3", "title": "Add it's feature", "description": "Why: because."}`)
+	p.write("f.txt", "x\n")
+	p.git("add", "f.txt")
+	p.git("commit", "-q", "-m", "work")
+	cmd := p.command("run", "prepare-pr", "--set", "title=unused")
+	cmd.Env = append(cmd.Env, "PATH=/usr/bin:/bin") // no gh
+	r := runResult(t, cmd)
+	wantCode(t, r, 0)
+	s := p.only()
+	if got := s.Runs["1"].Output; !strings.Contains(got, "gh is not installed") || !strings.Contains(got, "gh pr create --draft --title 'unused'") {
+		t.Errorf("pr step printed %q", got)
+	}
+}

@@ -706,7 +706,7 @@ func TestResolveGrimoires(t *testing.T) {
 	}
 	_, err = Locate("scrip-demo", other)
 	if !errors.As(err, &nf) || nf.Suggestion != "script-demo" ||
-		!strings.HasSuffix(err.Error(), `; did you mean "script-demo"? (built-in workflows: demo, implement-bead, script-demo)`) {
+		!strings.HasSuffix(err.Error(), `; did you mean "script-demo"? (built-in workflows: demo, implement-bead, prepare-pr, script-demo, spec-to-beads)`) {
 		t.Errorf("Locate(scrip-demo) = %v", err)
 	}
 	// A built-in of that very name is no suggestion (Resolve leaves
@@ -719,7 +719,7 @@ func TestResolveGrimoires(t *testing.T) {
 		t.Errorf("Locate(demo.yaml) = %v", err)
 	}
 
-	if got, want := NamedWorkflows(base), []string{"both", "coven-only", "demo", "implement-bead", "script-demo", "shared"}; !slices.Equal(got, want) {
+	if got, want := NamedWorkflows(base), []string{"both", "coven-only", "demo", "implement-bead", "prepare-pr", "script-demo", "shared", "spec-to-beads"}; !slices.Equal(got, want) {
 		t.Errorf("NamedWorkflows = %q, want %q", got, want)
 	}
 }

@@ -19,6 +19,7 @@
 //	                  byte to the key to PATH
 //	tty=PATH          write "tty" or "notty" (is stdin a terminal?) to PATH
 //	cat=PATH          write the content of PATH to stdout
+//	exec=CMD          run CMD (underscores for spaces) with sh -c; its output goes to stderr
 //	streamjson=PATH   write stream-json as claude -p does: an init line, an
 //	                  assistant message, and a result line whose result is
 //	                  the content of PATH
@@ -116,6 +117,10 @@ func main() {
 				answer = "tty"
 			}
 			must(os.WriteFile(val, []byte(answer), 0o644))
+		case "exec":
+			cmd := exec.Command("sh", "-c", strings.ReplaceAll(val, "_", " "))
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			must(cmd.Run())
 		case "cat":
 			b, err := os.ReadFile(val)
 			must(err)
