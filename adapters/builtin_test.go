@@ -309,3 +309,26 @@ func TestHandlerAction(t *testing.T) {
 		t.Error("a handler with an unknown Use must not apply")
 	}
 }
+
+// An idle match covers the input box only, never the transcript above it:
+// the submitted prompt shown there is evidence that a turn ran (the engine
+// looks for it outside the idle match), and a match from the first ❯ would
+// swallow it.
+func TestClaudeIdleMatchIsTheInputBoxOnly(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "screens", "claude_idle_after_tool.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustNew(t, NewRegistry(), "claude")
+	for _, s := range a.States() {
+		if s.Name != StateIdle {
+			continue
+		}
+		m := s.Pattern.FindString(string(data))
+		if m == "" || strings.Count(m, "❯") != 1 {
+			t.Fatalf("idle match %q, want the input box alone", m)
+		}
+		return
+	}
+	t.Fatal("no idle state")
+}

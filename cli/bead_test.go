@@ -242,6 +242,10 @@ steps:
 	p2.git("commit", "-q", "-am", "main moved")
 	p2.write("main-moved", "")
 	p2.write("notes.txt", "untracked, mine\n")
+	p2.write("mine.txt", "committed\n")
+	p2.git("add", "mine.txt")
+	p2.git("commit", "-q", "-m", "mine")
+	p2.write("mine.txt", "committed, then changed and not committed\n") // a modified tracked file
 	p2.write("other-change.txt", "x\n")
 	before := p2.snapshot()
 	s := p2.only()
@@ -558,5 +562,28 @@ func TestPreparePRWithoutGh(t *testing.T) {
 	s := p.only()
 	if got := s.Runs["1"].Output; !strings.Contains(got, "gh is not installed") || !strings.Contains(got, "gh pr create --draft --title 'unused'") {
 		t.Errorf("pr step printed %q", got)
+	}
+}
+
+// A second run on a bead that has a live session is refused, naming it.
+func TestSecondRunOnALiveBeadIsRefused(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "Busy", nil))
+	p.write(".vibeteam/grimoires/slow.yaml", "name: slow\nsteps:\n  - name: wait\n    type: script\n    command: touch started; sleep 60\n")
+	cmd := p.command("run", "slow", "--bead-file", "bead.json", "--grace", "500ms")
+	p.write("bead.json", `{"id": "bd-1", "title": "Busy"}`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	waitFor(t, func() bool { return p.exists(".worktrees/bd-1/started") })
+	first := p.only().ID
+	r := p.exec("run", "slow", "--bead-file", "bead.json")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "bead bd-1 already has a running session, "+first) {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	if n := len(p.sessions()); n != 1 {
+		t.Errorf("%d sessions", n)
 	}
 }
