@@ -44,11 +44,6 @@ type grimoire struct {
 	tag    string // carried by every script's processes
 
 	mu sync.Mutex // guards scope against a render abandoned at its time limit
-	// replaying is true while the walk replays finished runs (a resume):
-	// nothing is emitted for them.
-	failed []string // runs that failed while the grimoire went on
-	runs   int
-	skips  int
 }
 
 func (x *Executor) runGrimoire(ctx context.Context) Outcome {
@@ -114,7 +109,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.mu.Lock()
 	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
 	x.sess.IterationSummaries = iterationSummaries(def, x.sess.Runs)
-	x.sess.FailedSteps = g.failedSteps()
+	_, _, x.sess.FailedSteps = runTotals(x.sess.Runs)
 	pending := x.pendingMerge
 	x.mu.Unlock()
 	switch {
@@ -135,9 +130,11 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.mu.Lock()
 	x.sess.Cursor = ""
 	x.mu.Unlock()
-	failed := g.failedSteps()
+	x.mu.Lock()
+	steps, skipped, failed := runTotals(x.sess.Runs)
+	x.mu.Unlock()
 	x.emit(events.WorkflowCompleted, "", events.Fields(events.Completed{
-		DurationMS: time.Since(start).Milliseconds(), Steps: g.runs, Failed: len(failed), Skipped: g.skips, FailedSteps: failed,
+		DurationMS: time.Since(start).Milliseconds(), Steps: steps, Failed: len(failed), Skipped: skipped, FailedSteps: failed,
 	}))
 	summary := fmt.Sprintf("Completed by vibeteam grimoire %s (session %s)", def.ID, x.sess.ID)
 	if x.sess.Merged != "" {
@@ -230,9 +227,29 @@ func blockedContext(output string) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (g *grimoire) failedSteps() []string {
-	out := append([]string(nil), g.failed...)
-	return out
+// runTotals counts a session's step runs, in walk order: those that ran
+// (done or failed; loops aside), those skipped, and the failed ones as
+// "name (address)".
+func runTotals(runs map[string]*state.StepRun) (steps, skipped int, failed []string) {
+	keys := make([]string, 0, len(runs))
+	for k := range runs {
+		keys = append(keys, k)
+	}
+	flow.SortKeys(keys)
+	for _, k := range keys {
+		r := runs[k]
+		switch {
+		case r.Type == workflow.StepLoop:
+		case r.Status == string(flow.Skipped):
+			skipped++
+		case r.Status == string(flow.Done):
+			steps++
+		case r.Status == string(flow.Failed):
+			steps++
+			failed = append(failed, fmt.Sprintf("%s (%s)", r.Name, k))
+		}
+	}
+	return steps, skipped, failed
 }
 
 // beadID is the bead's id field, if any.
@@ -418,9 +435,6 @@ func (s *grimoireStore) Finished(at flow.Addr) (flow.Result, bool) {
 		ExitCode: r.ExitCode, ChangedFiles: r.ChangedFiles, LogPath: r.LogPath, ExitLoop: r.ExitLoop,
 		Reason: r.Reason, Duration: time.Duration(r.DurationMS) * time.Millisecond,
 	}
-	if res.Status == flow.Failed {
-		(*grimoire)(s).noteFailed(r.Name, at)
-	}
 	return res, true
 }
 
@@ -429,10 +443,6 @@ func (s *grimoireStore) Finished(at flow.Addr) (flow.Result, bool) {
 func (s *grimoireStore) replaying(at flow.Addr) bool {
 	_, ok := s.finishedRun(at)
 	return ok
-}
-
-func (g *grimoire) noteFailed(name string, at flow.Addr) {
-	g.failed = append(g.failed, fmt.Sprintf("%s (%s)", name, at.Key()))
 }
 
 func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
@@ -460,7 +470,6 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 
 func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	x := s.x
-	g := (*grimoire)(s)
 	key := at.Key()
 	now := time.Now()
 	output := r.Output
@@ -488,17 +497,6 @@ func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) 
 	// The end of a step is made durable: a resume never runs it again.
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, true)
 	x.mu.Unlock()
-	switch r.Status {
-	case flow.Skipped:
-		g.skips++
-	case flow.Done:
-		if step.Type != workflow.StepLoop {
-			g.runs++
-		}
-	case flow.Failed:
-		g.runs++
-		g.noteFailed(step.Label(), at)
-	}
 	ev := events.StepCompleted{
 		Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at),
 		Status: string(r.Status), Success: r.Status == flow.Done, ExitCode: r.ExitCode,
