@@ -587,3 +587,131 @@ func TestSecondRunOnALiveBeadIsRefused(t *testing.T) {
 		t.Errorf("%d sessions", n)
 	}
 }
+
+// preview --bead reads the bead through bd without changing it, and
+// without a NAME says which rule chose the grimoire, as run does.
+func TestPreviewChoosesTheGrimoireOfABead(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t,
+		bead("bd-1", "Labelled", map[string]any{"labels": []any{"grimoire:labelled"}}),
+		bead("bd-2", "A bug", map[string]any{"issue_type": "bug"}),
+		bead("bd-3", "Blocked", map[string]any{"issue_type": "chore", "dependencies": []any{map[string]any{"id": "bd-4", "status": "open", "dependency_type": "blocks"}}}),
+		bead("bd-4", "Not started", map[string]any{"issue_type": "task"}),
+	)
+	for _, name := range []string{"labelled", "by-type", "fallback"} {
+		p.write(".vibeteam/grimoires/"+name+".yaml", "name: "+name+"\nsteps:\n  - name: s\n    type: script\n    command: echo {{.bead.title}} > chosen-"+name+".txt\n")
+	}
+	p.write(".vibeteam/config.yaml", "grimoires:\n  by_type: {bug: by-type}\n  default: fallback\n")
+	for _, c := range []struct {
+		args       []string
+		rule, show string
+	}{
+		{[]string{"--bead", "bd-1"}, "bead bd-1: grimoire labelled (label grimoire:labelled)", "echo 'Labelled' > chosen-labelled.txt"},
+		{[]string{"--bead", "bd-2"}, "bead bd-2: grimoire by-type (.vibeteam/config.yaml grimoires.by_type.bug)", "echo 'A bug' > chosen-by-type.txt"},
+		{[]string{"--bead", "bd-4"}, "bead bd-4: grimoire fallback (.vibeteam/config.yaml grimoires.default)", "echo 'Not started' > chosen-fallback.txt"},
+		// A NAME wins over the rules, and the rule line is not printed.
+		{[]string{"labelled", "--bead", "bd-2"}, "", "echo 'A bug' > chosen-labelled.txt"},
+	} {
+		r := p.bdExec(append([]string{"preview"}, c.args...)...)
+		wantCode(t, r, 0)
+		if c.rule != "" && !strings.HasPrefix(r.stdout, c.rule+"\n") {
+			t.Errorf("preview %v does not begin with %q:\n%s", c.args, c.rule, r.stdout)
+		}
+		if c.rule == "" && strings.Contains(r.stdout, "grimoire labelled (") {
+			t.Errorf("preview %v printed a rule for a named grimoire:\n%s", c.args, r.stdout)
+		}
+		if !strings.Contains(r.stdout, c.show) {
+			t.Errorf("preview %v does not show %q:\n%s", c.args, c.show, r.stdout)
+		}
+	}
+	// Blockers are a warning; preview still shows what run would do.
+	r := p.bdExec("preview", "--bead", "bd-3")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "blocked by bd-4 (open)") || !strings.Contains(r.stdout, "grimoire fallback") {
+		t.Errorf("blocked bead:\n%s\n%s", r.stdout, r.stderr)
+	}
+	// Without the config, the last rule: implement-bead.
+	if err := os.Remove(p.path(".vibeteam/config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	r = p.bdExec("preview", "--bead", "bd-4")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "bead bd-4: grimoire implement-bead (") {
+		t.Errorf("no config:\n%s", r.stdout)
+	}
+	r = p.bdExec("preview", "--bead", "bd-9")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "issue bd-9 not found") {
+		t.Errorf("bd's message is not shown:\n%s", r.stderr)
+	}
+	r = p.bdExec("preview")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "--bead") {
+		t.Errorf("preview without a name or a bead:\n%s", r.stderr)
+	}
+	// Only reads: no status change, no session, no worktree.
+	for _, call := range p.bdCalls() {
+		if !strings.HasPrefix(call, "show ") {
+			t.Errorf("preview called bd %s", call)
+		}
+	}
+	if p.exists(".worktrees") || p.exists(".vibeteam/sessions") {
+		t.Error("preview wrote a worktree or a session")
+	}
+}
+
+// show and sessions give a bead's session: the bead, the worktree, why it
+// waits, and the command to type next.
+func TestShowAndSessionsOfABead(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-5", "Shown", nil), bead("bd-6", "Rejected", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+	wantCode(t, p.bdExec("run", "ship", "--bead", "bd-5"), 3)
+	wantCode(t, p.bdExec("run", "ship", "--bead", "bd-6"), 3)
+	ids := map[string]string{}
+	for _, s := range p.sessions() {
+		ids[s.Bead["id"].(string)] = s.ID
+	}
+	wantCode(t, p.bdExec("resume", ids["bd-6"], "--reject-merge", "--reason", "not this way"), 3)
+
+	r := p.bdExec("show", ids["bd-5"])
+	wantCode(t, r, 0)
+	for _, want := range []string{"bead      bd-5: Shown (bd)", "worktree  " + filepath.Join(p.dir, ".worktrees", "bd-5") + " (branch vibeteam/bd-5, merges into main)",
+		"pending_merge", "vibeteam resume " + ids["bd-5"] + " --approve-merge", "--reject-merge"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show of a pending merge lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = p.bdExec("show", ids["bd-6"])
+	wantCode(t, r, 0)
+	for _, want := range []string{"bead      bd-6: Rejected", "blocked   merge_rejected", "vibeteam resume " + ids["bd-6"]} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show of a rejected merge lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	r = p.bdExec("sessions")
+	wantCode(t, r, 0)
+	for _, want := range []string{"pending_merge", "blocked (merge_rejected)", "bead bd-5: Shown", "bead bd-6: Rejected",
+		"waiting for you:", "vibeteam resume " + ids["bd-5"] + " --approve-merge", "worktree " + filepath.Join(p.dir, ".worktrees", "bd-6")} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("sessions lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = p.bdExec("sessions", "--json")
+	wantCode(t, r, 0)
+	var rows []sessionSummary
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]sessionSummary{}
+	for _, row := range rows {
+		got[row.Bead] = row
+	}
+	if g := got["bd-5"]; g.Status != "pending_merge" || g.Worktree != filepath.Join(p.dir, ".worktrees", "bd-5") || !strings.Contains(g.Next, "--approve-merge") {
+		t.Errorf("sessions --json, pending merge: %+v", g)
+	}
+	if g := got["bd-6"]; g.Status != "blocked" || g.BlockedReason != "merge_rejected" || g.Next != "vibeteam resume "+ids["bd-6"] {
+		t.Errorf("sessions --json, rejected: %+v", g)
+	}
+}

@@ -93,13 +93,24 @@ func liveSessionOn(base, id string) string {
 // chooseGrimoire picks the grimoire for a bead run without a name, and
 // says which rule chose it.
 func chooseGrimoire(streams IO, base string, rb *runBead) (string, error) {
-	cfg, err := beads.LoadConfig(base)
+	name, rule, err := selectGrimoire(base, rb.fields)
 	if err != nil {
-		return "", exitf(ExitUsage, "%v", err)
+		return "", err
 	}
-	name, rule := beads.Select(beads.Bead(rb.fields), cfg)
 	fmt.Fprintf(streams.Err, "bead %s: grimoire %s (%s)\n", safe(rb.id), safe(name), safe(rule))
 	return name, nil
+}
+
+// selectGrimoire is the grimoire a bead gets by the selection rules
+// (label, .vibeteam/config.yaml by type, its default, implement-bead), and
+// the rule that chose it.
+func selectGrimoire(base string, bead map[string]any) (name, rule string, err error) {
+	cfg, err := beads.LoadConfig(base)
+	if err != nil {
+		return "", "", exitf(ExitUsage, "%v", err)
+	}
+	name, rule = beads.Select(beads.Bead(bead), cfg)
+	return name, rule, nil
 }
 
 // resumeBead gives a resumed session on a bead its tracker and worktree

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -19,7 +21,7 @@ func previewCommand(streams IO) *ucli.Command {
 	return &ucli.Command{
 		Name:      "preview",
 		Usage:     "show what a grimoire would do, running nothing: its steps with their rendered prompts and commands, every problem as file:line",
-		ArgsUsage: "NAME|FILE",
+		ArgsUsage: "NAME|FILE  (or none, with --bead or --bead-file)",
 		Description: `Shows what "vibeteam run NAME|FILE" would do with a grimoire, and runs
 nothing: no agent, no command, no process, and no file or directory is
 written (not even .vibeteam/). The grimoire is found as run finds it (a
@@ -45,23 +47,30 @@ or partial is an error. Problems go to stderr, one a line, as
 file:line:col: message; warnings (a value inside quotes in a command,
 {{raw}}) too.
 
---bead-file reads the bead (.bead) as run --bead-file does: JSON as
-"bd show ID --json" prints it, an object or an array of one. Without it,
-.bead is an empty object, as in a run without a bead, and a template that
-reads a key of it gets a placeholder and a warning.
+--bead ID reads the bead (.bead) with "bd show ID --json", as run does
+(bd is only read, no status changes); --bead-file reads it from a file,
+JSON as "bd show ID --json" prints it, an object or an array of one.
+With either and no NAME, the grimoire is chosen as "run --bead" chooses
+it, and the first line says which rule chose it: the bead's
+grimoire:<name> label, .vibeteam/config.yaml by issue type, its default,
+or implement-bead. Open blockers, which run refuses without --force, are
+a warning. Without a bead, .bead is an empty object, as in a run without
+a bead, and a template that reads a key of it gets a placeholder and a
+warning.
 
 A stage workflow is shown as its stages and tasks with their prompts.
 
 Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 		Flags: []ucli.Flag{
 			baseDirFlag,
+			&ucli.StringFlag{Name: "bead", Usage: "render .bead from bead `ID` (read with bd show); without NAME, the grimoire run --bead would choose"},
 			&ucli.StringFlag{Name: "bead-file", Usage: "render .bead from `FILE`, JSON as `bd show ID --json` prints it (an object, or an array of one)"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value`, as run takes it (repeatable)"},
 			&ucli.BoolFlag{Name: "full", Usage: "show each agent step's whole prompt, the system prompt around the spell included"},
 		},
 		Action: func(c *ucli.Context) error {
-			if c.NArg() != 1 {
-				return exitf(ExitUsage, "preview needs exactly one grimoire file or name (see vibeteam preview --help)")
+			if c.NArg() > 1 {
+				return exitf(ExitUsage, "preview takes one grimoire file or name (see vibeteam preview --help)")
 			}
 			base, err := baseDir(c)
 			if err != nil {
@@ -71,18 +80,27 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
-			var bead map[string]any
-			if f := c.String("bead-file"); f != "" {
-				if bead, err = readBeadFile(f); err != nil {
-					return exitf(ExitUsage, "%v", err)
+			bead, err := previewBead(c, streams, base)
+			if err != nil {
+				return err
+			}
+			arg := c.Args().First()
+			if arg == "" {
+				if bead == nil {
+					return exitf(ExitUsage, "preview needs a grimoire file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam preview --help)")
 				}
+				name, rule, err := selectGrimoire(base, bead)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(streams.Out, "bead %s: grimoire %s (%s)\n\n", safe(beads.Bead(bead).ID()), safe(name), safe(rule))
+				arg = name
 			}
 			reg, err := loadRegistry(base)
 			if err != nil {
 				return err
 			}
 			warnBrokenAdapters(streams.Err, reg)
-			arg := c.Args().First()
 			found, err := workflow.Locate(arg, base)
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
@@ -108,7 +126,7 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 				pv.grimoire(def, from, vars, bead, base)
 			} else {
 				if bead != nil {
-					return exitf(ExitUsage, "--bead-file is for grimoires; %s is a stage workflow", def.Source)
+					return exitf(ExitUsage, "--bead and --bead-file are for grimoires; %s is a stage workflow", def.Source)
 				}
 				pv.stages(def, from, vars)
 			}
@@ -120,6 +138,39 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			return nil
 		},
 	}
+}
+
+// previewBead reads the bead of --bead ID (through bd, read only) or
+// --bead-file; nil without either. Open blockers are a warning: preview
+// shows what run would do once they are closed, or with --force.
+func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, error) {
+	id, file := c.String("bead"), c.String("bead-file")
+	switch {
+	case id != "" && file != "":
+		return nil, exitf(ExitUsage, "--bead and --bead-file: one or the other")
+	case file != "":
+		b, err := readBeadFile(file)
+		if err != nil {
+			return nil, exitf(ExitUsage, "%v", err)
+		}
+		return b, nil
+	case id == "":
+		return nil, nil
+	}
+	client, err := beads.NewClient(base)
+	if err != nil {
+		return nil, exitf(ExitUsage, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+	defer cancel()
+	b, err := client.Show(ctx, id)
+	if err != nil {
+		return nil, exitf(ExitFailed, "%v", err)
+	}
+	if blockers := b.OpenBlockers(); len(blockers) > 0 {
+		fmt.Fprintf(streams.Err, "warning: bead %s is blocked by %s, still open: run refuses it until they are closed, or with --force\n", safe(id), safe(strings.Join(blockers, ", ")))
+	}
+	return b, nil
 }
 
 // previewer prints a preview and gathers its problems.

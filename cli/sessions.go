@@ -26,7 +26,11 @@ type sessionSummary struct {
 	Running   bool      `json:"running"`
 	// A grimoire's bead and why it is blocked, if it is.
 	Bead          string `json:"bead,omitempty"`
+	Worktree      string `json:"worktree,omitempty"`
 	BlockedReason string `json:"blockedReason,omitempty"`
+	// Next is the command that moves the session on, for one that waits
+	// for a person (empty when it runs or is over).
+	Next string `json:"next,omitempty"`
 }
 
 func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
@@ -38,7 +42,8 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 		title, _ := s.Bead["title"].(string)
 		sum.Goal, sum.Bead = "bead "+id+": "+title, id
 	}
-	sum.BlockedReason = s.BlockedReason
+	sum.BlockedReason, sum.Worktree = s.BlockedReason, s.Worktree
+	sum.Next = nextCommand(s, sum.Running)
 	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {
 		// A grimoire's progress is its step runs (loops aside).
 		for _, r := range s.Runs {
@@ -106,7 +111,47 @@ func sessionsCommand(streams IO) *ucli.Command {
 				// Session files hold workflow text: safe before printing.
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), fit(safe(r.Goal), 50))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			var waiting []sessionSummary
+			for _, r := range rows {
+				if r.Next != "" {
+					waiting = append(waiting, r)
+				}
+			}
+			if len(waiting) > 0 {
+				fmt.Fprintln(streams.Out, "\nwaiting for you:")
+				tw = tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
+				for _, r := range waiting {
+					where := ""
+					if r.Worktree != "" {
+						where = "worktree " + safe(r.Worktree)
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", safe(r.ID), safe(r.Next), where)
+				}
+				return tw.Flush()
+			}
+			return nil
 		},
 	}
+}
+
+// nextCommand is the command a person types to move a session on: review
+// a waiting merge, retry after a conflict is resolved, or resume. Empty
+// for a session that runs, completed or was cancelled.
+func nextCommand(s *state.Session, running bool) string {
+	if running {
+		return ""
+	}
+	switch s.Status {
+	case state.StatusCompleted, state.StatusCancelled:
+		return ""
+	case state.StatusPendingMerge:
+		return "vibeteam resume " + s.ID + " --approve-merge (or --reject-merge)"
+	}
+	if s.BlockedReason == "merge_conflict" {
+		return "resolve the conflict in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
+	}
+	return "vibeteam resume " + s.ID
 }
