@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -140,6 +141,18 @@ func (v *vterm) dump() string {
 	return strings.Join(v.screen(), "\n")
 }
 
+// rawStart is the first n bytes written, quoted: what a screen went
+// through to end up as it is.
+func (v *vterm) rawStart(n int) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	b := v.raw.Bytes()
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strconv.Quote(string(b))
+}
+
 // waitFor waits, with a deadline, until cond holds for the screen, and
 // returns that screen: a later look may catch a redraw half read.
 func (v *vterm) waitFor(what string, cond func(screen []string) bool) []string {
@@ -157,7 +170,7 @@ func (v *vterm) waitFor(what string, cond func(screen []string) bool) []string {
 			}
 			v.t.Fatalf("vibeteam ended before %s\nscreen:\n%s", what, v.dump())
 		case <-deadline:
-			v.t.Fatalf("no %s within 30s\nscreen:\n%s", what, v.dump())
+			v.t.Fatalf("no %s within 30s\nscreen:\n%s\nlast bytes: %s", what, v.dump(), v.rawStart(4000))
 		}
 	}
 }
