@@ -58,6 +58,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		}
 		cmd.Stdout, cmd.Stderr = outW, errW
 	}
+	since := bootTicks()
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
@@ -73,7 +74,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	}
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
-	h.reaper = newReaper(cmd.Process.Pid, reaperTag(spec), h.exited)
+	h.reaper = newReaper(since, cmd.Process.Pid, reaperTag(spec), h.exited)
 	// drained is closed by the last reader to reach EOF.
 	streams := int32(2)
 	if spec.MergeOutput {

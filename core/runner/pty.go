@@ -125,6 +125,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = mergedEnv(withPWD(env, spec.Dir))
+	since := bootTicks()
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
 		return nil, fmt.Errorf("start %s in a pty: %w", spec.Command, err)
@@ -143,7 +144,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		t.slave = f.Name()
 	}
 	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
-	t.reaper = newReaper(cmd.Process.Pid, spec.Tag, t.exited)
+	t.reaper = newReaper(since, cmd.Process.Pid, spec.Tag, t.exited)
 
 	var wg sync.WaitGroup
 	wg.Add(3)

@@ -70,8 +70,7 @@ type reaper struct {
 	killOnce sync.Once
 }
 
-func newReaper(pid int, tag string, exited <-chan struct{}) *reaper {
-	since, _ := ProcStart(pid)
+func newReaper(since uint64, pid int, tag string, exited <-chan struct{}) *reaper {
 	return &reaper{pgid: pid, tag: tag, since: since, exited: exited, swept: make(chan struct{}), kill: make(chan struct{})}
 }
 
