@@ -20,6 +20,22 @@ const (
 	Headless    Mode = "headless"
 )
 
+// Output is what a headless mode prints on stdout: text, or a CLI's
+// structured JSON lines, which vibeteam parses (core/agentstream) for the
+// agent's messages, tool calls, usage, errors and permission denials.
+type Output string
+
+const (
+	OutputText             Output = "text"
+	OutputClaudeStreamJSON Output = "claude-stream-json" // claude -p --output-format stream-json --verbose
+	OutputCodexJSON        Output = "codex-json"         // codex exec --json
+	OutputGeminiStreamJSON Output = "gemini-stream-json" // gemini -p --output-format stream-json
+	OutputOpencodeJSON     Output = "opencode-json"      // opencode run --format json
+)
+
+// Outputs are the output formats an adapter file may name.
+var Outputs = []Output{OutputText, OutputClaudeStreamJSON, OutputCodexJSON, OutputGeminiStreamJSON, OutputOpencodeJSON}
+
 // LaunchConfig is everything needed to start one agent process.
 type LaunchConfig struct {
 	Command string
@@ -28,7 +44,8 @@ type LaunchConfig struct {
 	Env     map[string]string // merged over vibeteam's own environment by the runner
 	Cols    int               // PTY size (interactive or UsePTY)
 	Rows    int
-	UsePTY  bool // run in a PTY even in headless mode, without state automation
+	UsePTY  bool   // run in a PTY even in headless mode, without state automation
+	Output  Output // headless stdout's format
 }
 
 // State is one named pattern matched against an interactive task's rendered
@@ -62,6 +79,16 @@ type Options struct {
 	// come before the prompt: after a separator such as "--" they would be
 	// read as prompt text.
 	AutoApprove bool
+	// Continue (a headless run after a denial) continues the agent's own
+	// session, with the tools a person allowed: LaunchConfig puts the
+	// mode's allow and resume args before the prompt.
+	Continue *Continuation
+}
+
+// Continuation is an agent session to continue and what to allow in it.
+type Continuation struct {
+	Session string   // the agent's own session or thread id
+	Allow   []string // tools a person allowed (rules as the CLI takes them)
 }
 
 // Adapter is one instance of an adapter type, created per task so parallel

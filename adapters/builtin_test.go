@@ -61,7 +61,7 @@ func TestBuiltinArgv(t *testing.T) {
 		{"claude", Interactive, []string{"claude", "--", "hi"}},
 		{"codex", Headless, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--disable=daemon_auto_start", "--", "hi"}},
 		{"codex", Interactive, []string{"codex", "--disable=daemon_auto_start", "--", "hi"}},
-		{"gemini", Headless, []string{"gemini", "--output-format", "json", "--skip-trust", "--prompt=hi"}},
+		{"gemini", Headless, []string{"gemini", "--output-format", "stream-json", "--skip-trust", "--prompt=hi"}},
 		{"gemini", Interactive, []string{"gemini", "--prompt-interactive=hi"}},
 		{"opencode", Headless, []string{"opencode", "run", "--format", "json", "--", "hi"}},
 		{"opencode", Interactive, []string{"opencode", "--prompt=hi"}},

@@ -31,6 +31,10 @@ import (
 //	      # allowLeadingDash: true  # see below
 //	      # required: true   # the CLI cannot run without one (sh -c)
 //	    usePTY: false        # headless only; interactive always has a PTY
+//	    output: text         # headless stdout: text | claude-stream-json | codex-json |
+//	                         #   gemini-stream-json | opencode-json (parsed as it streams)
+//	    resume: [--resume, "{session}"]  # continue the agent's own session (after a denial)
+//	    allow: ["--allowedTools={tools}"] # allow the tools a person allowed, when continuing
 //	cols: 120                # PTY size
 //	rows: 40
 //	quietPeriod: 150ms
@@ -46,9 +50,10 @@ import (
 //
 // The argv is, in this order:
 //
-//	command  args  extraArgs  injectArgs  prompt
+//	command  args  extraArgs  injectArgs  [allow  resume]  prompt
 //
-// injectArgs only with --auto-approve (Options.AutoApprove), and prompt is
+// injectArgs only with --auto-approve (Options.AutoApprove), allow and
+// resume only when continuing an agent's session (Options.Continue), and prompt is
 // one of `PROMPT`, `SEPARATOR PROMPT`, `FLAG PROMPT` or `FLAG=PROMPT`
 // (nothing when the prompt is empty). The prompt is last because after a
 // separator every element is positional, and so no variadic option in
@@ -103,6 +108,11 @@ type modeSpec struct {
 	args   []string
 	prompt promptSpec
 	usePTY bool
+	output Output // headless stdout: text, or a structured format vibeteam parses
+	// resume and allow continue an agent's own session after a denial:
+	// {session} is its session id, {tools} the allowed tools.
+	resume []string
+	allow  []string
 }
 
 // promptSpec says where and how the prompt goes in argv (see the file
@@ -136,7 +146,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 var (
 	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "states", "autoPolicy"}
 	modeNames   = []string{string(Interactive), string(Headless)}
-	modeKeys    = []string{"args", "prompt", "usePTY"}
+	modeKeys    = []string{"args", "prompt", "usePTY", "output", "resume", "allow"}
 	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required"}
 	stateKeys   = []string{"name", "pattern"}
 	policyKeys  = []string{"injectArgs", "handlers"}
@@ -331,9 +341,17 @@ func (p *parser) modes(n *yaml.Node, d *definition) {
 	}
 }
 
+func outputNames() []string {
+	names := make([]string, len(Outputs))
+	for i, o := range Outputs {
+		names[i] = string(o)
+	}
+	return names
+}
+
 func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
-	spec := modeSpec{prompt: promptSpec{position: PromptArg}, usePTY: m == Interactive}
-	var ptyNode, closeNode *yaml.Node
+	spec := modeSpec{prompt: promptSpec{position: PromptArg}, usePTY: m == Interactive, output: OutputText}
+	var ptyNode, closeNode, outputNode *yaml.Node
 	pairs, _ := p.Map(n, path, "")
 	pairs = slices.DeleteFunc(pairs, func(kv yamlnode.Pair) bool {
 		if kv.Key.Value != deprecatedCloseStdin {
@@ -355,8 +373,26 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 			if b, ok := p.boolean(kv.Val, f); ok {
 				spec.usePTY, ptyNode = b, kv.Val
 			}
+		case "resume":
+			spec.resume = p.Strings(kv.Val, f, p.Text)
+			if !slices.ContainsFunc(spec.resume, func(a string) bool { return strings.Contains(a, "{session}") }) {
+				p.Fail(kv.Val, f, "needs {session} in one of its args: where the agent's session id goes")
+			}
+		case "allow":
+			spec.allow = p.Strings(kv.Val, f, p.Text)
+		case "output":
+			if v, ok := p.Text(kv.Val, f); ok {
+				if !slices.Contains(Outputs, Output(v)) {
+					p.Fail(kv.Val, f, "unknown output format %q%s (known: %s)", v, yamlnode.DidYouMean(v, outputNames()), strings.Join(outputNames(), ", "))
+				} else {
+					spec.output, outputNode = Output(v), kv.Val
+				}
+			}
 		}
 	})
+	if outputNode != nil && spec.output != OutputText && (m == Interactive || spec.usePTY) {
+		p.Fail(outputNode, join(path, "output"), "a structured output is read from a headless mode's pipe, not from a terminal: only for headless without usePTY")
+	}
 	if m == Interactive && ptyNode != nil && !spec.usePTY {
 		p.Fail(ptyNode, join(path, "usePTY"), "interactive mode always runs in a PTY")
 	}

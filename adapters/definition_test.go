@@ -301,7 +301,7 @@ func TestDeprecatedCloseStdin(t *testing.T) {
 		"command: a\nmodes:\n  headless: { closeStdin: }\n":                    "x.yaml:3:27: modes.headless.closeStdin: must be true or false",
 		"command: a\nmodes:\n  headless: { usePTY: true, closeStdin: true }\n": "x.yaml:3:41: modes.headless.closeStdin: only for a headless mode without usePTY, and no longer used: remove it",
 		// A deprecated key is not offered as a correction.
-		"command: a\nmodes:\n  headless: { closeStdn: true }\n": `x.yaml:3:15: modes.headless: unknown key "closeStdn" (known: args, prompt, usePTY)`,
+		"command: a\nmodes:\n  headless: { closeStdn: true }\n": `x.yaml:3:15: modes.headless: unknown key "closeStdn" (known: args, prompt, usePTY, output, resume, allow)`,
 	} {
 		_, err := parseDefinition("x.yaml", []byte(src))
 		if err == nil || err.Error() != want {

@@ -16,6 +16,7 @@ type instance struct {
 	cwd         string
 	env         map[string]string // the file's env with Options.Env over it
 	autoApprove bool
+	cont        *Continuation
 }
 
 func newInstance(def *definition, opts Options) *instance {
@@ -31,7 +32,7 @@ func newInstance(def *definition, opts Options) *instance {
 	if name == "" {
 		name = def.name
 	}
-	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove}
+	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove, cont: opts.Continue}
 }
 
 func (a *instance) Type() string { return a.def.name }
@@ -53,6 +54,13 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	args = append(args, m.args...)
 	args = append(args, extraArgs...)
 	args = append(args, inject...)
+	if a.cont != nil {
+		more, err := a.continuation(mode, m)
+		if err != nil {
+			return LaunchConfig{}, err
+		}
+		args = append(args, more...)
+	}
 	// The prompt goes last: after a separator every element is
 	// positional, and a variadic option anywhere before it (claude's
 	// --allowedTools) cannot take it as one of its values.
@@ -90,6 +98,7 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		Cols:    a.def.cols,
 		Rows:    a.def.rows,
 		UsePTY:  mode == Interactive || m.usePTY,
+		Output:  m.output,
 	}, nil
 }
 
@@ -129,3 +138,28 @@ func (a *instance) AutoPolicy() *AutoPolicy {
 func (a *instance) QuietPeriod() time.Duration       { return a.def.quietPeriod }
 func (a *instance) InactivityTimeout() time.Duration { return a.def.inactivityTimeout }
 func (a *instance) StuckAfter() time.Duration        { return a.def.stuckAfter }
+
+// continuation is the mode's allow args (when tools were allowed) and
+// resume args, with {tools} and {session} filled in.
+func (a *instance) continuation(mode Mode, m modeSpec) ([]string, error) {
+	if len(m.resume) == 0 {
+		return nil, fmt.Errorf("adapter %s cannot continue an agent's session in mode %s (its file has no modes.%s.resume)", a.def.name, mode, mode)
+	}
+	if a.cont.Session == "" {
+		return nil, fmt.Errorf("adapter %s: no agent session to continue (the agent did not report its session id)", a.def.name)
+	}
+	var out []string
+	if len(a.cont.Allow) > 0 {
+		if len(m.allow) == 0 {
+			return nil, fmt.Errorf("adapter %s cannot allow tools in mode %s (its file has no modes.%s.allow)", a.def.name, mode, mode)
+		}
+		tools := strings.Join(a.cont.Allow, " ")
+		for _, arg := range m.allow {
+			out = append(out, strings.ReplaceAll(arg, "{tools}", tools))
+		}
+	}
+	for _, arg := range m.resume {
+		out = append(out, strings.ReplaceAll(arg, "{session}", a.cont.Session))
+	}
+	return out, nil
+}

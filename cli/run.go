@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +121,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			&ucli.BoolFlag{Name: "approve-merge", Usage: "grimoires: approve the merge the session waits for (pending_merge), or retry one that conflicted after you resolved it, and go on"},
 			&ucli.BoolFlag{Name: "reject-merge", Usage: "grimoires: reject the merge the session waits for; the workflow and the bead are blocked, nothing is discarded"},
 			&ucli.StringFlag{Name: "reason", Usage: "with --reject-merge: why (kept in the session)"},
+			&ucli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (e.g. Bash, or a rule such as \"Bash(npm test:*)\") to the agents parked because they were denied it: each continues its own session with the tool allowed (repeatable)"},
 		),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
@@ -167,6 +170,10 @@ func resumeCommand(streams IO) *ucli.Command {
 				opts.MergeDecision = engine.ReviewApprove
 			case c.Bool("reject-merge"):
 				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
+			}
+			opts.Allow = c.StringSlice("allow")
+			if len(opts.Allow) > 0 && deniedReport(sess) == "" {
+				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
 			}
 			if err := resumeBead(sess, &opts); err != nil {
 				return exitf(ExitUsage, "session %s: %v", id, err)
@@ -364,6 +371,9 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	case state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s waits for a review of its merge (%s into %s): vibeteam resume %s --approve-merge, or --reject-merge [--reason TEXT]; vibeteam show %s for the changes", sess.ID, safe(sess.Branch), safe(sess.BaseBranch), sess.ID, sess.ID)
 	case state.StatusWaiting:
+		if denied := deniedReport(sess); denied != "" {
+			return exitf(ExitParked, "%s\nsession %s is waiting", denied, sess.ID)
+		}
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	default:
 		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
@@ -405,6 +415,32 @@ func ttyOf(streams IO) (*os.File, error) {
 	return streams.OpenTTY()
 }
 
+// deniedReport names the tasks parked because their agent was denied a
+// tool, what was denied, and the command that allows it; "" when none was.
+func deniedReport(sess *state.Session) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(sess.Tasks)) {
+		rec := sess.Tasks[id]
+		if rec == nil || rec.Reason != engine.DeniedReason || sess.TaskStatus[id] != state.TaskWaitingForUser || rec.Agent == nil {
+			continue
+		}
+		var tools []string
+		for _, d := range rec.Agent.Denials {
+			if d.Tool != "" && !slices.Contains(tools, d.Tool) {
+				tools = append(tools, d.Tool)
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "task %s: %s\n  allow it and continue the agent's session: vibeteam resume %s", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
+		for _, tool := range tools {
+			b.WriteString(" --allow " + shellWord(tool))
+		}
+	}
+	return b.String()
+}
+
 // failureReport says which task failed, how, and its last output lines.
 func failureReport(sess *state.Session, taskID string) string {
 	// Text from the workflow and the task goes through safe.
@@ -415,7 +451,11 @@ func failureReport(sess *state.Session, taskID string) string {
 	}
 	var b strings.Builder
 	how := rec.Error
-	if rec.ExitCode != nil {
+	switch {
+	case rec.ExitCode != nil && rec.Reason == "agent_error":
+		// What the agent said is the news; its exit code is a detail.
+		how = rec.Error + " (exit code " + strconv.Itoa(*rec.ExitCode) + ")"
+	case rec.ExitCode != nil:
 		how = "exit code " + strconv.Itoa(*rec.ExitCode)
 	}
 	fmt.Fprintf(&b, "task %s failed: %s", label, safe(how))
@@ -436,4 +476,13 @@ func failureReport(sess *state.Session, taskID string) string {
 		fmt.Fprintf(&b, "\nfull log: %s", safe(rec.LogPath))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// shellWord is s as one word of a command line: as is when it needs no
+// quoting (Bash, mcp__ra__echo), single-quoted otherwise ("Bash(npm test:*)").
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:@=+") == "" {
+		return s
+	}
+	return render.ShellQuote(s)
 }

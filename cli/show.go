@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
@@ -72,6 +74,10 @@ func showCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(out, "error     %s\n", safe(s.Error))
 			}
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
+			if t := s.AgentTotals(); t.Runs > 0 {
+				fmt.Fprintf(out, "agents    %s in, %s out (cache %s read, %s written), %d tool call(s)%s, over %d run(s)\n",
+					count(t.Tokens.Input), count(t.Tokens.Output), count(t.Tokens.CacheRead), count(t.Tokens.CacheWrite), t.ToolCalls, cost(t.CostUSD), t.Runs)
+			}
 			if s.WorkflowDefinition.Kind == workflow.KindGrimoire {
 				showGrimoire(out, s, sum.Running)
 				return nil
@@ -102,6 +108,12 @@ func showCommand(streams IO) *ucli.Command {
 					}
 					if rec.Error != "" {
 						fmt.Fprintf(out, "      error: %s\n", safe(rec.Error))
+					}
+					if rec.Agent != nil {
+						fmt.Fprintf(out, "      agent: %s\n", agentLine(rec.Agent))
+					}
+					if rec.Excerpt != "" && rec.Reason == "permission_denied" {
+						fmt.Fprintf(out, "      %s\n", safe(rec.Excerpt))
 					}
 					tail := rec.OutputTail
 					if len(tail) > 5 {
@@ -166,6 +178,9 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		}
 		if r.Summary != "" {
 			fmt.Fprintf(out, "  %s    summary: %s\n", indent, safe(r.Summary))
+		}
+		if rec := s.Tasks[r.Name+"@"+strings.ReplaceAll(k, "/", "-")]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
+			fmt.Fprintf(out, "  %s    agent: %s\n", indent, agentLine(rec.Agent))
 		}
 		if r.LogPath != "" {
 			fmt.Fprintf(out, "  %s    log: %s\n", indent, safe(r.LogPath))
@@ -245,4 +260,44 @@ func lastScreen(rec *state.TaskRecord) string {
 		return ""
 	}
 	return engine.Excerpt(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
+}
+
+// agentLine is what a headless agent's report says about its run, on one
+// line: its session, tokens, cost, tool calls, and what went wrong.
+func agentLine(a *agentstream.Summary) string {
+	line := fmt.Sprintf("%s in, %s out tokens, %d tool call(s)%s", count(a.Tokens.Input), count(a.Tokens.Output), a.ToolCalls, cost(a.CostUSD))
+	if a.Turns > 0 {
+		line += fmt.Sprintf(", %d turn(s)", a.Turns)
+	}
+	if a.SessionID != "" {
+		line += ", session " + safe(a.SessionID)
+	}
+	if a.IsError {
+		line += ", reported an error"
+	}
+	if n := len(a.Denials); n > 0 {
+		line += fmt.Sprintf(", %d denial(s)", n)
+	}
+	return line
+}
+
+// count is a token count, short: 950, 12.3k, 1.2M.
+func count(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+	case n >= 10_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 0, 64) + "k"
+	case n >= 1_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// cost is ", $0.0123" when the CLI reported a cost.
+func cost(usd float64) string {
+	if usd <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", $%.4f", usd)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +57,9 @@ type RunOptions struct {
 	// MergeDecision answers a pending merge on resume (engine.ReviewApprove
 	// or engine.ReviewReject, with MergeReason).
 	MergeDecision, MergeReason string
+	// Allow, on resume, allows tools to the agents that were denied them:
+	// each such task continues its agent's own session with them allowed.
+	Allow []string
 }
 
 // Orchestrator starts and resumes sessions: each gets a controller of its
@@ -138,6 +142,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if opts.MergeDecision != "" {
 		sess.MergeDecision, sess.MergeReason = opts.MergeDecision, opts.MergeReason
 	}
+	if len(opts.Allow) > 0 && !allowDenied(sess, opts.Allow) {
+		_ = lock.Release()
+		return nil, fmt.Errorf("session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
+	}
 	switch {
 	case opts.Reload != nil:
 		if _, err := reloadSession(sess, opts.Reload, opts.SourceDigest, opts.Rerun); err != nil {
@@ -216,6 +224,9 @@ func (c *SessionController) Run(ctx context.Context) (engine.Outcome, error) {
 		fields["failedTask"] = out.FailedTask
 		fields["reason"] = out.Reason
 	}
+	if totals := c.Executor.Session().AgentTotals(); totals.Runs > 0 {
+		fields["agents"] = totals
+	}
 	c.emit(Event{Time: time.Now(), Type: events.SessionFinished, Session: c.ID, Fields: fields})
 	return out, nil
 }
@@ -250,4 +261,22 @@ func (c *SessionController) emit(e Event) {
 	if c.orch.onEvent != nil {
 		c.orch.onEvent(e)
 	}
+}
+
+// allowDenied adds tools to what each task parked at a denial may use, and
+// reports whether there was one.
+func allowDenied(sess *state.Session, tools []string) bool {
+	found := false
+	for id, rec := range sess.Tasks {
+		if rec == nil || rec.Reason != engine.DeniedReason || sess.TaskStatus[id] != state.TaskWaitingForUser {
+			continue
+		}
+		found = true
+		for _, tool := range tools {
+			if !slices.Contains(rec.Allowed, tool) {
+				rec.Allowed = append(rec.Allowed, tool)
+			}
+		}
+	}
+	return found
 }

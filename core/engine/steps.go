@@ -224,8 +224,13 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	parked := x.parkStatus != ""
 	x.mu.Unlock()
 	text := finalText(out.String())
+	rec := x.taskRecord(task.ID)
+	if rec != nil && rec.Agent != nil && rec.Agent.HasResult {
+		// The agent's own final message, from its structured output.
+		text = rec.Agent.Result
+	}
 	res := flow.Result{Output: text, LogPath: logPath, ChangedFiles: before.changed()}
-	if rec := x.taskRecord(task.ID); rec != nil && rec.ExitCode != nil {
+	if rec != nil && rec.ExitCode != nil {
 		res.ExitCode = *rec.ExitCode
 	}
 	switch {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -39,6 +40,8 @@ type taskRun struct {
 	completeCause string
 
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
+
+	stream *agentStream // a headless agent's structured output; nil for text
 }
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
@@ -69,7 +72,14 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 		return false, msg
 	}
 
-	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove})
+	prev := host.readRecord(t.ID)
+	cont := continuation(mode, prev)
+	if cont != nil {
+		// The agent's own session goes on, told what it may do now; its
+		// first prompt is in that session already.
+		prompt = grantMessage(cont.Allow)
+	}
+	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Continue: cont})
 	if err != nil {
 		return fail(startFailedReason, err.Error())
 	}
@@ -118,6 +128,7 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 			LogPath:       logPath,
 			PendingInputs: queue,
 			Attempts:      rec.Attempts + 1,
+			Allowed:       rec.Allowed, // for the rest of the run
 		}
 	})
 	if prompt != "" {
@@ -131,9 +142,25 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 		lastOutput: make(chan struct{}, 1),
 		replies:    make(chan reply, 16),
 	}
+	if mode == adapters.Headless && !lc.UsePTY {
+		if p := agentstream.New(lc.Output); p != nil {
+			if b, ok := p.(interface{ SetBaseline(agentstream.Tokens) }); ok && cont != nil && prev.Agent != nil {
+				// A continued thread reports its usage since its start
+				// (codex): the earlier run's share is not counted twice.
+				b.SetBaseline(prev.Agent.Tokens)
+			}
+			tr.stream = newAgentStream(host, t.ID, p)
+		}
+	}
 	onOutput := func(c runner.Chunk) {
-		if tlog != nil {
-			_, _ = tlog.Write(c.Clean)
+		text := c.Clean
+		if tr.stream != nil && c.Stream == "stdout" {
+			// The log and the display get what the agent did, as text;
+			// the JSON lines are events.
+			text = []byte(tr.stream.write(c.Raw))
+		}
+		if tlog != nil && len(text) > 0 {
+			_, _ = tlog.Write(text)
 		}
 		if capture != nil && c.Stream != "stderr" {
 			capture.Write(c.Clean)
@@ -142,7 +169,9 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 		case tr.lastOutput <- struct{}{}:
 		default:
 		}
-		host.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(c.Clean), "raw": string(c.Raw)})
+		if len(text) > 0 {
+			host.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(text), "raw": string(c.Raw)})
+		}
 	}
 
 	var proc runner.Process
@@ -377,6 +406,11 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			res := tr.proc.Result()
 			<-inputDone // a headless writer ends once the process is gone
 			unsent := tr.unsent()
+			if tr.stream != nil {
+				if st, reason, msg, judged := tr.judgeAgent(res); judged {
+					return finish(st, reason, &res, msg)
+				}
+			}
 			switch {
 			case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
 				// An exit, even 0, that leaves inputs unsent is not what the

@@ -16,7 +16,7 @@ import "encoding/json"
 const (
 	SessionStarted  = "session_started"  // workflow, source, base_dir
 	SessionResumed  = "session_resumed"  // workflow, from (the status it resumed from)
-	SessionFinished = "session_finished" // status, failedTask, reason
+	SessionFinished = "session_finished" // status, failedTask, reason, agents (totals: tokens, costUsd, toolCalls, runs)
 	SessionState    = "session_state"    // state: RUNNING | AWAITING_INTERACTION | IDLE | ERROR
 	Error           = "error"            // error: something vibeteam could not do (save a checkpoint, …)
 )
@@ -42,6 +42,19 @@ const (
 	KeptAlive      = "kept_alive"       // DONE, process left running (keepAlive)
 	TemplateWarned = "template_warning" // step, warning: e.g. {{raw}} in a command
 	Warning        = "warning"          // warning: something that did not stop the run (a bead status update that failed, a worktree left behind)
+)
+
+// Agent events: what a headless agent with a structured output did, as
+// its stream says it (adapters' modes.headless.output), as it happens.
+const (
+	AgentInit       = "agent.init"        // session_id, model, mcp_servers [{name, status}]
+	AgentMessage    = "agent.message"     // text, delta (a piece of a streamed message)
+	AgentThinking   = "agent.thinking"    // text
+	AgentToolCall   = "agent.tool_call"   // tool, tool_id, input (the tool's JSON input)
+	AgentToolResult = "agent.tool_result" // tool, tool_id, output (at most 2 KiB), is_error, duration_ms
+	AgentUsage      = "agent.usage"       // input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
+	AgentError      = "agent.error"       // error: an error the agent CLI reported
+	AgentDenied     = "agent.denied"      // tool, input, message: a tool call the agent was not allowed to make
 )
 
 // Grimoire events (see the field structs below).

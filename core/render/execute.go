@@ -195,7 +195,7 @@ func (r *run) value(v any) (string, error) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return "", &funcError{"a value holds a NUL byte, which no shell command can carry"}
 		}
-		return shellQuote(s), nil
+		return ShellQuote(s), nil
 	}
 	return s, nil
 }

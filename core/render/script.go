@@ -30,10 +30,10 @@ func (s *Scope) Command(step, text string) (cmd string, warnings []string, err e
 	return out, warnings, nil
 }
 
-// shellQuote makes s one word for a POSIX shell: inside single quotes every
+// ShellQuote makes s one word for a POSIX shell: inside single quotes every
 // byte is literal except the single quote, which becomes: close the quotes,
 // an escaped quote, open them again.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 

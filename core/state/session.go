@@ -4,6 +4,7 @@
 package state
 
 import (
+	"github.com/vibeteam/vibeteam/core/agentstream"
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -59,6 +60,36 @@ type TaskRecord struct {
 	PendingInputs []string   `json:"pendingInputs,omitempty"` // inputs not yet sent
 	Excerpt       string     `json:"excerpt,omitempty"`       // the screen when it last needed a person
 	Attempts      int        `json:"attempts,omitempty"`
+	// Agent is what a headless agent's structured output said about its
+	// run: its own session id, result, error, tokens, cost, tool calls and
+	// denials (nil for plain text output).
+	Agent *agentstream.Summary `json:"agent,omitempty"`
+	// Allowed are the tools a person allowed for the rest of the run
+	// (resume --allow, or "allow all" at a denial).
+	Allowed []string `json:"allowed,omitempty"`
+}
+
+// AgentTotals adds up what the session's agents reported.
+type AgentTotals struct {
+	Tokens    agentstream.Tokens `json:"tokens"`
+	CostUSD   float64            `json:"costUsd,omitempty"`
+	ToolCalls int                `json:"toolCalls,omitempty"`
+	Runs      int                `json:"runs"` // task runs with a structured report
+}
+
+// AgentTotals is the sum over every task's last run.
+func (s *Session) AgentTotals() AgentTotals {
+	var t AgentTotals
+	for _, rec := range s.Tasks {
+		if rec == nil || rec.Agent == nil {
+			continue
+		}
+		t.Runs++
+		t.Tokens.Add(rec.Agent.Tokens)
+		t.CostUSD += rec.Agent.CostUSD
+		t.ToolCalls += rec.Agent.ToolCalls
+	}
+	return t
 }
 
 // FormatVersion is the session file format this vibeteam writes. Version 1

@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// structuredProject has an adapter "structured" whose headless mode is the
+// fake agent printing a file of JSON lines (cat=FILE) in the given output
+// format, then exiting with the code asked (exit=N).
+func structuredProject(t *testing.T, format string) *project {
+	t.Helper()
+	p := newProject(t)
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: []
+    output: %s
+    prompt: { position: arg }
+`, fakeAgent, format))
+	return p
+}
+
+func structuredWorkflow(p *project, prompt string) {
+	p.write("wf.yaml", `id: structured
+stages:
+  - id: s
+    tasks:
+      - { id: t, adapter: structured, executionMode: headless, prompt: "`+prompt+`" }
+`)
+}
+
+const claudeToolRun = `{"type":"system","subtype":"init","session_id":"sess-42","model":"claude-fake","mcp_servers":[{"name":"ra","status":"connected"}]}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"I will create the file."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"touch x.txt","description":"Create a file"}}]},"session_id":"sess-42"}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"","is_error":false}]},"session_id":"sess-42"}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Created x.txt."}]},"session_id":"sess-42"}
+{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Created x.txt.","session_id":"sess-42","total_cost_usd":0.0123,"usage":{"input_tokens":246,"output_tokens":20,"cache_creation_input_tokens":3,"cache_read_input_tokens":7},"permission_denials":[]}
+`
+
+// A headless agent's structured output becomes events as it streams, a
+// readable log, and the run's report in the session: session id, tokens,
+// cost, tool calls; show prints them.
+func TestStructuredOutputIsReadAndRecorded(t *testing.T) {
+	t.Parallel()
+	p := structuredProject(t, "claude-stream-json")
+	p.write("run.jsonl", claudeToolRun)
+	structuredWorkflow(p, "cat=run.jsonl")
+	r := p.exec("run", "wf.yaml")
+	wantCode(t, r, 0)
+	s := p.only()
+	rec := s.Tasks["t"]
+	if s.TaskStatus["t"] != state.TaskDone || rec.Agent == nil {
+		t.Fatalf("status %s, agent %+v", s.TaskStatus["t"], rec.Agent)
+	}
+	a := rec.Agent
+	if a.SessionID != "sess-42" || a.Tokens.Input != 246 || a.Tokens.Output != 20 || a.Tokens.CacheRead != 7 || a.Tokens.CacheWrite != 3 || a.CostUSD != 0.0123 || a.ToolCalls != 1 || a.Turns != 2 || a.Result != "Created x.txt." {
+		t.Errorf("the record: %+v", a)
+	}
+	kinds := map[string]int{}
+	for _, e := range p.events(s.ID) {
+		kinds[e.Type]++
+		switch e.Type {
+		case "agent.tool_call":
+			if e.Fields["tool"] != "Bash" || !strings.Contains(fmt.Sprint(e.Fields["input"]), "touch x.txt") {
+				t.Errorf("tool call event: %v", e.Fields)
+			}
+		case "agent.usage":
+			if fmt.Sprint(e.Fields["input_tokens"]) != "246" {
+				t.Errorf("usage event: %v", e.Fields)
+			}
+		case "agent.init":
+			if e.Fields["session_id"] != "sess-42" || !strings.Contains(fmt.Sprint(e.Fields["mcp_servers"]), "connected") {
+				t.Errorf("init event: %v", e.Fields)
+			}
+		case "session_finished":
+			if !strings.Contains(fmt.Sprint(e.Fields["agents"]), "246") {
+				t.Errorf("no totals at the end: %v", e.Fields)
+			}
+		}
+	}
+	for _, k := range []string{"agent.init", "agent.message", "agent.tool_call", "agent.tool_result", "agent.usage"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event (have %v)", k, kinds)
+		}
+	}
+	log := p.read(strings.TrimPrefix(rec.LogPath, p.dir+"/"))
+	if strings.Contains(log, `{"type"`) || !strings.Contains(log, "▸ Bash") || !strings.Contains(log, "touch x.txt") || !strings.Contains(log, "Created x.txt.") {
+		t.Errorf("the task's log is not the readable run:\n%s", log)
+	}
+	r = p.exec("show", s.ID)
+	wantCode(t, r, 0)
+	for _, want := range []string{"agent: 246 in, 20 out tokens, 1 tool call(s), $0.0123, 2 turn(s), session sess-42", "agents    246 in, 20 out"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// A run the agent itself reports as failed is never DONE, whatever its
+// exit code, and the failure names the agent's message.
+func TestAgentReportedErrorFailsTheTask(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		format, lines, exit, want string
+	}{
+		{"claude-stream-json", `{"type":"result","subtype":"success","is_error":true,"api_error_status":400,"result":"API Error: 400 invalid model","session_id":"s1"}`, "0", "API Error: 400 invalid model"},
+		{"claude-stream-json", `{"type":"result","subtype":"success","is_error":true,"api_error_status":400,"result":"API Error: 400 invalid model","session_id":"s1"}`, "1", "API Error: 400 invalid model"},
+		{"codex-json", `{"type":"thread.started","thread_id":"th1"}` + "\n" + `{"type":"turn.failed","error":{"message":"unexpected status 400 Bad Request"}}`, "1", "unexpected status 400 Bad Request"},
+		{"gemini-stream-json", `{"type":"init","session_id":"g1","model":"m"}` + "\n" + `{"type":"result","status":"error","error":{"type":"api_error","message":"[API Error: 400 quota]"}}`, "144", "[API Error: 400 quota]"},
+		{"opencode-json", `{"type":"error","sessionID":"o1","error":{"name":"APIError","data":{"message":"Bad Request","statusCode":400}}}`, "0", "Bad Request"},
+	} {
+		t.Run(c.format+"/exit"+c.exit, func(t *testing.T) {
+			t.Parallel()
+			p := structuredProject(t, c.format)
+			p.write("run.jsonl", c.lines+"\n")
+			structuredWorkflow(p, "cat=run.jsonl exit="+c.exit)
+			r := p.exec("run", "wf.yaml")
+			wantCode(t, r, 1)
+			rec := p.only().Tasks["t"]
+			if rec.Reason != "agent_error" || !strings.Contains(rec.Error, c.want) {
+				t.Errorf("reason %q error %q, want agent_error naming %q", rec.Reason, rec.Error, c.want)
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr does not name the agent's error:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// A tool call the agent was refused is never a silent success: without a
+// terminal the session parks (exit 3) with the denial, and says how to
+// allow it.
+func TestDenialParksWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	p := structuredProject(t, "claude-stream-json")
+	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-7"}
+{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"touch denied.txt"}}]}}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"This command requires approval","is_error":true}]}}
+{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"I could not run it.","session_id":"sess-7","permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"touch denied.txt"}}]}
+`)
+	structuredWorkflow(p, "cat=run.jsonl")
+	r := p.exec("run", "wf.yaml")
+	wantCode(t, r, 3)
+	s := p.only()
+	rec := s.Tasks["t"]
+	if s.Status != state.StatusWaiting || s.TaskStatus["t"] != state.TaskWaitingForUser || rec.Reason != "permission_denied" {
+		t.Fatalf("session %s, task %s (%s)", s.Status, s.TaskStatus["t"], rec.Reason)
+	}
+	for _, want := range []string{"Bash", "touch denied.txt", "This command requires approval"} {
+		if !strings.Contains(rec.Excerpt, want) {
+			t.Errorf("the excerpt lacks %q: %q", want, rec.Excerpt)
+		}
+	}
+	if !strings.Contains(r.stderr, "--allow Bash") {
+		t.Errorf("no way out is given:\n%s", r.stderr)
+	}
+	denied := false
+	for _, e := range p.events(s.ID) {
+		if e.Type == "agent.denied" && e.Fields["tool"] == "Bash" {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Error("no agent.denied event")
+	}
+	// --on-interaction=fail fails it instead.
+	r = p.exec("run", "wf.yaml", "--on-interaction", "fail")
+	wantCode(t, r, 1)
+}
+
+// resume --allow continues the denied agent's own session with the tool
+// allowed and a message saying so; the task is then DONE on the agent's
+// word.
+func TestResumeAllowContinuesTheAgentsSession(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	// The fake agent runs its arguments as commands: record= keeps argv,
+	// and the resume args print the continued run's stream.
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: [record=argv.json]
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=continued.jsonl]
+    allow: ["--allowedTools={tools}"]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent))
+	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-7"}
+{"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-7","usage":{"input_tokens":100,"output_tokens":5},"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"touch denied.txt"}}]}
+`)
+	p.write("continued.jsonl", `{"type":"system","subtype":"init","session_id":"sess-7"}
+{"type":"result","subtype":"success","is_error":false,"result":"ran it","session_id":"sess-7","usage":{"input_tokens":50,"output_tokens":7},"permission_denials":[]}
+`)
+	structuredWorkflow(p, "cat=run.jsonl")
+	wantCode(t, p.exec("run", "wf.yaml"), 3)
+	id := p.only().ID
+	r := p.exec("resume", id, "--allow", "Bash", "--allow", "Bash(npm test:*)")
+	wantCode(t, r, 0)
+	s := p.only()
+	rec := s.Tasks["t"]
+	if s.TaskStatus["t"] != state.TaskDone || rec.Agent == nil || rec.Agent.Result != "ran it" || rec.Attempts != 2 {
+		t.Fatalf("after --allow: %s %+v attempts %d", s.TaskStatus["t"], rec.Agent, rec.Attempts)
+	}
+	if strings.Join(rec.Allowed, "|") != "Bash|Bash(npm test:*)" {
+		t.Errorf("allowed: %q", rec.Allowed)
+	}
+	var rec2 struct{ Argv []string }
+	readJSON(t, p.path("argv.json"), &rec2)
+	argv := strings.Join(rec2.Argv[1:], " ")
+	want := "record=argv.json --allowedTools=Bash Bash(npm test:*) --resume sess-7 cat=continued.jsonl -- Permission granted: you may now use Bash, Bash(npm test:*)."
+	if !strings.HasPrefix(argv, want) {
+		t.Errorf("the continued run's argv:\n%s\nwant it to begin with\n%s", argv, want)
+	}
+	// Nothing was denied in this one: --allow has nothing to do.
+	r = p.exec("resume", id, "--allow", "Bash")
+	wantCode(t, r, 0) // completed already
+	p2 := structuredProject(t, "claude-stream-json")
+	p2.write("run.jsonl", `{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}`+"\n")
+	p2.write("wf.yaml", "id: w\nstages:\n  - id: s\n    tasks:\n      - { id: t, adapter: structured, executionMode: headless, prompt: \"cat=run.jsonl exit=1\" }\n")
+	wantCode(t, p2.exec("run", "wf.yaml"), 1)
+	r = p2.exec("resume", p2.only().ID, "--allow", "Bash")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "no agent of it was denied a tool") {
+		t.Errorf("--allow without a denial:\n%s", r.stderr)
+	}
+}
+
+func TestAdapterOutputFormatIsChecked(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write(".vibeteam/adapters/bad.yaml", "name: bad\ncommand: true\nmodes:\n  headless:\n    output: claude-stream-jsn\n  interactive:\n    output: claude-stream-json\n")
+	p.write("wf.yaml", "id: w\nstages:\n  - id: s\n    tasks:\n      - { id: t, adapter: bad, prompt: hi }\n")
+	r := p.exec("validate", "wf.yaml")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "bad.yaml:5:13") || !strings.Contains(r.stderr, `did you mean "claude-stream-json"`) {
+		t.Errorf("validate:\n%s", r.stderr)
+	}
+	r = p.exec("adapters")
+	for _, want := range []string{"bad.yaml:5:13", `did you mean "claude-stream-json"`, "bad.yaml:7:13", "only for headless"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("vibeteam adapters lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// agentResultLimit bounds the final message kept in a task's record: its
+// end, where an agent step's JSON block is.
+const agentResultLimit = 64 << 10
+
+// agentStream follows a headless agent's structured stdout as it streams:
+// each line becomes agent.* events and a readable line of the task's log
+// (messages and tool calls, not JSON), and the run's summary builds up.
+type agentStream struct {
+	host   taskHost
+	taskID string
+
+	mu       sync.Mutex
+	parser   agentstream.Parser
+	lines    agentstream.Lines
+	inDelta  bool              // a streamed message is being written: the next line starts anew
+	toolName map[string]string // tool id → tool, for results that do not repeat it
+}
+
+func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
+	return &agentStream{host: host, taskID: taskID, parser: p, toolName: map[string]string{}}
+}
+
+// write takes a chunk of stdout and returns the readable text of the lines
+// it completed.
+func (s *agentStream) write(chunk []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var text strings.Builder
+	s.lines.Write(chunk, func(line []byte) { s.feedLocked(line, &text) })
+	return text.String()
+}
+
+// finish reads a last line without a newline and returns the run's summary.
+func (s *agentStream) finish() (agentstream.Summary, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var text strings.Builder
+	s.lines.Flush(func(line []byte) { s.feedLocked(line, &text) })
+	if s.inDelta {
+		text.WriteString("\n")
+		s.inDelta = false
+	}
+	return s.parser.Summary(), text.String()
+}
+
+func (s *agentStream) feedLocked(line []byte, text *strings.Builder) {
+	evs := s.parser.Feed(line)
+	if len(evs) == 0 && len(line) > 0 && line[0] != '{' {
+		// Not the format's JSON (a warning the CLI printed): kept as is.
+		s.breakDeltaLocked(text)
+		text.Write(line)
+		text.WriteString("\n")
+		return
+	}
+	for _, ev := range evs {
+		s.emitLocked(ev, text)
+	}
+}
+
+func (s *agentStream) breakDeltaLocked(text *strings.Builder) {
+	if s.inDelta {
+		text.WriteString("\n")
+		s.inDelta = false
+	}
+}
+
+func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
+	host, id := s.host, s.taskID
+	switch ev.Kind {
+	case agentstream.Init:
+		f := map[string]any{"session_id": ev.SessionID}
+		if ev.Model != "" {
+			f["model"] = ev.Model
+		}
+		if len(ev.MCPServers) > 0 {
+			f["mcp_servers"] = ev.MCPServers
+		}
+		host.emit(events.AgentInit, id, f)
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "· agent session %s", ev.SessionID)
+		if ev.Model != "" {
+			fmt.Fprintf(text, " (%s)", ev.Model)
+		}
+		text.WriteString("\n")
+		for _, m := range ev.MCPServers {
+			fmt.Fprintf(text, "· mcp server %s: %s\n", m.Name, m.Status)
+		}
+	case agentstream.Message:
+		host.emit(events.AgentMessage, id, map[string]any{"text": ev.Text, "delta": ev.Delta})
+		if ev.Delta {
+			text.WriteString(ev.Text)
+			s.inDelta = true
+			return
+		}
+		s.breakDeltaLocked(text)
+		text.WriteString(strings.TrimRight(ev.Text, "\n"))
+		text.WriteString("\n")
+	case agentstream.Thinking:
+		host.emit(events.AgentThinking, id, map[string]any{"text": ev.Text})
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
+	case agentstream.ToolCall:
+		if ev.ToolID != "" {
+			s.toolName[ev.ToolID] = ev.Tool
+		}
+		host.emit(events.AgentToolCall, id, map[string]any{"tool": ev.Tool, "tool_id": ev.ToolID, "input": rawOrNil(ev.Input)})
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
+	case agentstream.ToolResult:
+		tool := ev.Tool
+		if tool == "" {
+			tool = s.toolName[ev.ToolID]
+		}
+		host.emit(events.AgentToolResult, id, map[string]any{"tool": tool, "tool_id": ev.ToolID, "output": ev.Output, "is_error": ev.IsError, "duration_ms": ev.DurationMS})
+		s.breakDeltaLocked(text)
+		mark := "⎿"
+		if ev.IsError {
+			mark = "⎿ error:"
+		}
+		out := strings.Split(strings.TrimRight(ev.Output, "\n"), "\n")
+		if len(out) > 5 {
+			out = append(out[:5], fmt.Sprintf("… (%d more lines)", len(out)-5))
+		}
+		for i, l := range out {
+			if i == 0 {
+				fmt.Fprintf(text, "  %s %s\n", mark, oneLine(l, 300))
+			} else {
+				fmt.Fprintf(text, "    %s\n", oneLine(l, 300))
+			}
+		}
+	case agentstream.Usage:
+		if ev.Tokens != nil {
+			host.emit(events.AgentUsage, id, map[string]any{
+				"input_tokens": ev.Tokens.Input, "output_tokens": ev.Tokens.Output,
+				"cache_read_tokens": ev.Tokens.CacheRead, "cache_write_tokens": ev.Tokens.CacheWrite,
+			})
+		}
+	case agentstream.Error:
+		host.emit(events.AgentError, id, map[string]any{"error": ev.Text})
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
+	}
+}
+
+// oneLine is s on one line, at most n bytes (cut on a rune).
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func rawOrNil(r json.RawMessage) any {
+	if len(r) == 0 {
+		return nil
+	}
+	return r
+}
+
+// recordSummary is the summary as a task's record keeps it: the final
+// message's end only.
+func recordSummary(sum agentstream.Summary) *agentstream.Summary {
+	if len(sum.Result) > agentResultLimit {
+		cut := len(sum.Result) - agentResultLimit
+		for cut < len(sum.Result) && !utf8.RuneStart(sum.Result[cut]) {
+			cut++
+		}
+		sum.Result = sum.Result[cut:]
+	}
+	return &sum
+}
+
+// denialText describes the denials for a person: the tool and its input.
+func denialText(ds []agentstream.Denial) string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Tool)
+		if len(d.Input) > 0 {
+			b.WriteString(" " + oneLine(string(d.Input), 200))
+		}
+		if d.Message != "" {
+			b.WriteString(" (" + oneLine(d.Message, 200) + ")")
+		}
+	}
+	return b.String()
+}
+
+// Reasons a structured report fails or parks a task that exited.
+const (
+	agentErrorReason = "agent_error"       // the agent said its run failed (is_error, turn.failed, status error)
+	DeniedReason     = "permission_denied" // the agent was refused a tool call: the task waits for a person
+)
+
+// judgeAgent reads what the agent's stream said once its process is gone:
+// the summary goes in the task's record, and a run the agent reports as
+// failed, or one with a tool call it was refused, is not DONE whatever the
+// exit code. judged is false when the exit code decides (the agent said
+// nothing against it).
+func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, msg string, judged bool) {
+	host, t := tr.host, tr.task
+	sum, text := tr.stream.finish()
+	if text != "" && tr.log != nil {
+		_, _ = tr.log.Write([]byte(text))
+	}
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Agent = recordSummary(sum) })
+	if res.Signal != "" || res.Err != nil {
+		return "", "", "", false
+	}
+	if sum.IsError {
+		msg := sum.Error
+		if msg == "" {
+			msg = "no message"
+		}
+		return state.TaskError, agentErrorReason, fmt.Sprintf("the agent reported an error: %s", oneLine(msg, 1000)), true
+	}
+	if !res.Success() || len(sum.Denials) == 0 {
+		return "", "", "", false
+	}
+	what := denialText(sum.Denials)
+	for _, d := range sum.Denials {
+		host.emit(events.AgentDenied, t.ID, map[string]any{"tool": d.Tool, "tool_id": d.ToolID, "input": rawOrNil(d.Input), "message": d.Message})
+	}
+	excerpt := "denied: " + what
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
+	tools := deniedTools(sum.Denials)
+	switch tr.cfg.Interaction {
+	case InteractionFail:
+		return state.TaskError, DeniedReason, "the agent was denied " + what + " (--on-interaction=fail)", true
+	default:
+		// The run is over and its process gone: what a person can do is
+		// allow the tools and continue the agent's own session.
+		host.park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent was denied %s; allow it with: vibeteam resume ID --allow %s", t.ID, what, strings.Join(tools, " --allow ")))
+		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what, true
+	}
+}
+
+// deniedTools are the denied tools' names, each once.
+func deniedTools(ds []agentstream.Denial) []string {
+	var tools []string
+	for _, d := range ds {
+		if d.Tool != "" && !slices.Contains(tools, d.Tool) {
+			tools = append(tools, d.Tool)
+		}
+	}
+	return tools
+}
+
+// continuation is the agent session a headless task continues: one parked
+// at a denial, once a person allowed tools (resume --allow). nil otherwise:
+// the task starts afresh.
+func continuation(mode adapters.Mode, prev state.TaskRecord) *adapters.Continuation {
+	if mode != adapters.Headless || prev.Reason != DeniedReason || prev.Agent == nil || prev.Agent.SessionID == "" || len(prev.Allowed) == 0 {
+		return nil
+	}
+	return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}
+}
+
+// grantMessage tells an agent whose tool call was denied that it may now
+// make it: CLIs do not retry a denied call by themselves.
+func grantMessage(allowed []string) string {
+	return "Permission granted: you may now use " + strings.Join(allowed, ", ") + ". Please run what was denied again, then continue with the task."
+}
