@@ -89,10 +89,14 @@ func TestCodexHeadless(t *testing.T) {
 	w.assertPromptBeforeDone(s, "agent", createPrompt)
 	w.assertCreated()
 	log := w.taskLog(s.ID, "agent", false)
-	if !strings.Contains(log, `"type":"turn.completed"`) || !logShows(log, fakeopenai.DoneText) {
-		t.Errorf("the task log lacks codex's turn.completed line or the model's reply %q:\n%s", fakeopenai.DoneText, clipTail(log, 3000))
+	if strings.Contains(log, `{"type":`) || !strings.Contains(log, "▸ command_execution") || !logShows(log, fakeopenai.DoneText) {
+		t.Errorf("the task log is not the readable run (the command, the model's reply %q):\n%s", fakeopenai.DoneText, clipTail(log, 3000))
 	}
-	if rec := s.Tasks["agent"]; rec == nil || rec.Mode != "headless" {
-		t.Errorf("task record %+v, want mode headless", rec)
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Mode != "headless" || rec.Agent == nil {
+		t.Fatalf("task record %+v, want mode headless with the agent's report", rec)
+	}
+	if a := rec.Agent; a.SessionID == "" || a.Result != fakeopenai.DoneText || a.ToolCalls < 1 || a.Turns != 1 || a.IsError {
+		t.Errorf("the agent's report: %+v", *a)
 	}
 }

@@ -26,15 +26,122 @@ func TestClaudeHeadless(t *testing.T) {
 	w.assertCreated()
 	s := w.only()
 	w.assertDone(s)
+	// The log is what the agent did, readable: the tool call and the
+	// reply, not JSON lines.
 	log := w.taskLog(s.ID, "agent", false)
-	if !strings.Contains(log, `"type":"result"`) || !strings.Contains(log, `"subtype":"success"`) {
-		t.Errorf("task log has no stream-json success result line:\n%s", clipTail(log, 3000))
+	if strings.Contains(log, `{"type":`) || !strings.Contains(log, "▸ Bash") || !strings.Contains(log, "touch "+fakeanthropic.CreatedFile) || !strings.Contains(log, fakeanthropic.DoneText) {
+		t.Errorf("the task log is not the readable run:\n%s", clipTail(log, 3000))
 	}
-	if !strings.Contains(log, fakeanthropic.DoneText) {
-		t.Errorf("task log lacks the model's final reply %q", fakeanthropic.DoneText)
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Mode != "headless" || rec.Agent == nil {
+		t.Fatalf("task record %+v, want mode headless with the agent's report", rec)
 	}
-	if rec := s.Tasks["agent"]; rec == nil || rec.Mode != "headless" {
-		t.Errorf("task record %+v, want mode headless", rec)
+	if a := rec.Agent; a.SessionID == "" || a.Result != fakeanthropic.DoneText || a.ToolCalls != 1 || a.Turns < 2 || a.Tokens.Input == 0 || a.IsError || len(a.Denials) != 0 {
+		t.Errorf("the agent's report: %+v", *a)
+	}
+	kinds := map[string]int{}
+	for _, e := range w.events(s.ID) {
+		kinds[e.str("event")]++
+	}
+	for _, k := range []string{"agent.init", "agent.tool_call", "agent.tool_result", "agent.message", "agent.usage"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event", k)
+		}
+	}
+}
+
+// Headless without --auto-approve: claude -p is denied Bash and exits 0.
+// That is no success: the session parks with the denial; resume --allow
+// Bash continues claude's own session (--resume, --allowedTools=Bash)
+// with a message, the model calls Bash again, and the file is made.
+func TestClaudeHeadlessDenialThenAllow(t *testing.T) {
+	granted := "permission granted"
+	script := func(c fakeanthropic.Call) fakeanthropic.Reply {
+		switch {
+		case fakeanthropic.IsSideRequest(c.Request):
+			return fakeanthropic.Text("Create a file")
+		case !c.HasLast:
+			return fakeanthropic.Text("OK.")
+		case c.Last.Type == "tool_result" && c.Last.IsError:
+			return fakeanthropic.Text("I was not allowed to run it.")
+		case c.Last.Type == "tool_result":
+			return fakeanthropic.Text(fakeanthropic.DoneText)
+		case c.Last.Type == "text" && (strings.Contains(strings.ToLower(c.Last.Text), fakeanthropic.CreateTrigger) || strings.Contains(strings.ToLower(c.Last.Text), granted)):
+			return fakeanthropic.Bash("touch "+fakeanthropic.CreatedFile, "Create a file")
+		}
+		return fakeanthropic.Text("OK.")
+	}
+	w := newWorld(t, worldOptions{approveKey: true, script: script})
+	wf := w.workflow("headless")
+	r := w.run("run", wf, "--base-dir", w.project, "--headless")
+	if r.code != 3 {
+		t.Fatalf("%s, want 3 (parked at the denial)", r)
+	}
+	if !strings.Contains(r.stderr, "--allow Bash") {
+		t.Errorf("the way out is not said:\n%s", r.stderr)
+	}
+	s := w.only()
+	rec := s.Tasks["agent"]
+	if s.Status != "waiting" || rec == nil || rec.Reason != "permission_denied" || rec.Agent == nil || len(rec.Agent.Denials) != 1 || rec.Agent.Denials[0].Tool != "Bash" {
+		t.Fatalf("session %s, record %+v", s.Status, rec)
+	}
+	if !strings.Contains(rec.Excerpt, "touch "+fakeanthropic.CreatedFile) {
+		t.Errorf("the excerpt does not show the denied command: %q", rec.Excerpt)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, fakeanthropic.CreatedFile)); err == nil {
+		t.Fatal("the file exists although Bash was denied")
+	}
+	firstSession := rec.Agent.SessionID
+	before := len(w.server.MessageRequests())
+
+	r = w.run("resume", s.ID, "--base-dir", w.project, "--headless", "--allow", "Bash")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	// (Not assertCreated: the first run's tool call failed, by design.)
+	if _, err := os.Stat(filepath.Join(w.project, fakeanthropic.CreatedFile)); err != nil {
+		t.Errorf("the continued agent did not create the file: %v", err)
+	}
+	s = w.only()
+	w.assertDone(s)
+	rec = s.Tasks["agent"]
+	if rec.Agent == nil || rec.Agent.SessionID != firstSession || rec.Attempts != 2 || len(rec.Agent.Denials) != 0 {
+		t.Errorf("the continued run: %+v (first session %s)", rec, firstSession)
+	}
+	argv := strings.Join(rec.Argv, " ")
+	if !strings.Contains(argv, "--allowedTools=Bash") || !strings.Contains(argv, "--resume "+firstSession) {
+		t.Errorf("argv of the continued run: %s", argv)
+	}
+	// The continued request carries the earlier conversation: the same
+	// session, not a new one.
+	reqs := w.server.MessageRequests()[before:]
+	found := false
+	for _, q := range reqs {
+		if q.Messages == nil {
+			continue
+		}
+		if last, ok := q.Messages.LastUserBlock(); ok && strings.Contains(strings.ToLower(last.Text), granted) && len(q.Messages.Messages) > 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no request continued the conversation with the grant:\n%s", w.modelSummary())
+	}
+}
+
+// An API error is the agent's failure, named, whatever claude's exit code.
+func TestClaudeHeadlessAPIError(t *testing.T) {
+	script := func(c fakeanthropic.Call) fakeanthropic.Reply {
+		return fakeanthropic.Reply{Status: 400}
+	}
+	w := newWorld(t, worldOptions{approveKey: true, script: script})
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 1 {
+		t.Fatalf("%s, want 1", r)
+	}
+	rec := w.only().Tasks["agent"]
+	if rec == nil || rec.Reason != "agent_error" || !strings.Contains(rec.Error, "400") {
+		t.Errorf("record %+v, want agent_error naming the API's 400", rec)
 	}
 }
 

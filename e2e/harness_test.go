@@ -498,6 +498,24 @@ type taskRecord struct {
 	Error    string   `json:"error"`
 	LogPath  string   `json:"logPath"`
 	Excerpt  string   `json:"excerpt"`
+	Attempts int      `json:"attempts"`
+	// Agent is the agent's structured report (headless runs).
+	Agent *struct {
+		SessionID string `json:"session_id"`
+		Result    string `json:"result"`
+		IsError   bool   `json:"is_error"`
+		Error     string `json:"error"`
+		Turns     int    `json:"turns"`
+		ToolCalls int    `json:"tool_calls"`
+		Tokens    struct {
+			Input  int64 `json:"input"`
+			Output int64 `json:"output"`
+		} `json:"tokens"`
+		Denials []struct {
+			Tool    string `json:"tool"`
+			Message string `json:"message"`
+		} `json:"denials"`
+	} `json:"agent"`
 }
 
 func (w *world) sessionsQuiet() []*session {
