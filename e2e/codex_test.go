@@ -100,3 +100,4 @@ func TestCodexHeadless(t *testing.T) {
 		t.Errorf("the agent's report: %+v", *a)
 	}
 }
+

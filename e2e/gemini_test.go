@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/vibeteam/vibeteam/e2e/fakegemini"
@@ -43,5 +46,52 @@ func TestGeminiInteractiveAutoApprove(t *testing.T) {
 	w.assertCreated()
 	if log := w.taskLog(s.ID, "agent", false); !logShows(log, fakegemini.DoneText) {
 		t.Errorf("the task log lacks the model's final reply %q:\n%s", fakegemini.DoneText, clipTail(log, 3000))
+	}
+}
+
+// gemini -p without --auto-approve does not register its shell tool: the
+// call is refused (tool_not_registered). That is a denial, not a success.
+func TestGeminiHeadlessNotRegisteredParks(t *testing.T) {
+	// The model asks for the shell tool whether or not it is offered, as a
+	// model that knows the tool would.
+	script := func(c fakegemini.Call) fakegemini.Reply {
+		switch {
+		case !c.HasLast:
+			return fakegemini.Text(fakegemini.OtherText)
+		case c.Last.FunctionResponse != nil && strings.Contains(string(c.Last.FunctionResponse.Response), `"error"`):
+			return fakegemini.Text("I could not run it.")
+		case c.Last.FunctionResponse != nil:
+			return fakegemini.Text(fakegemini.DoneText)
+		case strings.Contains(strings.ToLower(c.Last.Text), fakegemini.CreateTrigger),
+			strings.Contains(strings.ToLower(c.Last.Text), "permission granted"):
+			return fakegemini.Shell("touch " + fakegemini.CreatedFile)
+		}
+		return fakegemini.Text(fakegemini.OtherText)
+	}
+	w := newGeminiWorld(t, script)
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--headless")
+	s := w.only()
+	log := w.taskLog(s.ID, "agent", false)
+	if r.code != 3 {
+		t.Fatalf("%s, want 3 (parked at the denial)\nlog:\n%s", r, clipTail(log, 3000))
+	}
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Reason != "permission_denied" || rec.Agent == nil || len(rec.Agent.Denials) == 0 || rec.Agent.Denials[0].Tool != "run_shell_command" {
+		t.Fatalf("record %+v", rec)
+	}
+	// Allowed: gemini's own session goes on in yolo mode, and the shell
+	// tool runs.
+	r = w.run("resume", s.ID, "--base-dir", w.project, "--headless", "--allow", "run_shell_command")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	s = w.only()
+	w.assertDone(s)
+	if _, err := os.Stat(filepath.Join(w.project, fakegemini.CreatedFile)); err != nil {
+		t.Errorf("the continued agent did not create the file: %v", err)
+	}
+	argv := strings.Join(s.Tasks["agent"].Argv, " ")
+	if a := s.Tasks["agent"].Agent; a == nil || a.SessionID != rec.Agent.SessionID || !strings.Contains(argv, "--resume "+rec.Agent.SessionID) || !strings.Contains(argv, "--approval-mode yolo") {
+		t.Errorf("gemini's session was not continued: %+v\nargv %s", a, argv)
 	}
 }
