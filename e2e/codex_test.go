@@ -100,4 +100,3 @@ func TestCodexHeadless(t *testing.T) {
 		t.Errorf("the agent's report: %+v", *a)
 	}
 }
-
