@@ -715,3 +715,21 @@ func TestShowAndSessionsOfABead(t *testing.T) {
 		t.Errorf("sessions --json, rejected: %+v", g)
 	}
 }
+
+// A bd status update that fails is a warning with bd's message; the run
+// goes on and completes.
+func TestFailedBeadUpdateIsAWarning(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-8", "Warned", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: s\n    type: script\n    command: echo ok\n")
+	cmd := p.command("run", "ship", "--bead", "bd-8")
+	cmd.Env = append(cmd.Env, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log, "FAKEBD_FAIL=update")
+	r := runResult(t, cmd)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "database is locked") {
+		t.Errorf("bd's message is not shown as a warning:\n%s", r.stderr)
+	}
+	if s := p.only(); s.Status != state.StatusCompleted {
+		t.Errorf("status %s", s.Status)
+	}
+}
