@@ -49,15 +49,9 @@ func beadForRun(c *ucli.Context, base string) (*runBead, error) {
 		}
 		rb.fields, rb.source = b, file
 	} else {
-		client, err := beads.NewClient(base)
+		client, b, err := showBead(base, id)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
-		defer cancel()
-		b, err := client.Show(ctx, id)
-		if err != nil {
-			return nil, exitf(ExitFailed, "%v", err)
+			return nil, err
 		}
 		rb.fields, rb.source, rb.tracker = b, "bd", client
 		if blockers := b.OpenBlockers(); len(blockers) > 0 && !c.Bool("force") {
@@ -73,6 +67,22 @@ func beadForRun(c *ucli.Context, base string) (*runBead, error) {
 		return nil, exitf(ExitUsage, "bead %s already has a running session, %s (vibeteam show %s)", safe(rb.id), other, other)
 	}
 	return rb, nil
+}
+
+// showBead reads bead id through bd (bd show ID --json), with bd's own
+// message when it fails, and returns the client for the run's updates.
+func showBead(base, id string) (*beads.Client, beads.Bead, error) {
+	client, err := beads.NewClient(base)
+	if err != nil {
+		return nil, nil, exitf(ExitUsage, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+	defer cancel()
+	b, err := client.Show(ctx, id)
+	if err != nil {
+		return nil, nil, exitf(ExitFailed, "%v", err)
+	}
+	return client, b, nil
 }
 
 // liveSessionOn names a running session that works on bead id, if any.

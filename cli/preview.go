@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -157,15 +156,9 @@ func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, erro
 	case id == "":
 		return nil, nil
 	}
-	client, err := beads.NewClient(base)
+	_, b, err := showBead(base, id)
 	if err != nil {
-		return nil, exitf(ExitUsage, "%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
-	defer cancel()
-	b, err := client.Show(ctx, id)
-	if err != nil {
-		return nil, exitf(ExitFailed, "%v", err)
+		return nil, err
 	}
 	if blockers := b.OpenBlockers(); len(blockers) > 0 {
 		fmt.Fprintf(streams.Err, "warning: bead %s is blocked by %s, still open: run refuses it until they are closed, or with --force\n", safe(id), safe(strings.Join(blockers, ", ")))
