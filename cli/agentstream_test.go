@@ -3,7 +3,11 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	expect "github.com/Netflix/go-expect"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -245,5 +249,74 @@ func TestAdapterOutputFormatIsChecked(t *testing.T) {
 		if !strings.Contains(r.stdout+r.stderr, want) {
 			t.Errorf("vibeteam adapters lacks %q:\n%s%s", want, r.stdout, r.stderr)
 		}
+	}
+}
+
+// At a terminal, a denial is a question: allow once, allow for the run,
+// deny, or later. Allowing continues the agent's own session at once.
+func TestDenialAskedAtTheTerminal(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		key     string
+		code    int
+		status  state.TaskStatus
+		allowed string
+	}{
+		{"o", 0, state.TaskDone, ""},
+		{"a", 0, state.TaskDone, "Bash"},
+		{"d", 1, state.TaskError, ""},
+		{"l", 3, state.TaskWaitingForUser, ""},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			t.Parallel()
+			p := newProject(t)
+			p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: [record=argv.json]
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=continued.jsonl]
+    allow: ["--allowedTools={tools}"]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent))
+			p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-9"}
+{"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-9","permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"touch asked.txt"}}]}
+`)
+			p.write("continued.jsonl", `{"type":"result","subtype":"success","is_error":false,"result":"ran it","session_id":"sess-9"}`+"\n")
+			structuredWorkflow(p, "cat=run.jsonl")
+			screen := &syncBuffer{}
+			c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := p.command("run", "wf.yaml")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+			expectAll(t, c, screen, "permission: task t (structured) was denied", `Bash {"command":"touch asked.txt"}`, "a: allow Bash for the run", "permission › ")
+			_, _ = c.SendLine(tc.key)
+			if code := waitExit(t, cmd, screen); code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, screen.String())
+			}
+			s := p.only()
+			rec := s.Tasks["t"]
+			if s.TaskStatus["t"] != tc.status || strings.Join(rec.Allowed, ",") != tc.allowed {
+				t.Fatalf("task %s allowed %q, want %s %q", s.TaskStatus["t"], rec.Allowed, tc.status, tc.allowed)
+			}
+			if tc.code == 0 {
+				var got struct{ Argv []string }
+				readJSON(t, p.path("argv.json"), &got)
+				if argv := strings.Join(got.Argv, " "); !strings.Contains(argv, "--allowedTools=Bash --resume sess-9") || rec.Agent.Result != "ran it" {
+					t.Errorf("not continued: argv %s, result %q", argv, rec.Agent.Result)
+				}
+			}
+			if tc.key == "d" && (rec.Reason != "permission_denied" || !strings.Contains(rec.Error, "touch asked.txt")) {
+				t.Errorf("deny: %s %q", rec.Reason, rec.Error)
+			}
+		})
 	}
 }

@@ -55,6 +55,86 @@ const maxNotes = 200
 type waitingTask struct {
 	id, label, state, excerpt string // label and state are safe to print
 	review                    *reviewAsk
+	permission                *permissionAsk
+}
+
+// permissionAsk is a headless agent's denial waiting for the person.
+type permissionAsk struct {
+	req    engine.PermissionRequest
+	answer chan string
+}
+
+// permission asks the person about the tool calls a headless agent was
+// denied (engine.Options.Permission): allow once, allow for the run, deny,
+// or later. It waits its turn after the tasks already waiting, and
+// answers "later" if the session ends first.
+func (p *prompter) permission(ctx context.Context, req engine.PermissionRequest) string {
+	ask := &permissionAsk{req: req, answer: make(chan string, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask})
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case a := <-ask.answer:
+		return a
+	case <-ctx.Done():
+		return engine.PermissionLater
+	case <-p.done:
+		return engine.PermissionLater
+	}
+}
+
+// askPermission shows what a headless agent was denied and reads the
+// person's answer.
+func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
+	p.disp.hold()
+	defer p.disp.release()
+	r, t := w.permission.req, p.tty
+	answer := func(a string) { w.permission.answer <- a }
+	tools := safe(strings.Join(r.Tools, ", "))
+	p.outMu.Lock()
+	fmt.Fprintf(t, "\n── permission: task %s (%s) was denied ──\n", w.label, safe(r.Adapter))
+	for _, d := range r.Denials {
+		line := d.Tool
+		if len(d.Input) > 0 {
+			line += " " + string(d.Input)
+		}
+		if d.Message != "" {
+			line += " — " + d.Message
+		}
+		fmt.Fprintf(t, "│ %s\n", safeLine(line))
+	}
+	fmt.Fprintf(t, "── o: allow once · a: allow %s for the run · d: deny (the task fails) · l: later (park; vibeteam resume ID --allow TOOL)\n", tools)
+	p.outMu.Unlock()
+	for {
+		p.outMu.Lock()
+		fmt.Fprint(t, "permission › ")
+		p.outMu.Unlock()
+		line, err := in.ReadString('\n')
+		if err != nil {
+			answer(engine.PermissionLater)
+			return false
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "o", "once", "y", "yes":
+			answer(engine.PermissionOnce)
+			return true
+		case "a", "all":
+			answer(engine.PermissionAll)
+			return true
+		case "d", "deny", "n", "no":
+			answer(engine.PermissionDeny)
+			return true
+		case "l", "later", ":quit":
+			answer(engine.PermissionLater)
+			return true
+		default:
+			fmt.Fprintln(t, "o, a, d or l")
+		}
+	}
 }
 
 // reviewAsk is a merge waiting for the person's review.
@@ -292,8 +372,13 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 		p.queue = p.queue[1:]
 		p.asking = w.id
 		p.mu.Unlock()
-		if w.review != nil {
-			ok := p.askReview(in, w)
+		if w.review != nil || w.permission != nil {
+			var ok bool
+			if w.review != nil {
+				ok = p.askReview(in, w)
+			} else {
+				ok = p.askPermission(in, w)
+			}
 			p.setAsking("")
 			if !ok {
 				return

@@ -281,6 +281,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 			prompt = newPrompter(tty, disp)
 			disp.prompter = prompt
 			opts.Review = prompt.review
+			opts.Permission = prompt.permission
 		} else {
 			opts.Interaction = engine.InteractionPark
 		}

@@ -54,6 +54,9 @@ type RunOptions struct {
 	Workspace func(sessionID string) (engine.Workspace, error)
 	// Review asks a person about a merge; nil when there is no terminal.
 	Review func(ctx context.Context, r engine.ReviewRequest) (decision, reason string)
+	// Permission asks a person about a headless agent's denied tool calls;
+	// nil when there is no terminal.
+	Permission func(ctx context.Context, r engine.PermissionRequest) string
 	// MergeDecision answers a pending merge on resume (engine.ReviewApprove
 	// or engine.ReviewReject, with MergeReason).
 	MergeDecision, MergeReason string
@@ -179,6 +182,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		Beads:         opts.Beads,
 		Workspace:     ws,
 		Review:        opts.Review,
+		Permission:    opts.Permission,
 		Registry:      o.registry,
 		Manager:       mgr,
 		AutoApprove:   opts.AutoApprove,

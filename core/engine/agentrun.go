@@ -248,9 +248,29 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	excerpt := "denied: " + what
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
 	tools := deniedTools(sum.Denials)
-	switch tr.cfg.Interaction {
-	case InteractionFail:
+	decision := PermissionLater
+	if tr.cfg.Interaction == InteractionAsk && tr.cfg.Permission != nil && sum.SessionID != "" {
+		decision = tr.cfg.Permission(tr.ctx, PermissionRequest{TaskID: t.ID, Name: t.DisplayName(), Adapter: t.Adapter, Denials: sum.Denials, Tools: tools})
+	}
+	switch {
+	case tr.cfg.Interaction == InteractionFail:
 		return state.TaskError, DeniedReason, "the agent was denied " + what + " (--on-interaction=fail)", true
+	case decision == PermissionDeny:
+		return state.TaskError, DeniedReason, "the agent was denied " + what + ", and you kept it so", true
+	case decision == PermissionOnce || decision == PermissionAll:
+		// Continue the agent's session at once, with the tools allowed:
+		// for this continuation only, or for the rest of the run.
+		if decision == PermissionAll {
+			host.updateRecord(t.ID, true, func(rec *state.TaskRecord) {
+				for _, tool := range tools {
+					if !slices.Contains(rec.Allowed, tool) {
+						rec.Allowed = append(rec.Allowed, tool)
+					}
+				}
+			})
+		}
+		tr.grant = tools
+		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what + "; allowed, its session continues", true
 	default:
 		// The run is over and its process gone: what a person can do is
 		// allow the tools and continue the agent's own session.
@@ -271,14 +291,37 @@ func deniedTools(ds []agentstream.Denial) []string {
 }
 
 // continuation is the agent session a headless task continues: one parked
-// at a denial, once a person allowed tools (resume --allow). nil otherwise:
-// the task starts afresh.
-func continuation(mode adapters.Mode, prev state.TaskRecord) *adapters.Continuation {
-	if mode != adapters.Headless || prev.Reason != DeniedReason || prev.Agent == nil || prev.Agent.SessionID == "" || len(prev.Allowed) == 0 {
+// at a denial, once a person allowed tools (resume --allow, or at the
+// terminal: grant, for this continuation only). nil otherwise: the task
+// starts afresh.
+func continuation(mode adapters.Mode, prev state.TaskRecord, grant []string) *adapters.Continuation {
+	allow := slices.Clone(prev.Allowed)
+	for _, tool := range grant {
+		if !slices.Contains(allow, tool) {
+			allow = append(allow, tool)
+		}
+	}
+	if mode != adapters.Headless || prev.Reason != DeniedReason || prev.Agent == nil || prev.Agent.SessionID == "" || len(allow) == 0 {
 		return nil
 	}
-	return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}
+	return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: allow}
 }
+
+// PermissionRequest is what a person is asked when a headless agent was
+// denied tool calls: the calls, and the tools allowing would allow.
+type PermissionRequest struct {
+	TaskID, Name, Adapter string
+	Denials               []agentstream.Denial
+	Tools                 []string
+}
+
+// A person's answers to a PermissionRequest.
+const (
+	PermissionOnce  = "once"  // allow the tools for this continuation
+	PermissionAll   = "all"   // allow them for the rest of the run
+	PermissionDeny  = "deny"  // the task fails
+	PermissionLater = "later" // park: resume ID --allow TOOL later
+)
 
 // grantMessage tells an agent whose tool call was denied that it may now
 // make it: CLIs do not retry a denied call by themselves.

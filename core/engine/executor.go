@@ -63,6 +63,9 @@ type Options struct {
 	Beads     BeadTracker
 	Workspace Workspace
 	Review    func(ctx context.Context, r ReviewRequest) (decision, reason string)
+	// Permission asks a person about the tool calls a headless agent was
+	// denied (nil: no terminal, the session parks).
+	Permission func(ctx context.Context, r PermissionRequest) string
 }
 
 // Outcome is how a run ended.

@@ -42,6 +42,10 @@ type taskRun struct {
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
 
 	stream *agentStream // a headless agent's structured output; nil for text
+	// grant, set when a person allowed a denial at the terminal, makes the
+	// task continue its agent's session with these tools at once.
+	grant []string
+	ctx   context.Context
 }
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
@@ -54,6 +58,21 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 // stdout headless, its screen's text in a terminal (an agent step reads its
 // result from it).
 func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
+	var grant []string
+	for {
+		var again []string
+		ok, why, again = runTaskOnce(ctx, host, t, prompt, failing, capture, grant)
+		if again == nil {
+			return ok, why
+		}
+		grant = again
+	}
+}
+
+// runTaskOnce is one run of the task: its first, or the continuation of
+// its agent's session with grant allowed. again is set when a person
+// allowed a denial: the task continues with those tools.
+func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer, grant []string) (ok bool, why string, again []string) {
 	cfg := host.settings()
 	mode := adapters.Mode(t.ExecutionMode)
 	switch {
@@ -62,18 +81,18 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 	case mode == "":
 		mode = adapters.Interactive
 	}
-	fail := func(reason, msg string) (bool, string) {
+	fail := func(reason, msg string) (bool, string, []string) {
 		now := time.Now()
 		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
 			rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
 		})
 		host.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
 		host.emit(events.TaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
-		return false, msg
+		return false, msg, nil
 	}
 
 	prev := host.readRecord(t.ID)
-	cont := continuation(mode, prev)
+	cont := continuation(mode, prev, grant)
 	if cont != nil {
 		// The agent's own session goes on, told what it may do now; its
 		// first prompt is in that session already.
@@ -136,7 +155,7 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 	}
 
 	tr := &taskRun{
-		host: host, cfg: cfg, task: t, adapter: ad, mode: mode, log: tlog,
+		ctx: ctx, host: host, cfg: cfg, task: t, adapter: ad, mode: mode, log: tlog,
 		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
 		lastOutput: make(chan struct{}, 1),
@@ -231,7 +250,7 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 	if !tr.kept {
 		tr.closeLogs()
 	}
-	return ok, why
+	return ok, why, tr.grant
 }
 
 // closeLogs closes the task's log files; a kept-alive task's logs stay open
