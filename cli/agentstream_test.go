@@ -320,3 +320,88 @@ modes:
 		})
 	}
 }
+
+// questionProject: the agent's first run ends with a question; its
+// continuation (the resume args) prints continued.jsonl.
+func questionProject(t *testing.T) *project {
+	t.Helper()
+	p := newProject(t)
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: [record=argv.json]
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=continued.jsonl]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent))
+	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-q"}
+{"type":"result","subtype":"success","is_error":false,"result":"Two ways to store it.\n\nWhich database should I use?\n1. Postgres\n2. SQLite","session_id":"sess-q"}
+`)
+	p.write("continued.jsonl", `{"type":"result","subtype":"success","is_error":false,"result":"Used SQLite. Done.","session_id":"sess-q"}`+"\n")
+	structuredWorkflow(p, "cat=run.jsonl")
+	return p
+}
+
+// A final message that asks the person something is not DONE: without a
+// terminal the session parks with the question and its options, and
+// resume --answer continues the agent's own session with the answer.
+func TestQuestionParksThenAnswer(t *testing.T) {
+	t.Parallel()
+	p := questionProject(t)
+	r := p.exec("run", "wf.yaml")
+	wantCode(t, r, 3)
+	s := p.only()
+	rec := s.Tasks["t"]
+	if rec.Reason != "question" || rec.Question == nil || rec.Question.Kind != "choice" || strings.Join(rec.Question.Options, "|") != "Postgres|SQLite" {
+		t.Fatalf("record: reason %q question %+v", rec.Reason, rec.Question)
+	}
+	if !strings.Contains(r.stderr, "Which database should I use?") || !strings.Contains(r.stderr, "--answer TEXT") {
+		t.Errorf("the question and the way on are not said:\n%s", r.stderr)
+	}
+	r = p.exec("show", s.ID)
+	if !strings.Contains(r.stdout, "asks: Which database should I use? [Postgres | SQLite]") {
+		t.Errorf("show lacks the question:\n%s", r.stdout)
+	}
+	wantCode(t, p.exec("resume", s.ID, "--allow", "Bash"), 2) // not a denial
+	r = p.exec("resume", s.ID, "--answer", "SQLite, please")
+	wantCode(t, r, 0)
+	s = p.only()
+	rec = s.Tasks["t"]
+	if s.TaskStatus["t"] != state.TaskDone || rec.Agent.Result != "Used SQLite. Done." {
+		t.Fatalf("after the answer: %s %+v", s.TaskStatus["t"], rec.Agent)
+	}
+	var got struct{ Argv []string }
+	readJSON(t, p.path("argv.json"), &got)
+	if argv := strings.Join(got.Argv[1:], " "); argv != "record=argv.json --resume sess-q cat=continued.jsonl -- SQLite, please" {
+		t.Errorf("the continued run's argv: %s", argv)
+	}
+}
+
+// At a terminal the person answers at once: an option by its number.
+func TestQuestionAnsweredAtTheTerminal(t *testing.T) {
+	t.Parallel()
+	p := questionProject(t)
+	screen := &syncBuffer{}
+	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.command("run", "wf.yaml")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+	expectAll(t, c, screen, "question from task t (structured)", "Which database should I use?", "2. SQLite", "answer › ")
+	_, _ = c.SendLine("2")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	var got struct{ Argv []string }
+	readJSON(t, p.path("argv.json"), &got)
+	if argv := strings.Join(got.Argv, " "); !strings.HasSuffix(argv, "--resume sess-q cat=continued.jsonl -- SQLite") {
+		t.Errorf("the continued run's argv: %s", argv)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +57,76 @@ type waitingTask struct {
 	id, label, state, excerpt string // label and state are safe to print
 	review                    *reviewAsk
 	permission                *permissionAsk
+	question                  *questionAsk
+}
+
+// questionAsk is a headless agent's question waiting for the person.
+type questionAsk struct {
+	req    engine.QuestionRequest
+	answer chan string
+}
+
+// question asks the person what a headless agent's final message asks
+// (engine.Options.Question). "" is no answer: later.
+func (p *prompter) question(ctx context.Context, req engine.QuestionRequest) string {
+	ask := &questionAsk{req: req, answer: make(chan string, 1)}
+	p.mu.Lock()
+	p.queue = append(p.queue, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: "question", question: ask})
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case a := <-ask.answer:
+		return a
+	case <-ctx.Done():
+		return ""
+	case <-p.done:
+		return ""
+	}
+}
+
+// askQuestion shows the agent's question and its suggested answers and
+// reads the person's: an option's number, or their own words.
+func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
+	p.disp.hold()
+	defer p.disp.release()
+	q, t := w.question.req.Question, p.tty
+	p.outMu.Lock()
+	fmt.Fprintf(t, "\n── question from task %s (%s) ──\n│ %s\n", w.label, safe(w.question.req.Adapter), safeLine(q.Text))
+	for i, o := range q.Options {
+		fmt.Fprintf(t, "│  %d. %s\n", i+1, safeLine(o))
+	}
+	hint := "type your answer"
+	if len(q.Options) > 0 {
+		hint = fmt.Sprintf("1-%d picks an answer, or type your own", len(q.Options))
+	}
+	fmt.Fprintf(t, "── %s; the agent's session continues with it · :later parks (vibeteam resume ID --answer TEXT)\n", hint)
+	p.outMu.Unlock()
+	for {
+		p.outMu.Lock()
+		fmt.Fprint(t, "answer › ")
+		p.outMu.Unlock()
+		line, err := in.ReadString('\n')
+		if err != nil {
+			w.question.answer <- ""
+			return false
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+			continue
+		case line == ":later" || line == ":quit":
+			w.question.answer <- ""
+			return true
+		}
+		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(q.Options) {
+			line = q.Options[n-1]
+		}
+		w.question.answer <- line
+		return true
+	}
 }
 
 // permissionAsk is a headless agent's denial waiting for the person.
@@ -372,12 +443,15 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 		p.queue = p.queue[1:]
 		p.asking = w.id
 		p.mu.Unlock()
-		if w.review != nil || w.permission != nil {
+		if w.review != nil || w.permission != nil || w.question != nil {
 			var ok bool
-			if w.review != nil {
+			switch {
+			case w.review != nil:
 				ok = p.askReview(in, w)
-			} else {
+			case w.permission != nil:
 				ok = p.askPermission(in, w)
+			default:
+				ok = p.askQuestion(in, w)
 			}
 			p.setAsking("")
 			if !ok {

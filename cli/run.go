@@ -121,6 +121,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			&ucli.BoolFlag{Name: "approve-merge", Usage: "grimoires: approve the merge the session waits for (pending_merge), or retry one that conflicted after you resolved it, and go on"},
 			&ucli.BoolFlag{Name: "reject-merge", Usage: "grimoires: reject the merge the session waits for; the workflow and the bead are blocked, nothing is discarded"},
 			&ucli.StringFlag{Name: "reason", Usage: "with --reject-merge: why (kept in the session)"},
+			&ucli.StringFlag{Name: "answer", Usage: "answer `TEXT` to the agents parked because their final message asked a question: each continues its own session with it"},
 			&ucli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (e.g. Bash, or a rule such as \"Bash(npm test:*)\") to the agents parked because they were denied it: each continues its own session with the tool allowed (repeatable)"},
 		),
 		Action: func(c *ucli.Context) error {
@@ -172,8 +173,12 @@ func resumeCommand(streams IO) *ucli.Command {
 				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
 			}
 			opts.Allow = c.StringSlice("allow")
-			if len(opts.Allow) > 0 && deniedReport(sess) == "" {
+			if len(opts.Allow) > 0 && !waitsFor(sess, engine.DeniedReason) {
 				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
+			}
+			opts.Answer = c.String("answer")
+			if opts.Answer != "" && !waitsFor(sess, engine.QuestionReason) {
+				return exitf(ExitUsage, "session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
 			}
 			if err := resumeBead(sess, &opts); err != nil {
 				return exitf(ExitUsage, "session %s: %v", id, err)
@@ -282,6 +287,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 			disp.prompter = prompt
 			opts.Review = prompt.review
 			opts.Permission = prompt.permission
+			opts.Question = prompt.question
 		} else {
 			opts.Interaction = engine.InteractionPark
 		}
@@ -372,7 +378,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	case state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s waits for a review of its merge (%s into %s): vibeteam resume %s --approve-merge, or --reject-merge [--reason TEXT]; vibeteam show %s for the changes", sess.ID, safe(sess.Branch), safe(sess.BaseBranch), sess.ID, sess.ID)
 	case state.StatusWaiting:
-		if denied := deniedReport(sess); denied != "" {
+		if denied := waitingReport(sess); denied != "" {
 			return exitf(ExitParked, "%s\nsession %s is waiting", denied, sess.ID)
 		}
 		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
@@ -416,27 +422,47 @@ func ttyOf(streams IO) (*os.File, error) {
 	return streams.OpenTTY()
 }
 
-// deniedReport names the tasks parked because their agent was denied a
-// tool, what was denied, and the command that allows it; "" when none was.
-func deniedReport(sess *state.Session) string {
+// waitsFor reports whether a task of the session waits for a person for
+// reason (engine.DeniedReason, engine.QuestionReason).
+func waitsFor(sess *state.Session, reason string) bool {
+	for id, rec := range sess.Tasks {
+		if rec != nil && rec.Reason == reason && sess.TaskStatus[id] == state.TaskWaitingForUser {
+			return true
+		}
+	}
+	return false
+}
+
+// waitingReport names the tasks parked because their agent was denied a
+// tool or asked a question, what it was, and the command that goes on;
+// "" when there is none.
+func waitingReport(sess *state.Session) string {
 	var b strings.Builder
 	for _, id := range slices.Sorted(maps.Keys(sess.Tasks)) {
 		rec := sess.Tasks[id]
-		if rec == nil || rec.Reason != engine.DeniedReason || sess.TaskStatus[id] != state.TaskWaitingForUser || rec.Agent == nil {
+		if rec == nil || sess.TaskStatus[id] != state.TaskWaitingForUser || rec.Agent == nil {
 			continue
 		}
-		var tools []string
-		for _, d := range rec.Agent.Denials {
-			if d.Tool != "" && !slices.Contains(tools, d.Tool) {
-				tools = append(tools, d.Tool)
+		switch rec.Reason {
+		case engine.DeniedReason:
+			var tools []string
+			for _, d := range rec.Agent.Denials {
+				if d.Tool != "" && !slices.Contains(tools, d.Tool) {
+					tools = append(tools, d.Tool)
+				}
 			}
-		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "task %s: %s\n  allow it and continue the agent's session: vibeteam resume %s", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
-		for _, tool := range tools {
-			b.WriteString(" --allow " + shellWord(tool))
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "task %s: %s\n  allow it and continue the agent's session: vibeteam resume %s", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
+			for _, tool := range tools {
+				b.WriteString(" --allow " + shellWord(tool))
+			}
+		case engine.QuestionReason:
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "task %s: the agent %s\n  answer it and continue the agent's session: vibeteam resume %s --answer TEXT", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
 		}
 	}
 	return b.String()

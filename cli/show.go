@@ -112,7 +112,7 @@ func showCommand(streams IO) *ucli.Command {
 					if rec.Agent != nil {
 						fmt.Fprintf(out, "      agent: %s\n", agentLine(rec.Agent))
 					}
-					if rec.Excerpt != "" && rec.Reason == "permission_denied" {
+					if rec.Excerpt != "" && (rec.Reason == engine.DeniedReason || rec.Reason == engine.QuestionReason) {
 						fmt.Fprintf(out, "      %s\n", safe(rec.Excerpt))
 					}
 					tail := rec.OutputTail

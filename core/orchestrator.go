@@ -57,6 +57,12 @@ type RunOptions struct {
 	// Permission asks a person about a headless agent's denied tool calls;
 	// nil when there is no terminal.
 	Permission func(ctx context.Context, r engine.PermissionRequest) string
+	// Question asks a person what a headless agent asks; nil when there is
+	// no terminal.
+	Question func(ctx context.Context, r engine.QuestionRequest) string
+	// Answer, on resume, answers the agents parked with a question: each
+	// such task continues its agent's session with it.
+	Answer string
 	// MergeDecision answers a pending merge on resume (engine.ReviewApprove
 	// or engine.ReviewReject, with MergeReason).
 	MergeDecision, MergeReason string
@@ -145,6 +151,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if opts.MergeDecision != "" {
 		sess.MergeDecision, sess.MergeReason = opts.MergeDecision, opts.MergeReason
 	}
+	if opts.Answer != "" && !answerQuestions(sess, opts.Answer) {
+		_ = lock.Release()
+		return nil, fmt.Errorf("session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
+	}
 	if len(opts.Allow) > 0 && !allowDenied(sess, opts.Allow) {
 		_ = lock.Release()
 		return nil, fmt.Errorf("session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
@@ -183,6 +193,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		Workspace:     ws,
 		Review:        opts.Review,
 		Permission:    opts.Permission,
+		Question:      opts.Question,
 		Registry:      o.registry,
 		Manager:       mgr,
 		AutoApprove:   opts.AutoApprove,
@@ -280,6 +291,18 @@ func allowDenied(sess *state.Session, tools []string) bool {
 			if !slices.Contains(rec.Allowed, tool) {
 				rec.Allowed = append(rec.Allowed, tool)
 			}
+		}
+	}
+	return found
+}
+
+// answerQuestions gives answer to each task parked with its agent's
+// question, and reports whether there was one.
+func answerQuestions(sess *state.Session, answer string) bool {
+	found := false
+	for id, rec := range sess.Tasks {
+		if rec != nil && rec.Reason == engine.QuestionReason && sess.TaskStatus[id] == state.TaskWaitingForUser {
+			rec.Answer, found = answer, true
 		}
 	}
 	return found

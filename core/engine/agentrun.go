@@ -214,6 +214,7 @@ func denialText(ds []agentstream.Denial) string {
 const (
 	agentErrorReason = "agent_error"       // the agent said its run failed (is_error, turn.failed, status error)
 	DeniedReason     = "permission_denied" // the agent was refused a tool call: the task waits for a person
+	QuestionReason   = "question"          // the agent's final message asks the person something
 )
 
 // judgeAgent reads what the agent's stream said once its process is gone:
@@ -238,8 +239,11 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		}
 		return state.TaskError, agentErrorReason, fmt.Sprintf("the agent reported an error: %s", oneLine(msg, 1000)), true
 	}
-	if !res.Success() || len(sum.Denials) == 0 {
+	if !res.Success() {
 		return "", "", "", false
+	}
+	if len(sum.Denials) == 0 {
+		return tr.judgeQuestion(sum)
 	}
 	what := denialText(sum.Denials)
 	for _, d := range sum.Denials {
@@ -269,7 +273,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 				}
 			})
 		}
-		tr.grant = tools
+		tr.next = &followUp{allow: tools}
 		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what + "; allowed, its session continues", true
 	default:
 		// The run is over and its process gone: what a person can do is
@@ -277,6 +281,45 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		host.park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent was denied %s; allow it with: vibeteam resume ID --allow %s", t.ID, what, strings.Join(tools, " --allow ")))
 		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what, true
 	}
+}
+
+// judgeQuestion asks the person the question the agent's final message
+// ends with, if it ends with one: the run stopped to ask, it is not done.
+// A message that reports the step's JSON result answers for itself.
+func (tr *taskRun) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
+	host, t := tr.host, tr.task
+	if !sum.HasResult || sum.SessionID == "" || strings.Contains(sum.Result, "```json") {
+		return "", "", "", false
+	}
+	q := agentstream.DetectQuestion(sum.Result)
+	if q == nil {
+		return "", "", "", false
+	}
+	excerpt := "asks: " + q.Text
+	if len(q.Options) > 0 {
+		excerpt += " [" + strings.Join(q.Options, " | ") + "]"
+	}
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt, rec.Question = excerpt, q })
+	host.emit(events.AgentQuestion, t.ID, map[string]any{"kind": string(q.Kind), "text": q.Text, "options": q.Options})
+	answer := ""
+	if tr.cfg.Interaction == InteractionAsk && tr.cfg.Question != nil {
+		answer = tr.cfg.Question(tr.ctx, QuestionRequest{TaskID: t.ID, Name: t.DisplayName(), Adapter: t.Adapter, Question: *q})
+	}
+	switch {
+	case tr.cfg.Interaction == InteractionFail:
+		return state.TaskError, QuestionReason, "the agent asks: " + q.Text + " (--on-interaction=fail)", true
+	case answer != "":
+		tr.next = &followUp{answer: answer}
+		return state.TaskWaitingForUser, QuestionReason, "the agent asked: " + q.Text + "; answered, its session continues", true
+	}
+	host.park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent asks: %s; answer with: vibeteam resume ID --answer TEXT", t.ID, q.Text))
+	return state.TaskWaitingForUser, QuestionReason, "the agent asks: " + q.Text, true
+}
+
+// QuestionRequest is the question a headless agent's final message asks.
+type QuestionRequest struct {
+	TaskID, Name, Adapter string
+	Question              agentstream.Question
 }
 
 // deniedTools are the denied tools' names, each once.
@@ -290,21 +333,47 @@ func deniedTools(ds []agentstream.Denial) []string {
 	return tools
 }
 
-// continuation is the agent session a headless task continues: one parked
-// at a denial, once a person allowed tools (resume --allow, or at the
-// terminal: grant, for this continuation only). nil otherwise: the task
-// starts afresh.
-func continuation(mode adapters.Mode, prev state.TaskRecord, grant []string) *adapters.Continuation {
-	allow := slices.Clone(prev.Allowed)
-	for _, tool := range grant {
-		if !slices.Contains(allow, tool) {
-			allow = append(allow, tool)
+// followUp is what continues an agent's session: tools a person allowed
+// after a denial, or their answer to the agent's question.
+type followUp struct {
+	allow  []string
+	answer string
+}
+
+// continuation is the agent session a headless task continues, and the
+// prompt that continues it: after a denial, once a person allowed tools
+// (resume --allow, or at the terminal: now, for this continuation only);
+// after a question, once they answered it (resume --answer, or now). nil
+// otherwise: the task starts afresh.
+func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*adapters.Continuation, string) {
+	if mode != adapters.Headless || prev.Agent == nil || prev.Agent.SessionID == "" {
+		return nil, ""
+	}
+	switch prev.Reason {
+	case DeniedReason:
+		allow := slices.Clone(prev.Allowed)
+		if now != nil {
+			for _, tool := range now.allow {
+				if !slices.Contains(allow, tool) {
+					allow = append(allow, tool)
+				}
+			}
 		}
+		if len(allow) == 0 {
+			return nil, ""
+		}
+		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: allow}, grantMessage(allow)
+	case QuestionReason:
+		answer := prev.Answer
+		if now != nil && now.answer != "" {
+			answer = now.answer
+		}
+		if answer == "" {
+			return nil, ""
+		}
+		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}, answer
 	}
-	if mode != adapters.Headless || prev.Reason != DeniedReason || prev.Agent == nil || prev.Agent.SessionID == "" || len(allow) == 0 {
-		return nil
-	}
-	return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: allow}
+	return nil, ""
 }
 
 // PermissionRequest is what a person is asked when a headless agent was

@@ -66,6 +66,9 @@ type Options struct {
 	// Permission asks a person about the tool calls a headless agent was
 	// denied (nil: no terminal, the session parks).
 	Permission func(ctx context.Context, r PermissionRequest) string
+	// Question asks a person the question a headless agent's final
+	// message ends with; "" is no answer (later: the session parks).
+	Question func(ctx context.Context, r QuestionRequest) string
 }
 
 // Outcome is how a run ended.

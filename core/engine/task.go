@@ -42,10 +42,10 @@ type taskRun struct {
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
 
 	stream *agentStream // a headless agent's structured output; nil for text
-	// grant, set when a person allowed a denial at the terminal, makes the
-	// task continue its agent's session with these tools at once.
-	grant []string
-	ctx   context.Context
+	// next, set when a person allowed a denial or answered a question at
+	// the terminal, makes the task continue its agent's session at once.
+	next *followUp
+	ctx  context.Context
 }
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
@@ -58,21 +58,19 @@ func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, 
 // stdout headless, its screen's text in a terminal (an agent step reads its
 // result from it).
 func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
-	var grant []string
+	var next *followUp
 	for {
-		var again []string
-		ok, why, again = runTaskOnce(ctx, host, t, prompt, failing, capture, grant)
-		if again == nil {
+		ok, why, next = runTaskOnce(ctx, host, t, prompt, failing, capture, next)
+		if next == nil {
 			return ok, why
 		}
-		grant = again
 	}
 }
 
 // runTaskOnce is one run of the task: its first, or the continuation of
-// its agent's session with grant allowed. again is set when a person
-// allowed a denial: the task continues with those tools.
-func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer, grant []string) (ok bool, why string, again []string) {
+// its agent's session with what a person allowed or answered (now). again
+// is set when a person did so at the terminal: the task continues at once.
+func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer, now *followUp) (ok bool, why string, again *followUp) {
 	cfg := host.settings()
 	mode := adapters.Mode(t.ExecutionMode)
 	switch {
@@ -81,7 +79,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	case mode == "":
 		mode = adapters.Interactive
 	}
-	fail := func(reason, msg string) (bool, string, []string) {
+	fail := func(reason, msg string) (bool, string, *followUp) {
 		now := time.Now()
 		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
 			rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
@@ -92,11 +90,12 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	}
 
 	prev := host.readRecord(t.ID)
-	cont := continuation(mode, prev, grant)
+	cont, followPrompt := continuation(mode, prev, now)
 	if cont != nil {
-		// The agent's own session goes on, told what it may do now; its
-		// first prompt is in that session already.
-		prompt = grantMessage(cont.Allow)
+		// The agent's own session goes on, told what it may do now or
+		// what the person answered; its first prompt is in that session
+		// already.
+		prompt = followPrompt
 	}
 	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Continue: cont})
 	if err != nil {
@@ -250,7 +249,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	if !tr.kept {
 		tr.closeLogs()
 	}
-	return ok, why, tr.grant
+	return ok, why, tr.next
 }
 
 // closeLogs closes the task's log files; a kept-alive task's logs stay open

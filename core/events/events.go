@@ -55,6 +55,7 @@ const (
 	AgentUsage      = "agent.usage"       // input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
 	AgentError      = "agent.error"       // error: an error the agent CLI reported
 	AgentDenied     = "agent.denied"      // tool, input, message: a tool call the agent was not allowed to make
+	AgentQuestion   = "agent.question"    // kind (permission | choice | text), text, options: the agent's final message asks the person
 )
 
 // Grimoire events (see the field structs below).

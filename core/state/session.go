@@ -67,6 +67,11 @@ type TaskRecord struct {
 	// Allowed are the tools a person allowed for the rest of the run
 	// (resume --allow, or "allow all" at a denial).
 	Allowed []string `json:"allowed,omitempty"`
+	// Question is what the agent's final message asked the person, when
+	// the task waits for an answer; Answer is the answer given with
+	// resume --answer, which continues the agent's session.
+	Question *agentstream.Question `json:"question,omitempty"`
+	Answer   string                `json:"answer,omitempty"`
 }
 
 // AgentTotals adds up what the session's agents reported.
