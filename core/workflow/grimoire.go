@@ -26,10 +26,10 @@ import (
 // agent's adapter keys keep the camelCase of stage tasks, since they are the
 // same thing).
 var (
-	grimoireKeys   = []string{"name", "description", "timeout", "steps"}
+	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp"}
 	commonStepKeys = []string{"name", "type", "when", "timeout", "output"}
 	stepTypeKeys   = map[string][]string{
-		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail"},
+		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
 		StepMerge:  {"require_review"},
@@ -80,6 +80,8 @@ func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
 			def.Timeout = p.duration(kv.Val, "timeout")
 		case "steps":
 			def.Steps = p.steps(kv.Val, "steps")
+		case "mcp":
+			def.MCP = p.mcp(kv.Val, "mcp")
 		default:
 			p.unknownGrimoireKey(kv.Key, "", grimoireKeys)
 		}
@@ -183,6 +185,8 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 		s.Agent.ExtraArgs = p.Strings(val, f, p.String)
 	case "agent.on_fail":
 		s.Agent.OnFail = p.text(val, f)
+	case "agent.mcp":
+		s.Agent.MCP = p.mcp(val, f)
 	case "script.command":
 		s.Script.Command = p.text(val, f)
 	case "script.on_fail":

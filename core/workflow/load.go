@@ -15,10 +15,10 @@ import (
 // Keys accepted at each level, in the order suggestions prefer them and
 // messages list them.
 var (
-	rootKeys  = []string{"id", "goal", "stages"}
+	rootKeys  = []string{"id", "goal", "stages", "mcp"}
 	stageKeys = []string{"id", "tasks"}
 	taskKeys  = []string{"id", "adapter", "executionMode", "prompt", "extraArgs", "cwd", "env",
-		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout"}
+		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout", "mcp"}
 )
 
 // LoadFile reads and parses a definition file. A file that cannot be read
@@ -187,6 +187,8 @@ func (p *parser) definition(n *yaml.Node) *Definition {
 			def.Goal = p.text(kv.Val, "goal")
 		case "stages":
 			def.Steps = p.stages(kv.Val, "stages")
+		case "mcp":
+			def.MCP = p.mcp(kv.Val, "mcp")
 		}
 	})
 	return def
@@ -282,6 +284,8 @@ func (p *parser) task(n *yaml.Node, field string) Task {
 			t.Timeout = p.duration(kv.Val, f)
 		case "inactivityTimeout":
 			t.InactivityTimeout = p.duration(kv.Val, f)
+		case "mcp":
+			t.MCP = p.mcp(kv.Val, f)
 		}
 	})
 	return t

@@ -80,6 +80,9 @@ type Definition struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	Source  string   `json:"source,omitempty"` // the file it was loaded from, if any
 	Steps   []Step   `json:"steps"`
+	// MCP are the MCP servers every agent of the workflow gets (a task or
+	// an agent step adds its own; on a name both have, its own wins).
+	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
 // Step is one element of a definition's body. Type says which of the
@@ -143,6 +146,8 @@ type AgentStep struct {
 	ExecutionMode string   `json:"executionMode"` // DefaultAgentMode when not written
 	ExtraArgs     []string `json:"extraArgs,omitempty"`
 	OnFail        string   `json:"on_fail"` // continue | block
+	// MCP are the step's own MCP servers, added to the grimoire's.
+	MCP []MCPServer `json:"mcp,omitempty"`
 }
 
 // InlineSpell is true when Spell is the text of the spell rather than a name.
@@ -207,7 +212,9 @@ type Task struct {
 	// InactivityTimeout fails the task after this long without output; it
 	// overrides the adapter's.
 	InactivityTimeout Duration `json:"inactivityTimeout,omitempty"`
-	Pos               Pos      `json:"-"`
+	// MCP are the task's own MCP servers, added to the workflow's.
+	MCP []MCPServer `json:"mcp,omitempty"`
+	Pos Pos         `json:"-"`
 }
 
 // DisplayName is the task's name, defaulting to its id.
