@@ -332,3 +332,67 @@ func TestClaudeIdleMatchIsTheInputBoxOnly(t *testing.T) {
 	}
 	t.Fatal("no idle state")
 }
+
+// The version each built-in agent adapter records as tested is the one the
+// e2e tier installs (e2e/run.sh, PACKAGES and BINARIES), so that the two can
+// never drift: vibeteam doctor compares the installed CLI with it. An
+// adapter with a version key must be pinned there, and a pinned CLI must
+// have a tested version.
+func TestBuiltinTestedVersionsAreTheE2EPins(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "e2e", "run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	array := func(name string) []string {
+		m := regexp.MustCompile(`(?ms)^` + name + `=\((.*?)\)`).FindSubmatch(data)
+		if m == nil {
+			t.Fatalf("e2e/run.sh has no %s=( ... ) array", name)
+		}
+		var out []string
+		for _, w := range strings.Fields(string(m[1])) {
+			out = append(out, strings.Trim(w, `"'`))
+		}
+		return out
+	}
+	packages, binaries := array("PACKAGES"), array("BINARIES")
+	if len(packages) == 0 || len(packages) != len(binaries) {
+		t.Fatalf("PACKAGES %q and BINARIES %q do not pair up", packages, binaries)
+	}
+	pinned := map[string]string{} // binary → version
+	for i, spec := range packages {
+		at := strings.LastIndex(spec, "@")
+		if at <= 0 {
+			t.Fatalf("package %q has no @VERSION", spec)
+		}
+		pinned[binaries[i]] = spec[at+1:]
+	}
+	r := NewRegistry()
+	for _, info := range r.Info() {
+		want, isPinned := pinned[info.Command]
+		delete(pinned, info.Command)
+		switch {
+		case info.Version == nil && isPinned:
+			t.Errorf("%s: no version key, but e2e/run.sh pins %s %s", info.Name, info.Command, want)
+		case info.Version == nil:
+			// shell: no version to check
+		case !isPinned:
+			t.Errorf("%s: tested %q, but e2e/run.sh pins no %s", info.Name, info.Version.Tested, info.Command)
+		case info.Version.Tested != want:
+			t.Errorf("%s: tested %q, e2e/run.sh pins %s", info.Name, info.Version.Tested, want)
+		}
+	}
+	for bin, v := range pinned {
+		t.Errorf("e2e/run.sh pins %s %s, which no built-in adapter runs", bin, v)
+	}
+	// Their header comments name the version too, for a reader of the file.
+	for _, info := range r.Info() {
+		if info.Version == nil || info.Source != SourceBuiltin {
+			continue
+		}
+		data, _ := builtinFS.ReadFile("builtin/" + info.Name + ".yaml")
+		text := strings.ReplaceAll(string(data), "\n# ", " ")
+		if !strings.Contains(text, "against "+info.Version.Tested) {
+			t.Errorf("%s.yaml: its header comment does not say it was checked against %s", info.Name, info.Version.Tested)
+		}
+	}
+}

@@ -40,6 +40,12 @@ import (
 //	quietPeriod: 150ms
 //	inactivityTimeout: 10m   # default: none
 //	env: { KEY: value }      # under the task's env
+//	version:                 # how `vibeteam doctor` checks the installed CLI
+//	  tested: "1.2.3"        # the version the file was checked against (optional)
+//	  args: [--version]      # default; the first line of the output is the version
+//	auth:                    # what `vibeteam doctor` looks for (names only)
+//	  env: [AIDER_KEY, OPENAI_API_KEY]  # any one set (non-empty) is enough
+//	  note: "or a login: aider --login" # shown when none is set
 //	states:                  # ordered; first match on the rendered screen wins
 //	  - { name: interaction_idle, pattern: '(?m)^> $' }
 //	autoPolicy:
@@ -75,6 +81,10 @@ const (
 	DefaultStuckAfter = 10 * time.Second
 )
 
+// DefaultVersionArgs ask a command for its version when an adapter file's
+// version key has no args.
+var DefaultVersionArgs = []string{"--version"}
+
 // Prompt positions: where LaunchConfig puts the prompt in argv.
 const (
 	PromptArg  = "arg"  // appended last, as a positional argument
@@ -101,7 +111,23 @@ type definition struct {
 	stuckAfter        time.Duration
 	env               map[string]string
 	states            []State
-	policy            *AutoPolicy // nil when the file has no autoPolicy
+	policy            *AutoPolicy  // nil when the file has no autoPolicy
+	version           *versionSpec // nil when the file has no version key
+	auth              authSpec
+}
+
+// versionSpec is how to ask the command for its version, for doctor.
+type versionSpec struct {
+	tested string   // the version the file was checked against; "" for none
+	args   []string // never empty: DefaultVersionArgs when not written
+}
+
+// authSpec names the environment variables that give the CLI its
+// credentials, any one of which is enough, for doctor. Only names: a CLI
+// may also keep a login of its own, which note says how to make.
+type authSpec struct {
+	env  []string
+	note string
 }
 
 type modeSpec struct {
@@ -144,7 +170,9 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Keys of an adapter file at each level, in the order messages list them.
 var (
-	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "states", "autoPolicy"}
+	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "version", "auth", "states", "autoPolicy"}
+	versionKeys = []string{"tested", "args"}
+	authKeys    = []string{"env", "note"}
 	modeNames   = []string{string(Interactive), string(Headless)}
 	modeKeys    = []string{"args", "prompt", "usePTY", "output", "resume", "allow"}
 	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required"}
@@ -316,6 +344,10 @@ func (p *parser) definition(root *yaml.Node) *definition {
 			d.states = p.states(v)
 		case "autoPolicy":
 			d.policy = p.policy(v)
+		case "version":
+			d.version = p.version(v)
+		case "auth":
+			d.auth = p.auth(v)
 		}
 	})
 	// Only a mapping is told what it lacks. (A file holding a null alone,
@@ -529,6 +561,66 @@ func (p *parser) states(n *yaml.Node) []State {
 	}
 	return out
 }
+
+// version reads the version key. A null is the defaults: the command is
+// asked with DefaultVersionArgs, and no version is known to be tested.
+func (p *parser) version(n *yaml.Node) *versionSpec {
+	v := &versionSpec{}
+	p.Fields(n, "version", "a mapping such as { tested: \"1.2.3\", args: [--version] }", versionKeys, func(kv yamlnode.Pair) {
+		f := join("version", kv.Key.Value)
+		switch kv.Key.Value {
+		case "tested":
+			v.tested, _ = p.nonEmpty(kv.Val, f)
+		case "args":
+			args := p.Strings(kv.Val, f, p.Text)
+			// An empty list would start the CLI itself, which may
+			// wait for input in its TUI until doctor's timeout.
+			if n := p.Deref(kv.Val); n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+				p.Fail(kv.Val, f, "must not be empty: the arguments that make the command print its version (default [--version])")
+				return
+			}
+			v.args = args
+		}
+	})
+	if len(v.args) == 0 {
+		v.args = slices.Clone(DefaultVersionArgs)
+	}
+	return v
+}
+
+// auth reads the auth key: environment variable names, and a note.
+func (p *parser) auth(n *yaml.Node) authSpec {
+	var a authSpec
+	p.Fields(n, "auth", "a mapping such as { env: [API_KEY], note: \"or a login\" }", authKeys, func(kv yamlnode.Pair) {
+		f := join("auth", kv.Key.Value)
+		switch kv.Key.Value {
+		case "env":
+			elems, _ := p.Seq(kv.Val, f, aListOfEnvNames)
+			for i, el := range elems {
+				if p.Exhausted {
+					break
+				}
+				ef := fmt.Sprintf("%s[%d]", f, i)
+				name, ok := p.nonEmpty(el, ef)
+				switch {
+				case !ok:
+				case strings.ContainsAny(name, "=\x00"):
+					p.Fail(el, ef, "invalid environment variable name %q", name)
+				case slices.Contains(a.env, name):
+					p.Fail(el, ef, "%s is listed twice", name)
+				default:
+					a.env = append(a.env, name)
+				}
+			}
+		case "note":
+			a.note, _ = p.Text(kv.Val, f)
+		}
+	})
+	return a
+}
+
+// aListOfEnvNames is what auth.env must be.
+const aListOfEnvNames = "a list of environment variable names"
 
 func (p *parser) policy(n *yaml.Node) *AutoPolicy {
 	pol := &AutoPolicy{}

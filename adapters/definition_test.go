@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ colour: red
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
 		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers)`,
-		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, states, autoPolicy)`,
+		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, version, auth, states, autoPolicy)`,
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))
 	var list ErrorList
@@ -130,6 +131,20 @@ func TestParseErrorCases(t *testing.T) {
 			`x.yaml:3:27: autoPolicy.handlers[0]: missing required key "when"`},
 		{"handler empty send", "command: a\nmodes: { headless: {} }\nautoPolicy: { handlers: [ { when: x, send: '' } ] }\n",
 			"x.yaml:3:44: autoPolicy.handlers[0].send: must not be empty"},
+		{"version empty args", "command: a\nmodes: { headless: {} }\nversion: { args: [] }\n",
+			"x.yaml:3:18: version.args: must not be empty: the arguments that make the command print its version (default [--version])"},
+		{"version empty tested", "command: a\nmodes: { headless: {} }\nversion: { tested: '' }\n",
+			"x.yaml:3:20: version.tested: must not be empty"},
+		{"version unknown key", "command: a\nmodes: { headless: {} }\nversion: { tested: '1', arg: [-v] }\n",
+			`x.yaml:3:25: version: unknown key "arg" (did you mean "args"?)`},
+		{"version not a mapping", "command: a\nmodes: { headless: {} }\nversion: 1.2.3\n",
+			`x.yaml:3:10: version: must be a mapping such as { tested: "1.2.3", args: [--version] }`},
+		{"auth env not a list", "command: a\nmodes: { headless: {} }\nauth: { env: KEY }\n",
+			"x.yaml:3:14: auth.env: must be a list of environment variable names"},
+		{"auth env bad name", "command: a\nmodes: { headless: {} }\nauth: { env: [A, 'B=C', ~, A] }\n",
+			"x.yaml:3:18: auth.env[1]: invalid environment variable name \"B=C\"\nx.yaml:3:25: auth.env[2]: must not be empty\nx.yaml:3:28: auth.env[3]: A is listed twice"},
+		{"auth unknown key", "command: a\nmodes: { headless: {} }\nauth: { envs: [A] }\n",
+			`x.yaml:3:9: auth: unknown key "envs" (did you mean "env"?)`},
 		{"file name as name", "command: a\nmodes: { headless: {} }\n", ""},
 	}
 	for _, c := range cases {
@@ -307,5 +322,63 @@ func TestDeprecatedCloseStdin(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%q:\n got %v\nwant %s", src, err, want)
 		}
+	}
+}
+
+// version and auth are only read here, for vibeteam doctor: their values, the
+// defaults, and an adapter without them.
+func TestVersionAndAuthKeys(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     string
+		version *VersionCheck
+		auth    Auth
+	}{
+		{"absent", "", nil, Auth{}},
+		{"null", "version:\nauth:\n", &VersionCheck{Args: []string{"--version"}}, Auth{}},
+		{"empty", "version: {}\nauth: {}\n", &VersionCheck{Args: []string{"--version"}}, Auth{}},
+		{"tested only", "version: { tested: 2.1.197 }\n", &VersionCheck{Tested: "2.1.197", Args: []string{"--version"}}, Auth{}},
+		{"args", "version: { tested: '1.0', args: [version, --short] }\n", &VersionCheck{Tested: "1.0", Args: []string{"version", "--short"}}, Auth{}},
+		{"auth", "auth: { env: [A_KEY, B_TOKEN], note: or log in }\n", nil, Auth{Env: []string{"A_KEY", "B_TOKEN"}, Note: "or log in"}},
+		{"auth note only", "auth: { env: [], note: in its own config }\n", nil, Auth{Note: "in its own config"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			info, err := Parse("x.yaml", []byte("command: a\nmodes: { headless: {} }\n"+c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(info.Version, c.version) {
+				t.Errorf("Version = %+v, want %+v", info.Version, c.version)
+			}
+			if len(info.Auth.Env) == 0 {
+				info.Auth.Env = nil
+			}
+			if !reflect.DeepEqual(info.Auth, c.auth) {
+				t.Errorf("Auth = %+v, want %+v", info.Auth, c.auth)
+			}
+		})
+	}
+}
+
+// Info hands out copies: changing one changes nothing the registry holds.
+func TestInfoVersionAndAuthAreCopies(t *testing.T) {
+	r := NewRegistry()
+	claude := func() Info {
+		for _, i := range r.Info() {
+			if i.Name == "claude" {
+				return i
+			}
+		}
+		t.Fatal("no claude")
+		return Info{}
+	}
+	i := claude()
+	if i.Version == nil || len(i.Version.Args) == 0 || len(i.Auth.Env) == 0 {
+		t.Fatalf("claude: version %+v, auth %+v", i.Version, i.Auth)
+	}
+	i.Version.Args[0], i.Auth.Env[0] = "changed", "changed"
+	if j := claude(); j.Version.Args[0] == "changed" || j.Auth.Env[0] == "changed" {
+		t.Errorf("the registry's definition changed: %+v %+v", j.Version, j.Auth)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,29 @@ type Info struct {
 	Command     string
 	OnPath      bool // the command can be found (exec.LookPath)
 	Description string
+	// Version says how to ask the command its version (vibeteam doctor);
+	// nil when the file has no version key, and the version is not asked.
+	Version *VersionCheck
+	// Auth is the environment the CLI takes its credentials from.
+	Auth Auth
+}
+
+// VersionCheck is an adapter file's version key.
+type VersionCheck struct {
+	// Tested is the version the adapter was checked against; "" when the
+	// file does not say.
+	Tested string
+	Args   []string // what makes the command print its version; never empty
+}
+
+// Auth is an adapter file's auth key.
+type Auth struct {
+	// Env are environment variable names, any one of which, set and not
+	// empty, gives the CLI its credentials. Empty: the file names none.
+	Env []string
+	// Note says what else works, such as the CLI's own login, when none of
+	// Env is set.
+	Note string
 }
 
 type entry struct {
@@ -193,8 +217,26 @@ func Parse(file string, data []byte) (Info, error) {
 }
 
 func info(def *definition, file string) Info {
+	i := def.info(file)
 	_, lookErr := exec.LookPath(def.command)
-	return Info{Name: def.name, Source: file, Command: def.command, OnPath: lookErr == nil, Description: def.description}
+	i.OnPath = lookErr == nil
+	return i
+}
+
+// info is the Info of def from source, without OnPath. Its slices are
+// copies: def is shared and never changes.
+func (def *definition) info(source string) Info {
+	i := Info{
+		Name:        def.name,
+		Source:      source,
+		Command:     def.command,
+		Description: def.description,
+		Auth:        Auth{Env: slices.Clone(def.auth.env), Note: def.auth.note},
+	}
+	if def.version != nil {
+		i.Version = &VersionCheck{Tested: def.version.tested, Args: slices.Clone(def.version.args)}
+	}
+	return i
 }
 
 // BrokenFile is a user adapter file that could not be loaded.
@@ -376,12 +418,7 @@ func (r *Registry) Info() []Info {
 	r.mu.RLock()
 	out := make([]Info, 0, len(r.entries))
 	for _, e := range r.entries {
-		out = append(out, Info{
-			Name:        e.def.name,
-			Source:      e.source,
-			Command:     e.def.command,
-			Description: e.def.description,
-		})
+		out = append(out, e.def.info(e.source))
 	}
 	r.mu.RUnlock()
 	// LookPath touches the file system; do it outside the lock.

@@ -392,7 +392,7 @@ func TestInfo(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"claude", "codex", "fake", "gemini", "ghost", "opencode", "shell"}) {
 		t.Errorf("Info order: %v", names)
 	}
-	if got := byName["fake"]; got != (Info{Name: "fake", Source: p, Command: "fake-agent", OnPath: true, Description: "A fake"}) {
+	if got := byName["fake"]; !reflect.DeepEqual(got, Info{Name: "fake", Source: p, Command: "fake-agent", OnPath: true, Description: "A fake"}) {
 		t.Errorf("fake: %+v", got)
 	}
 	if byName["ghost"].OnPath {

@@ -158,7 +158,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 		base = os.Getenv("VIBETEAM_BASE_DIR")
 	}
 	switch cmd.Name {
-	case "run", "preview":
+	case "run", "preview", "doctor":
 		if nargs == 0 {
 			return workflowCandidates(base, cur)
 		}

@@ -1,0 +1,520 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// defaultVersionTimeout bounds each `COMMAND --version` doctor runs.
+const defaultVersionTimeout = 10 * time.Second
+
+func doctorCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "doctor",
+		Usage:     "check the agent CLIs: on PATH, their version against the tested one, their auth environment (every adapter, or those FILE|NAME uses)",
+		ArgsUsage: "[FILE|NAME]",
+		Description: `For every adapter (built-in and .vibeteam/adapters/*.yaml), or with
+FILE|NAME only for those that workflow or grimoire uses (its tasks'
+adapters; its agent steps', claude by default), doctor reports:
+
+  command  whether the command is on PATH (a command written as a path:
+           whether it is an executable file, relative to the base dir),
+           and where;
+  version  the first line of what "COMMAND --version" prints (an adapter
+           file's version.args; run with no stdin, in an empty temporary
+           directory, for at most 10s), and whether it is the version the
+           adapter was tested with (version.tested; the built-in ones are
+           pinned by the e2e tests): "ok", or "differs: tested X". An
+           adapter without a version key (shell) is only looked up;
+  auth     which of the environment variables the adapter names for its
+           credentials (auth.env) are set: names only, never values. None
+           set is a warning, not an error, since the CLIs also keep logins
+           of their own (auth.note says how).
+
+FILE|NAME is found and loaded as run finds it: a file,
+.vibeteam/workflows/NAME.*, .vibeteam/grimoires/NAME.yaml, or a built-in.
+Only what doctor needs is checked: use validate for the rest.
+
+Each line is marked ✓ (fine), ✗ (a problem) or ! (a warning).
+
+--json prints one JSON array instead, an object per adapter:
+  {"adapter", "source", "command", "path", "found", "version", "tested",
+   "versionOk", "authEnv": {"set": [...], "missing": [...]}, "authNote",
+   "problems": [...], "warnings": [...]}
+versionOk is null when there is nothing to compare.
+
+Exit status: 1 when FILE|NAME was given and an adapter it needs is not on
+PATH or its file is broken; 2 when FILE|NAME cannot be loaded (its problems
+as file:line:col, as validate prints them); 0 otherwise. Without FILE|NAME
+a missing CLI is only reported.`,
+		Flags: []ucli.Flag{
+			baseDirFlag,
+			&ucli.BoolFlag{Name: "json", Usage: "print a JSON array, an object per adapter (see above)"},
+			&ucli.DurationFlag{Name: "timeout", Value: defaultVersionTimeout, Usage: "how long each version command may run", Hidden: true},
+		},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 1 {
+				return exitf(ExitUsage, "doctor takes at most one workflow file or name, got %d arguments; see vibeteam doctor --help", c.NArg())
+			}
+			base, err := baseDir(c)
+			if err != nil {
+				return err
+			}
+			reg, err := loadRegistry(base)
+			if err != nil {
+				return err
+			}
+			var def *workflow.Definition
+			if c.NArg() == 1 {
+				// Only the adapters' names are checked by the loader: a
+				// broken adapter file is doctor's finding (exit 1), and
+				// whether a command is installed is doctor's question.
+				def, err = loadDefinition(c.Args().First(), base, workflow.LoadOptions{Adapters: doctorAdapterSet{reg}})
+				if err != nil {
+					return err
+				}
+			}
+			reports := diagnose(reg, base, def, c.Duration("timeout"))
+			if c.Bool("json") {
+				enc := json.NewEncoder(streams.Out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(reports); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(streams.Out, def, reports)
+			}
+			if def == nil {
+				return nil
+			}
+			var missing []string
+			for _, r := range reports {
+				switch {
+				case r.broken:
+					missing = append(missing, fmt.Sprintf("adapter %s: its file is broken", r.Adapter))
+				case !r.Found:
+					missing = append(missing, fmt.Sprintf("adapter %s: %s", r.Adapter, strings.Join(r.Problems, "; ")))
+				}
+			}
+			if len(missing) > 0 {
+				return exitf(ExitFailed, "%s cannot run here: %s", def.Source, strings.Join(missing, "; "))
+			}
+			return nil
+		},
+	}
+}
+
+// doctorAdapterSet is the registry as the loader sees it for doctor: a name
+// whose adapter file is broken counts as known. It is no ModeSet nor
+// CommandSet, so that only the names are checked.
+type doctorAdapterSet struct{ reg *adapters.Registry }
+
+func (s doctorAdapterSet) Has(name string) bool {
+	return s.reg.Has(name) || s.reg.Broken(name) != nil
+}
+
+func (s doctorAdapterSet) Names() []string { return s.reg.Names() }
+
+// doctorReport is what doctor found about one adapter: one object of
+// --json, one block of the text report.
+type doctorReport struct {
+	Adapter   string      `json:"adapter"`
+	Source    string      `json:"source"`
+	Command   string      `json:"command"`
+	Path      string      `json:"path"`  // where the command was found; "" when it was not
+	Found     bool        `json:"found"` // on PATH, or an executable file
+	Version   string      `json:"version"`
+	Tested    string      `json:"tested"`
+	VersionOK *bool       `json:"versionOk"` // nil: nothing to compare
+	AuthEnv   doctorAuth  `json:"authEnv"`
+	AuthNote  string      `json:"authNote"`
+	Problems  []string    `json:"problems"`
+	Warnings  []string    `json:"warnings"`
+	lines     []reportRow // the text report's lines under the adapter's name
+	broken    bool        // its adapter file could not be loaded
+}
+
+// doctorAuth are the names of auth.env that are set (not empty) and those
+// that are not. Never values.
+type doctorAuth struct {
+	Set     []string `json:"set"`
+	Missing []string `json:"missing"`
+}
+
+// reportRow is one line of an adapter's block in the text report.
+type reportRow struct {
+	mark  string // "✓", "✗", "!" or " "
+	label string
+	text  string
+}
+
+const (
+	markOK   = "✓"
+	markBad  = "✗"
+	markWarn = "!"
+	markNone = " "
+)
+
+func (r *doctorReport) add(mark, label, format string, args ...any) {
+	r.lines = append(r.lines, reportRow{mark, label, fmt.Sprintf(format, args...)})
+}
+
+func (r *doctorReport) problem(label, msg string) {
+	r.Problems = append(r.Problems, msg)
+	r.add(markBad, label, "%s", msg)
+}
+
+func (r *doctorReport) warn(label, msg string) {
+	r.Warnings = append(r.Warnings, msg)
+	r.add(markWarn, label, "%s", msg)
+}
+
+// diagnose checks every adapter, or those def uses, in parallel (each
+// version command may take up to timeout), and returns the reports by name.
+func diagnose(reg *adapters.Registry, base string, def *workflow.Definition, timeout time.Duration) []*doctorReport {
+	reports := []*doctorReport{} // [] in --json when FILE uses no adapter
+	infos := reg.Info()
+	broken := reg.BrokenFiles()
+	if def == nil {
+		for _, i := range infos {
+			reports = append(reports, &doctorReport{Adapter: i.Name})
+		}
+		for _, b := range broken {
+			reports = append(reports, brokenReport(b))
+		}
+	} else {
+		for _, name := range adaptersUsed(def) {
+			reports = append(reports, &doctorReport{Adapter: name})
+		}
+	}
+	var wg sync.WaitGroup
+	for i, r := range reports {
+		if r.broken {
+			continue
+		}
+		if at := slices.IndexFunc(infos, func(in adapters.Info) bool { return in.Name == r.Adapter }); at >= 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				checkAdapter(r, infos[at], base, timeout)
+			}()
+			continue
+		}
+		// Not registered: the loader let only broken ones through.
+		at := slices.IndexFunc(broken, func(b adapters.BrokenFile) bool { return b.Name == r.Adapter })
+		if at < 0 {
+			reports[i] = &doctorReport{Adapter: r.Adapter, broken: true}
+			reports[i].problem("adapter", fmt.Sprintf("unknown adapter %q", r.Adapter))
+			continue
+		}
+		reports[i] = brokenReport(broken[at])
+	}
+	wg.Wait()
+	for _, r := range reports {
+		// [] rather than null in --json.
+		r.Problems = nonNil(r.Problems)
+		r.Warnings = nonNil(r.Warnings)
+		r.AuthEnv.Set = nonNil(r.AuthEnv.Set)
+		r.AuthEnv.Missing = nonNil(r.AuthEnv.Missing)
+	}
+	slices.SortStableFunc(reports, func(a, b *doctorReport) int { return strings.Compare(a.Adapter, b.Adapter) })
+	return reports
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// adaptersUsed are the adapters the tasks and agent steps of def run,
+// sorted, each once.
+func adaptersUsed(def *workflow.Definition) []string {
+	var names []string
+	var walk func([]workflow.Step)
+	walk = func(steps []workflow.Step) {
+		for _, s := range steps {
+			for _, t := range s.Tasks {
+				names = append(names, t.Adapter)
+			}
+			if s.Agent != nil {
+				a := s.Agent.Adapter
+				if a == "" {
+					a = workflow.DefaultAgentAdapter
+				}
+				names = append(names, a)
+			}
+			if s.Loop != nil {
+				walk(s.Loop.Steps)
+			}
+		}
+	}
+	walk(def.Steps)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
+}
+
+func brokenReport(b adapters.BrokenFile) *doctorReport {
+	r := &doctorReport{Adapter: b.Name, Source: b.File, broken: true}
+	for _, line := range problemLines(b.Err) {
+		r.problem("file", line)
+	}
+	return r
+}
+
+// checkAdapter fills in r for the registered adapter i.
+func checkAdapter(r *doctorReport, i adapters.Info, base string, timeout time.Duration) {
+	r.Source, r.Command = i.Source, i.Command
+	if i.Version != nil {
+		r.Tested = i.Version.Tested
+	}
+	r.AuthNote = i.Auth.Note
+
+	path, err := lookCommand(i.Command, base)
+	if err != nil {
+		r.problem("command", err.Error())
+	} else {
+		r.Path, r.Found = path, true
+		if path == i.Command {
+			r.add(markOK, "command", "%s", path)
+		} else {
+			r.add(markOK, "command", "%s → %s", i.Command, path)
+		}
+	}
+
+	switch v := i.Version; {
+	case v == nil:
+		// Nothing to ask (shell): being found is all.
+	case !r.Found && v.Tested != "":
+		r.add(markNone, "version", "not checked (tested %s)", v.Tested)
+	case !r.Found:
+	default:
+		r.checkVersion(path, v, timeout)
+	}
+
+	for _, name := range i.Auth.Env {
+		if os.Getenv(name) != "" {
+			r.AuthEnv.Set = append(r.AuthEnv.Set, name)
+		} else {
+			r.AuthEnv.Missing = append(r.AuthEnv.Missing, name)
+		}
+	}
+	switch {
+	case len(i.Auth.Env) == 0 && i.Auth.Note != "":
+		r.add(markNone, "auth", "%s", i.Auth.Note)
+	case len(i.Auth.Env) == 0:
+	case len(r.AuthEnv.Set) > 0:
+		r.add(markOK, "auth", "%s set", strings.Join(r.AuthEnv.Set, ", "))
+	default:
+		msg := "none of " + strings.Join(i.Auth.Env, ", ") + " is set"
+		if len(i.Auth.Env) == 1 {
+			msg = i.Auth.Env[0] + " is not set"
+		}
+		if i.Auth.Note != "" {
+			msg += "; " + i.Auth.Note
+		}
+		r.warn("auth", msg)
+	}
+}
+
+// checkVersion runs the version command of the adapter found at path and
+// compares its first line with the tested version.
+func (r *doctorReport) checkVersion(path string, v *adapters.VersionCheck, timeout time.Duration) {
+	argv := strings.Join(append([]string{r.Command}, v.Args...), " ")
+	line, err := askVersion(path, v.Args, timeout)
+	if err != nil {
+		msg := fmt.Sprintf("`%s` %v", argv, err)
+		if v.Tested != "" {
+			msg += fmt.Sprintf(" (tested %s)", v.Tested)
+		}
+		r.warn("version", msg)
+		return
+	}
+	r.Version = line
+	if v.Tested == "" {
+		r.add(markNone, "version", "%s (no tested version recorded)", line)
+		return
+	}
+	ok := containsVersion(line, v.Tested)
+	r.VersionOK = &ok
+	if ok {
+		r.add(markOK, "version", "%s: ok", line)
+		return
+	}
+	r.warn("version", fmt.Sprintf("%s: differs: tested %s", line, v.Tested))
+}
+
+// lookCommand finds an adapter's command as a task would start it: a name
+// on PATH, or a path (relative to base, where tasks run by default).
+func lookCommand(cmd, base string) (string, error) {
+	if !strings.ContainsRune(cmd, '/') && !strings.ContainsRune(cmd, filepath.Separator) {
+		p, err := exec.LookPath(cmd)
+		switch {
+		case errors.Is(err, exec.ErrDot):
+			return "", fmt.Errorf("%s is found only through a relative PATH entry, which is not used", cmd)
+		case err != nil:
+			return "", fmt.Errorf("%s is not on PATH", cmd)
+		}
+		return p, nil
+	}
+	p := cmd
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s does not exist", p)
+	case st.IsDir() || st.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%s is not an executable file", p)
+	}
+	return p, nil
+}
+
+// askVersion runs path with args, with no stdin, in an empty temporary
+// directory and the environment as it is, and returns the first line it
+// printed (on stdout, else on stderr). It never waits more than timeout
+// (and a second for whatever the command left holding its output).
+func askVersion(path string, args []string, timeout time.Duration) (string, error) {
+	dir, err := os.MkdirTemp("", "vibeteam-doctor-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	var stdout, stderr cappedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Its own process group, killed as a whole on timeout: a CLI that is a
+	// wrapper script leaves nothing running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	line := firstLine(stdout.b)
+	if line == "" {
+		line = firstLine(stderr.b)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("did not finish within %s", timeout)
+	case err != nil && line != "":
+		return "", fmt.Errorf("failed (%v): %s", err, line)
+	case err != nil:
+		return "", fmt.Errorf("failed: %v", err)
+	case line == "":
+		return "", errors.New("printed nothing")
+	}
+	return line, nil
+}
+
+// cappedBuffer keeps the first 64 KiB written to it, and takes the rest
+// without keeping it, so that the command never blocks on a full pipe.
+type cappedBuffer struct{ b []byte }
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := 64<<10 - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+
+// firstLine is the first line of out that is not blank, without terminal
+// escapes or control characters, at most 200 characters.
+func firstLine(out []byte) string {
+	for _, l := range strings.Split(ansiEscape.ReplaceAllString(string(out), ""), "\n") {
+		l = strings.TrimSpace(strings.Map(func(r rune) rune {
+			if r < 0x20 && r != '\t' || r == 0x7f {
+				return -1
+			}
+			return r
+		}, l))
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > 200 {
+			l = string(r[:200]) + "…"
+		}
+		return l
+	}
+	return ""
+}
+
+// containsVersion reports whether line holds version as a whole version:
+// "codex-cli 0.169.0" holds 0.169.0, but "2.1.197" does not hold 2.1.19
+// nor 2.1, nor "12.1.197" 2.1.197.
+func containsVersion(line, version string) bool {
+	isDigit := func(b byte) bool { return b >= '0' && b <= '9' }
+	for from := 0; ; {
+		i := strings.Index(line[from:], version)
+		if i < 0 {
+			return false
+		}
+		start, end := from+i, from+i+len(version)
+		before := start == 0 || !isDigit(line[start-1]) && line[start-1] != '.'
+		after := end == len(line) || !isDigit(line[end]) && !(line[end] == '.' && end+1 < len(line) && isDigit(line[end+1]))
+		if before && after {
+			return true
+		}
+		from = start + 1
+	}
+}
+
+// printDoctor writes the text report: for FILE, which adapters it uses, then
+// one block per adapter.
+func printDoctor(w io.Writer, def *workflow.Definition, reports []*doctorReport) {
+	if def != nil {
+		names := make([]string, len(reports))
+		for i, r := range reports {
+			names[i] = r.Adapter
+		}
+		if len(names) == 0 {
+			fmt.Fprintf(w, "%s uses no adapter\n", def.Source)
+			return
+		}
+		fmt.Fprintf(w, "%s uses: %s\n", def.Source, strings.Join(names, ", "))
+	}
+	for i, r := range reports {
+		if i > 0 || def != nil {
+			fmt.Fprintln(w)
+		}
+		mark := markOK
+		switch {
+		case len(r.Problems) > 0:
+			mark = markBad
+		case len(r.Warnings) > 0:
+			mark = markWarn
+		}
+		source := r.Source
+		if source == "" {
+			source = "-"
+		}
+		fmt.Fprintf(w, "%s %s (%s)\n", mark, r.Adapter, source)
+		for _, l := range r.lines {
+			fmt.Fprintf(w, "  %s %-8s %s\n", l.mark, l.label, l.text)
+		}
+	}
+}
