@@ -83,6 +83,9 @@ type Options struct {
 	// session, with the tools a person allowed: LaunchConfig puts the
 	// mode's allow and resume args before the prompt.
 	Continue *Continuation
+	// MCP are the MCP servers the agent gets; LaunchConfig gives them to
+	// the CLI as its file's mcp: format says (an error when it has none).
+	MCP []MCPServer
 }
 
 // Continuation is an agent session to continue and what to allow in it.

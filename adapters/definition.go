@@ -40,6 +40,7 @@ import (
 //	quietPeriod: 150ms
 //	inactivityTimeout: 10m   # default: none
 //	env: { KEY: value }      # under the task's env
+//	mcp: claude              # how the CLI is given a task's MCP servers: claude | codex
 //	version:                 # how `vibeteam doctor` checks the installed CLI
 //	  tested: "1.2.3"        # the version the file was checked against (optional)
 //	  args: [--version]      # default; the first line of the output is the version
@@ -114,6 +115,7 @@ type definition struct {
 	policy            *AutoPolicy  // nil when the file has no autoPolicy
 	version           *versionSpec // nil when the file has no version key
 	auth              authSpec
+	mcp               string // how the CLI is given MCP servers (MCPFormats); "" for not at all
 }
 
 // versionSpec is how to ask the command for its version, for doctor.
@@ -170,7 +172,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Keys of an adapter file at each level, in the order messages list them.
 var (
-	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "version", "auth", "states", "autoPolicy"}
+	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "version", "auth", "mcp", "states", "autoPolicy"}
 	versionKeys = []string{"tested", "args"}
 	authKeys    = []string{"env", "note"}
 	modeNames   = []string{string(Interactive), string(Headless)}
@@ -346,6 +348,14 @@ func (p *parser) definition(root *yaml.Node) *definition {
 			d.policy = p.policy(v)
 		case "version":
 			d.version = p.version(v)
+		case "mcp":
+			if v, ok := p.Text(kv.Val, "mcp"); ok {
+				if !slices.Contains(MCPFormats, v) {
+					p.Fail(kv.Val, "mcp", "unknown MCP format %q%s (known: %s)", v, yamlnode.DidYouMean(v, MCPFormats), strings.Join(MCPFormats, ", "))
+				} else {
+					d.mcp = v
+				}
+			}
 		case "auth":
 			d.auth = p.auth(v)
 		}

@@ -54,7 +54,7 @@ colour: red
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
 		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers)`,
-		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, version, auth, states, autoPolicy)`,
+		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, version, auth, mcp, states, autoPolicy)`,
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))
 	var list ErrorList

@@ -17,6 +17,7 @@ type instance struct {
 	env         map[string]string // the file's env with Options.Env over it
 	autoApprove bool
 	cont        *Continuation
+	mcp         []MCPServer
 }
 
 func newInstance(def *definition, opts Options) *instance {
@@ -32,7 +33,7 @@ func newInstance(def *definition, opts Options) *instance {
 	if name == "" {
 		name = def.name
 	}
-	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove, cont: opts.Continue}
+	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove, cont: opts.Continue, mcp: opts.MCP}
 }
 
 func (a *instance) Type() string { return a.def.name }
@@ -54,6 +55,13 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	args = append(args, m.args...)
 	args = append(args, extraArgs...)
 	args = append(args, inject...)
+	if len(a.mcp) > 0 {
+		more, err := mcpArgs(a.def.mcp, a.mcp, a.autoApprove)
+		if err != nil {
+			return LaunchConfig{}, fmt.Errorf("adapter %s %v", a.def.name, err)
+		}
+		args = append(args, more...)
+	}
 	if a.cont != nil {
 		more, err := a.continuation(mode, m)
 		if err != nil {

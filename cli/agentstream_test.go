@@ -405,3 +405,48 @@ func TestQuestionAnsweredAtTheTerminal(t *testing.T) {
 		t.Errorf("the continued run's argv: %s", argv)
 	}
 }
+
+// A task's MCP servers reach its agent CLI in the adapter's format; a
+// server whose command is missing is a warning (the agent runs without
+// it), or with --strict the task's failure.
+func TestMCPServersReachTheAgent(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write(".vibeteam/adapters/mcpagent.yaml", fmt.Sprintf(`name: mcpagent
+command: %s
+mcp: codex
+modes:
+  headless:
+    args: [record=argv.json]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent))
+	p.write("wf.yaml", `id: m
+mcp:
+  ra: { command: sh, args: [-c, "exit 0"] }
+  gone: { command: no-such-mcp-server }
+stages:
+  - id: s
+    tasks:
+      - { id: t, adapter: mcpagent, executionMode: headless, prompt: hi, mcp: { ra: { command: true } } }
+`)
+	r := p.exec("run", "wf.yaml")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "MCP server gone: command no-such-mcp-server is not on PATH") {
+		t.Errorf("no warning for the missing server:\n%s", r.stderr)
+	}
+	var got struct{ Argv []string }
+	readJSON(t, p.path("argv.json"), &got)
+	argv := strings.Join(got.Argv, " ")
+	if !strings.Contains(argv, `-c mcp_servers.gone.command="no-such-mcp-server"`) || !strings.Contains(argv, `-c mcp_servers.ra.command="true"`) || strings.Contains(argv, `"sh"`) {
+		t.Errorf("argv (the task's ra wins over the workflow's): %s", argv)
+	}
+	r = p.exec("run", "wf.yaml", "--strict")
+	wantCode(t, r, 1)
+	// An adapter that cannot take MCP servers is an error, not a silent drop.
+	p.write("wf2.yaml", "id: m2\nmcp: { ra: { command: true } }\nstages:\n  - id: s\n    tasks:\n      - { id: t, adapter: shell, executionMode: headless, prompt: \"true\" }\n")
+	r = p.exec("run", "wf2.yaml")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "gives no MCP servers to its CLI") {
+		t.Errorf("shell with MCP servers:\n%s", r.stderr)
+	}
+}

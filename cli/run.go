@@ -35,6 +35,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "mirror task output on stderr, prefixed by task name"},
 		&ucli.IntFlag{Name: "keep-sessions", Value: 50, Usage: "keep at most `N` sessions; the oldest finished ones are pruned (0 keeps all)", EnvVars: []string{"VIBETEAM_KEEP_SESSIONS"}, Action: atLeastZero("keep-sessions")},
 		&ucli.BoolFlag{Name: "keep-going", Aliases: []string{"k"}, Usage: "let the other tasks of a stage finish when one fails (by default the first failure stops them; they re-run on resume)"},
+		&ucli.BoolFlag{Name: "strict", Usage: "fail a task whose MCP server's command is not there (by default a warning, and the agent runs without it)"},
 		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
 	}
@@ -224,6 +225,7 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 		KeepSessions:  c.Int("keep-sessions"),
 		Interaction:   c.String("on-interaction"),
 		KeepGoing:     c.Bool("keep-going"),
+		Strict:        c.Bool("strict"),
 	}
 }
 

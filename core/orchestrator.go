@@ -36,6 +36,7 @@ type RunOptions struct {
 	KeepSessions  int    // prune to this many after a session starts; 0 = no pruning
 	Interaction   string // engine.InteractionAsk | Park | Fail; default park
 	KeepGoing     bool   // a failed task does not stop the others of its stage
+	Strict        bool   // an MCP server's missing command fails its task
 	// SourceDigest is the sha256 of the workflow file the definition came
 	// from (run), or of its new version (resume with Reload).
 	SourceDigest string
@@ -201,6 +202,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		Grace:         opts.Grace,
 		Interaction:   opts.Interaction,
 		KeepGoing:     opts.KeepGoing,
+		Strict:        opts.Strict,
 		Emit:          c.emit,
 	})
 	if err := mgr.Save(sess); err != nil {

@@ -69,6 +69,9 @@ type Options struct {
 	// Question asks a person the question a headless agent's final
 	// message ends with; "" is no answer (later: the session parks).
 	Question func(ctx context.Context, r QuestionRequest) string
+	// Strict makes problems that are otherwise warnings fail the task: an
+	// MCP server whose command is not there.
+	Strict bool
 }
 
 // Outcome is how a run ended.

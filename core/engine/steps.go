@@ -209,6 +209,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		ExtraArgs:     a.ExtraArgs,
 		Cwd:           g.dir,
 		Timeout:       step.Timeout,
+		MCP:           workflow.MergeMCP(x.workflowMCP(), a.MCP),
 	}
 	x.mu.Lock()
 	x.sess.TaskStatus[task.ID] = state.TaskPending

@@ -51,6 +51,7 @@ type taskRun struct {
 // runTask runs one task to its end and reports whether it ended DONE, and if
 // not, why.
 func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
+	t.MCP = workflow.MergeMCP(x.workflowMCP(), t.MCP)
 	return runTask(ctx, x, t, prompt, failing, nil)
 }
 
@@ -97,7 +98,11 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		// already.
 		prompt = followPrompt
 	}
-	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Continue: cont})
+	servers, err := mcpServers(host, t, resolveDir(cfg.BaseDir, t.Cwd), cfg.Strict)
+	if err != nil {
+		return fail(startFailedReason, err.Error())
+	}
+	ad, err := cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Continue: cont, MCP: servers})
 	if err != nil {
 		return fail(startFailedReason, err.Error())
 	}

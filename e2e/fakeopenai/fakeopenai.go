@@ -171,7 +171,8 @@ func (r *ResponsesRequest) CallOutputs() int {
 type FunctionCall struct {
 	CallID    string // generated when empty
 	Name      string
-	Arguments any // marshalled to a JSON string
+	Namespace string // a tool of a namespace (codex's MCP servers: mcp__NAME)
+	Arguments any    // marshalled to a JSON string
 }
 
 // Reply is what the model answers: text, or one function call.
@@ -543,8 +544,12 @@ func (s *Server) outputItem(reply Reply) map[string]any {
 				args = string(b)
 			}
 		}
-		return map[string]any{"id": s.nextID("fc"), "type": "function_call", "status": "completed",
+		item := map[string]any{"id": s.nextID("fc"), "type": "function_call", "status": "completed",
 			"call_id": c.CallID, "name": c.Name, "arguments": args}
+		if c.Namespace != "" {
+			item["namespace"] = c.Namespace
+		}
+		return item
 	}
 	return map[string]any{"id": s.nextID("msg"), "type": "message", "role": "assistant", "status": "completed",
 		"content": []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}}
