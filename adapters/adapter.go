@@ -46,6 +46,9 @@ type LaunchConfig struct {
 	Rows    int
 	UsePTY  bool   // run in a PTY even in headless mode, without state automation
 	Output  Output // headless stdout's format
+	// Files are to be written before the start, each one's path in the
+	// environment variable it names (a CLI's settings for MCP servers).
+	Files []LaunchFile
 }
 
 // State is one named pattern matched against an interactive task's rendered

@@ -40,7 +40,7 @@ import (
 //	quietPeriod: 150ms
 //	inactivityTimeout: 10m   # default: none
 //	env: { KEY: value }      # under the task's env
-//	mcp: claude              # how the CLI is given a task's MCP servers: claude | codex
+//	mcp: claude              # how the CLI is given a task's MCP servers: claude | codex | gemini | opencode
 //	version:                 # how `vibeteam doctor` checks the installed CLI
 //	  tested: "1.2.3"        # the version the file was checked against (optional)
 //	  args: [--version]      # default; the first line of the output is the version

@@ -55,12 +55,13 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	args = append(args, m.args...)
 	args = append(args, extraArgs...)
 	args = append(args, inject...)
+	var mcp mcpLaunch
 	if len(a.mcp) > 0 {
-		more, err := mcpArgs(a.def.mcp, a.mcp, a.autoApprove)
-		if err != nil {
+		var err error
+		if mcp, err = mcpConfig(a.def.mcp, a.mcp, a.autoApprove); err != nil {
 			return LaunchConfig{}, fmt.Errorf("adapter %s %v", a.def.name, err)
 		}
-		args = append(args, more...)
+		args = append(args, mcp.args...)
 	}
 	if a.cont != nil {
 		more, err := a.continuation(mode, m)
@@ -92,9 +93,12 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		}
 	}
 	var env map[string]string
-	if len(a.env) > 0 {
-		env = make(map[string]string, len(a.env))
+	if len(a.env)+len(mcp.env) > 0 {
+		env = make(map[string]string, len(a.env)+len(mcp.env))
 		for k, v := range a.env {
+			env[k] = v
+		}
+		for k, v := range mcp.env {
 			env[k] = v
 		}
 	}
@@ -107,6 +111,7 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		Rows:    a.def.rows,
 		UsePTY:  mode == Interactive || m.usePTY,
 		Output:  m.output,
+		Files:   mcp.files,
 	}, nil
 }
 

@@ -18,12 +18,73 @@ type MCPServer struct {
 // MCP formats: how an adapter's CLI is given MCP servers (the file's mcp:
 // key).
 const (
-	MCPClaude = "claude" // --mcp-config=<json> --strict-mcp-config; tools mcp__NAME
-	MCPCodex  = "codex"  // -c mcp_servers.NAME.command=… -c …args=[…] -c …env={…}
+	MCPClaude   = "claude"   // --mcp-config=<json> --strict-mcp-config; tools mcp__NAME
+	MCPCodex    = "codex"    // -c mcp_servers.NAME.command=… -c …args=[…] -c …env={…}
+	MCPGemini   = "gemini"   // GEMINI_CLI_HOME: ~/.gemini mirrored, mcpServers merged into its settings.json
+	MCPOpencode = "opencode" // OPENCODE_CONFIG_CONTENT={"mcp": {NAME: {type: local, command: […]}}}
 )
 
 // MCPFormats are the formats an adapter file may name.
-var MCPFormats = []string{MCPClaude, MCPCodex}
+var MCPFormats = []string{MCPClaude, MCPCodex, MCPGemini, MCPOpencode}
+
+// LaunchFile is a file the agent needs written before it starts; its path
+// goes in the environment variable Env. With Home set, Env names a home
+// directory instead: a new one that mirrors the user's Home directory
+// (~/.gemini), with the file Name in it being the user's own JSON with
+// Data's keys merged over it. The user's files are never written.
+type LaunchFile struct {
+	Env  string
+	Data []byte
+	Home string // e.g. ".gemini"
+	Name string // e.g. "settings.json"
+}
+
+// mcpLaunch is how a CLI is given MCP servers: arguments, environment, and
+// files to write (whose paths go in the environment).
+type mcpLaunch struct {
+	args  []string
+	env   map[string]string
+	files []LaunchFile
+}
+
+// mcpConfig gives the CLI servers, in format; with autoApprove, the
+// servers' tools are allowed too.
+func mcpConfig(format string, servers []MCPServer, autoApprove bool) (mcpLaunch, error) {
+	switch format {
+	case MCPGemini:
+		cfg := map[string]any{}
+		for _, s := range servers {
+			entry := map[string]any{"command": s.Command, "args": nonNil(s.Args)}
+			if len(s.Env) > 0 {
+				entry["env"] = s.Env
+			}
+			if autoApprove {
+				// An untrusted server's tools are not registered in -p.
+				entry["trust"] = true
+			}
+			cfg[s.Name] = entry
+		}
+		// Gemini reads MCP servers from its user settings only (not from a
+		// system settings file): a home of its own (GEMINI_CLI_HOME) that
+		// mirrors ~/.gemini — logins included — with the servers merged
+		// into a copy of settings.json.
+		data, err := json.Marshal(map[string]any{"mcpServers": cfg})
+		return mcpLaunch{files: []LaunchFile{{Env: "GEMINI_CLI_HOME", Data: data, Home: ".gemini", Name: "settings.json"}}}, err
+	case MCPOpencode:
+		cfg := map[string]any{}
+		for _, s := range servers {
+			entry := map[string]any{"type": "local", "command": append([]string{s.Command}, s.Args...), "enabled": true}
+			if len(s.Env) > 0 {
+				entry["environment"] = s.Env
+			}
+			cfg[s.Name] = entry
+		}
+		data, err := json.Marshal(map[string]any{"mcp": cfg})
+		return mcpLaunch{env: map[string]string{"OPENCODE_CONFIG_CONTENT": string(data)}}, err
+	}
+	args, err := mcpArgs(format, servers, autoApprove)
+	return mcpLaunch{args: args}, err
+}
 
 // mcpArgs are the arguments that give the CLI servers, in format; with
 // autoApprove, the servers' tools are allowed too.

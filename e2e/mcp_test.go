@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/e2e/fakegemini"
 	"github.com/vibeteam/vibeteam/e2e/fakeopenai"
 )
 
@@ -133,5 +134,60 @@ func TestMCPMissingCommand(t *testing.T) {
 	}
 	if n := len(w.server.MessageRequests()); n != 0 {
 		t.Errorf("the agent ran (%d requests) although --strict failed its task", n)
+	}
+}
+
+// gemini gets the server in a settings file (GEMINI_CLI_SYSTEM_SETTINGS_PATH,
+// trusted with --auto-approve) and calls its tool, mcp_ra_echo.
+func TestGeminiMCPServer(t *testing.T) {
+	tool := "mcp_ra_echo"
+	script := func(c fakegemini.Call) fakegemini.Reply {
+		switch {
+		case c.HasLast && c.Last.FunctionResponse != nil:
+			return fakegemini.Text("The tool said: " + string(c.Last.FunctionResponse.Response))
+		case c.Request.HasTool(tool):
+			return fakegemini.Reply{Call: &fakegemini.FunctionCall{Name: tool, Args: map[string]any{"text": "hello"}}}
+		}
+		return fakegemini.Text("no echo tool was offered")
+	}
+	w := newGeminiWorld(t, script)
+	bin, log := fakeMCP(t, w)
+	settings := filepath.Join(w.home, ".gemini", "settings.json")
+	before, _ := os.ReadFile(settings)
+	r := w.run("run", mcpWorkflow(w, bin, log), "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	assertEchoCalled(t, log)
+	if after, _ := os.ReadFile(settings); string(after) != string(before) {
+		t.Errorf("the user's gemini settings changed:\n%s", after)
+	}
+	if rec := w.only().Tasks["agent"]; rec.Agent == nil || !strings.Contains(rec.Agent.Result, "echo: hello") {
+		t.Errorf("the agent's report: %+v", rec.Agent)
+	}
+}
+
+// opencode gets the server in OPENCODE_CONFIG_CONTENT and calls its tool,
+// ra_echo.
+func TestOpencodeMCPServer(t *testing.T) {
+	tool := "ra_echo"
+	script := func(c fakeopenai.Call) fakeopenai.Reply {
+		switch {
+		case c.HasLast && c.Last.Type == "function_call_output":
+			return fakeopenai.Text("The tool said: " + string(c.Last.Output))
+		case c.Request.HasTool(tool):
+			return fakeopenai.Reply{Call: &fakeopenai.FunctionCall{Name: tool, Arguments: map[string]any{"text": "hello"}}}
+		}
+		return fakeopenai.Text("no echo tool was offered")
+	}
+	w := newOpencodeWorld(t, script)
+	bin, log := fakeMCP(t, w)
+	r := w.run("run", mcpWorkflow(w, bin, log), "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	assertEchoCalled(t, log)
+	if rec := w.only().Tasks["agent"]; rec.Agent == nil || !strings.Contains(rec.Agent.Result, "echo: hello") {
+		t.Errorf("the agent's report: %+v", rec.Agent)
 	}
 }

@@ -122,6 +122,13 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
 		return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
 	}
+	if len(lc.Files) > 0 {
+		cleanup, err := writeLaunchFiles(&spec, lc.Files)
+		defer cleanup()
+		if err != nil {
+			return fail(startFailedReason, err.Error())
+		}
+	}
 
 	logPath := ""
 	var tlog *state.TaskLog
