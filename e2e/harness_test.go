@@ -221,10 +221,19 @@ func newCodexWorld(t *testing.T, script fakeopenai.Script) *world {
 	t.Helper()
 	needCodex(t)
 	w := newBareWorld(t, "codex", t.TempDir())
+	w.env = nil
+	addCodex(w, script)
+	return w
+}
+
+// addCodex gives the world codex: a fake OpenAI server running script
+// (default CreateFile) and a CODEX_HOME whose config points at it.
+func addCodex(w *world, script fakeopenai.Script) {
+	w.t.Helper()
 	if script == nil {
 		script = fakeopenai.CreateFile(false)
 	}
-	w.openai = fakeopenai.New(t, script)
+	w.openai = fakeopenai.New(w.t, script)
 	codexHome := filepath.Join(w.root, "codex-home")
 	// supports_websockets=false: otherwise Codex tries a websocket first.
 	w.write(filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-fake"
@@ -237,8 +246,7 @@ env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 supports_websockets = false
 `, w.openai.URL()))
-	w.env = []string{"CODEX_HOME=" + codexHome, "OPENAI_API_KEY=sk-test-e2e"}
-	return w
+	w.env = append(w.env, "CODEX_HOME="+codexHome, "OPENAI_API_KEY=sk-test-e2e")
 }
 
 // newOpencodeWorld is a world for opencode: a config (OPENCODE_CONFIG) with
@@ -487,6 +495,13 @@ type session struct {
 	TaskStatus map[string]string      `json:"taskStatus"`
 	Tasks      map[string]*taskRecord `json:"tasks"`
 	Error      string                 `json:"error"`
+	// A grimoire's step runs by address.
+	Runs map[string]struct {
+		Status  string         `json:"status"`
+		Summary string         `json:"summary"`
+		Outputs map[string]any `json:"outputs"`
+		Reason  string         `json:"reason"`
+	} `json:"runs"`
 }
 
 type taskRecord struct {
