@@ -95,3 +95,26 @@ func TestGeminiHeadlessNotRegisteredParks(t *testing.T) {
 		t.Errorf("gemini's session was not continued: %+v\nargv %s", a, argv)
 	}
 }
+
+// The Gemini TUI, no terminal, no --auto-approve, a folder not trusted yet:
+// nobody can answer "Do you trust the files in this folder?", so the
+// session parks (exit 3) there. (Gemini 0.61 sends the -i prompt to the
+// model while the dialog is up; the shell call it gets back waits for an
+// approval nobody gives, so nothing is run.)
+func TestGeminiInteractiveNoTerminalParks(t *testing.T) {
+	w := newGeminiWorld(t, nil)
+	r := w.run("run", w.workflow(""), "--base-dir", w.project)
+	if r.code != 3 {
+		t.Fatalf("%s, want 3 (parked)", r)
+	}
+	s := w.only()
+	if s.Status != "waiting" || s.TaskStatus["agent"] != "WAITING_FOR_USER" {
+		t.Errorf("session %s, task %s", s.Status, s.TaskStatus["agent"])
+	}
+	if !strings.Contains(strings.ToLower(r.stderr), "trust") {
+		t.Errorf("stderr does not show the trust question:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err == nil {
+		t.Errorf("%s exists although nobody trusted the folder or approved the command", createdFile)
+	}
+}
