@@ -519,3 +519,61 @@ func TestClaudeInterruptAtPause(t *testing.T) {
 		t.Errorf("the terminal does not say how to resume")
 	}
 }
+
+// waitText waits until the terminal shows want, or vibeteam exits, or the
+// time is up.
+func (s *ttySession) waitText(want string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		if strings.Contains(s.text(), want) {
+			return true
+		}
+		select {
+		case <-s.changed:
+		case <-s.exited:
+			return strings.Contains(s.text(), want)
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// Headless claude -p at a terminal, no --auto-approve: Bash is denied, and
+// the person is asked; "o" (allow once) continues claude's own session
+// with Bash allowed, and the file is made.
+func TestClaudeHeadlessDenialAtTerminal(t *testing.T) {
+	script := func(c fakeanthropic.Call) fakeanthropic.Reply {
+		switch {
+		case fakeanthropic.IsSideRequest(c.Request):
+			return fakeanthropic.Text("Create a file")
+		case c.HasLast && c.Last.Type == "tool_result" && c.Last.IsError:
+			return fakeanthropic.Text("I was not allowed to run it.")
+		case c.HasLast && c.Last.Type == "tool_result":
+			return fakeanthropic.Text(fakeanthropic.DoneText)
+		case c.HasLast && c.Last.Type == "text":
+			return fakeanthropic.Bash("touch "+fakeanthropic.CreatedFile, "Create a file")
+		}
+		return fakeanthropic.Text("OK.")
+	}
+	w := newWorld(t, worldOptions{approveKey: true, script: script})
+	args := []string{"run", w.workflow("headless"), "--base-dir", w.project}
+	s := w.startTTY(args...)
+	if !s.waitText("permission › ", 60*time.Second) {
+		t.Fatalf("no permission question:\n%s", clipTail(s.text(), 3000))
+	}
+	if text := s.text(); !strings.Contains(text, "permission: task Agent (claude) was denied") || !strings.Contains(text, "touch "+fakeanthropic.CreatedFile) {
+		t.Errorf("the question does not show the denied call:\n%s", clipTail(text, 3000))
+	}
+	s.send("o\r")
+	r := s.finish(w, args)
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, fakeanthropic.CreatedFile)); err != nil {
+		t.Errorf("the continued agent did not create the file: %v", err)
+	}
+	rec := w.only().Tasks["agent"]
+	if argv := strings.Join(rec.Argv, " "); !strings.Contains(argv, "--allowedTools=Bash") || !strings.Contains(argv, "--resume "+rec.Agent.SessionID) {
+		t.Errorf("not continued with Bash allowed: %s", argv)
+	}
+}
