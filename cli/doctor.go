@@ -46,7 +46,10 @@ adapters; its agent steps', claude by default), doctor reports:
   auth     which of the environment variables the adapter names for its
            credentials (auth.env) are set: names only, never values. None
            set is a warning, not an error, since the CLIs also keep logins
-           of their own (auth.note says how).
+           of their own (auth.note says how);
+  mcp      with FILE|NAME: the MCP servers it gives that adapter's agents,
+           and whether each command is there (on PATH, or an executable
+           file relative to the base dir).
 
 FILE|NAME is found and loaded as run finds it: a file,
 .vibeteam/workflows/NAME.*, .vibeteam/grimoires/NAME.yaml, or a built-in.
@@ -57,11 +60,12 @@ Each line is marked ✓ (fine), ✗ (a problem) or ! (a warning).
 --json prints one JSON array instead, an object per adapter:
   {"adapter", "source", "command", "path", "found", "version", "tested",
    "versionOk", "authEnv": {"set": [...], "missing": [...]}, "authNote",
+   "mcp": [{"name", "command", "path", "found"}] (with FILE|NAME),
    "problems": [...], "warnings": [...]}
 versionOk is null when there is nothing to compare.
 
 Exit status: 1 when FILE|NAME was given and an adapter it needs is not on
-PATH or its file is broken; 2 when FILE|NAME cannot be loaded (its problems
+PATH or its file is broken, or an MCP server's command is missing; 2 when FILE|NAME cannot be loaded (its problems
 as file:line:col, as validate prints them); 0 otherwise. Without FILE|NAME
 a missing CLI is only reported.`,
 		Flags: []ucli.Flag{
@@ -111,6 +115,12 @@ a missing CLI is only reported.`,
 					missing = append(missing, fmt.Sprintf("adapter %s: its file is broken", r.Adapter))
 				case !r.Found:
 					missing = append(missing, fmt.Sprintf("adapter %s: %s", r.Adapter, strings.Join(r.Problems, "; ")))
+				default:
+					for _, m := range r.MCP {
+						if !m.Found {
+							missing = append(missing, fmt.Sprintf("MCP server %s (of %s's agents): %s", m.Name, r.Adapter, m.Command))
+						}
+					}
 				}
 			}
 			if len(missing) > 0 {
@@ -135,20 +145,31 @@ func (s doctorAdapterSet) Names() []string { return s.reg.Names() }
 // doctorReport is what doctor found about one adapter: one object of
 // --json, one block of the text report.
 type doctorReport struct {
-	Adapter   string      `json:"adapter"`
-	Source    string      `json:"source"`
-	Command   string      `json:"command"`
-	Path      string      `json:"path"`  // where the command was found; "" when it was not
-	Found     bool        `json:"found"` // on PATH, or an executable file
-	Version   string      `json:"version"`
-	Tested    string      `json:"tested"`
-	VersionOK *bool       `json:"versionOk"` // nil: nothing to compare
-	AuthEnv   doctorAuth  `json:"authEnv"`
-	AuthNote  string      `json:"authNote"`
-	Problems  []string    `json:"problems"`
-	Warnings  []string    `json:"warnings"`
-	lines     []reportRow // the text report's lines under the adapter's name
-	broken    bool        // its adapter file could not be loaded
+	Adapter   string     `json:"adapter"`
+	Source    string     `json:"source"`
+	Command   string     `json:"command"`
+	Path      string     `json:"path"`  // where the command was found; "" when it was not
+	Found     bool       `json:"found"` // on PATH, or an executable file
+	Version   string     `json:"version"`
+	Tested    string     `json:"tested"`
+	VersionOK *bool      `json:"versionOk"` // nil: nothing to compare
+	AuthEnv   doctorAuth `json:"authEnv"`
+	AuthNote  string     `json:"authNote"`
+	// MCP are the MCP servers FILE gives this adapter's agents, each
+	// command looked up as the agent CLI will start it.
+	MCP      []doctorMCP `json:"mcp,omitempty"`
+	Problems []string    `json:"problems"`
+	Warnings []string    `json:"warnings"`
+	lines    []reportRow // the text report's lines under the adapter's name
+	broken   bool        // its adapter file could not be loaded
+}
+
+// doctorMCP is one MCP server and whether its command is there.
+type doctorMCP struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	Path    string `json:"path"`
+	Found   bool   `json:"found"`
 }
 
 // doctorAuth are the names of auth.env that are set (not empty) and those
@@ -200,8 +221,13 @@ func diagnose(reg *adapters.Registry, base string, def *workflow.Definition, tim
 			reports = append(reports, brokenReport(b))
 		}
 	} else {
+		servers := mcpUsed(def)
 		for _, name := range adaptersUsed(def) {
-			reports = append(reports, &doctorReport{Adapter: name})
+			r := &doctorReport{Adapter: name}
+			for _, s := range servers[name] {
+				r.MCP = append(r.MCP, doctorMCP{Name: s.Name, Command: s.Command})
+			}
+			reports = append(reports, r)
 		}
 	}
 	var wg sync.WaitGroup
@@ -273,6 +299,39 @@ func adaptersUsed(def *workflow.Definition) []string {
 	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
 }
 
+// mcpUsed are the MCP servers def gives the agents of each adapter (the
+// workflow's, and each task's or step's own), each name once per adapter.
+func mcpUsed(def *workflow.Definition) map[string][]workflow.MCPServer {
+	out := map[string][]workflow.MCPServer{}
+	add := func(adapter string, servers []workflow.MCPServer) {
+		for _, s := range servers {
+			if !slices.ContainsFunc(out[adapter], func(o workflow.MCPServer) bool { return o.Name == s.Name && o.Command == s.Command }) {
+				out[adapter] = append(out[adapter], s)
+			}
+		}
+	}
+	var walk func([]workflow.Step)
+	walk = func(steps []workflow.Step) {
+		for _, s := range steps {
+			for _, t := range s.Tasks {
+				add(t.Adapter, workflow.MergeMCP(def.MCP, t.MCP))
+			}
+			if s.Agent != nil {
+				a := s.Agent.Adapter
+				if a == "" {
+					a = workflow.DefaultAgentAdapter
+				}
+				add(a, workflow.MergeMCP(def.MCP, s.Agent.MCP))
+			}
+			if s.Loop != nil {
+				walk(s.Loop.Steps)
+			}
+		}
+	}
+	walk(def.Steps)
+	return out
+}
+
 func brokenReport(b adapters.BrokenFile) *doctorReport {
 	r := &doctorReport{Adapter: b.Name, Source: b.File, broken: true}
 	for _, line := range problemLines(b.Err) {
@@ -333,6 +392,18 @@ func checkAdapter(r *doctorReport, i adapters.Info, base string, timeout time.Du
 			msg += "; " + i.Auth.Note
 		}
 		r.warn("auth", msg)
+	}
+	// MCP servers are started by the agent CLI, in the task's directory
+	// (the base dir unless it says otherwise).
+	for k := range r.MCP {
+		m := &r.MCP[k]
+		path, err := lookCommand(m.Command, base)
+		if err != nil {
+			r.problem("mcp", fmt.Sprintf("server %s: %v", m.Name, err))
+			continue
+		}
+		m.Path, m.Found = path, true
+		r.add(markOK, "mcp", "server %s: %s", m.Name, path)
 	}
 }
 

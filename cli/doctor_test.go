@@ -460,3 +460,35 @@ func TestContainsVersion(t *testing.T) {
 		}
 	}
 }
+
+// With FILE, the MCP servers it gives each adapter's agents are checked:
+// a missing command is a problem FILE has (exit 1), named.
+func TestDoctorChecksMCPServers(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.versionAdapter("one", "1.0.0", "1.0.0")
+	server := p.write("tools/mcp-server", "#!/bin/sh\n")
+	if err := os.Chmod(server, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.write("wf.yaml", `id: wf
+mcp:
+  ok: { command: ./tools/mcp-server }
+stages:
+  - id: s
+    tasks:
+      - { id: t, adapter: one, executionMode: headless, prompt: hi, mcp: { gone: { command: no-such-mcp-server } } }
+`)
+	r := p.exec("doctor", "wf.yaml")
+	wantCode(t, r, 1)
+	b := block(t, r.stdout, "one")
+	if !strings.Contains(b, "✓ mcp      server ok: "+server) || !strings.Contains(b, "✗ mcp      server gone: no-such-mcp-server is not on PATH") {
+		t.Errorf("block:\n%s", b)
+	}
+	if !strings.Contains(r.stderr, "MCP server gone") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	// Once it is there, the file has what it needs.
+	p.write("wf.yaml", "id: wf\nmcp:\n  ok: { command: ./tools/mcp-server }\nstages:\n  - id: s\n    tasks:\n      - { id: t, adapter: one, executionMode: headless, prompt: hi }\n")
+	wantCode(t, p.exec("doctor", "wf.yaml"), 0)
+}
