@@ -61,6 +61,9 @@ func TestStructuredOutputIsReadAndRecorded(t *testing.T) {
 		t.Fatalf("status %s, agent %+v", s.TaskStatus["t"], rec.Agent)
 	}
 	a := rec.Agent
+	if s.Agents == nil || s.Agents.Tokens.Input != 246 || s.Agents.CostUSD != 0.0123 || s.Agents.ToolCalls != 1 || s.Agents.Runs != 1 {
+		t.Errorf("the session's totals: %+v", s.Agents)
+	}
 	if a.SessionID != "sess-42" || a.Tokens.Input != 246 || a.Tokens.Output != 20 || a.Tokens.CacheRead != 7 || a.Tokens.CacheWrite != 3 || a.CostUSD != 0.0123 || a.ToolCalls != 1 || a.Turns != 2 || a.Result != "Created x.txt." {
 		t.Errorf("the record: %+v", a)
 	}

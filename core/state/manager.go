@@ -102,6 +102,11 @@ func (m *Manager) Save(s *Session) error {
 	if s.Version < FormatVersion {
 		s.Version = FormatVersion // a v1 session is a v2 one without runs
 	}
+	// The totals are derived, kept in the file for whoever reads it.
+	s.Agents = nil
+	if t := s.AgentTotals(); t.Runs > 0 {
+		s.Agents = &t
+	}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)

@@ -168,12 +168,15 @@ type Session struct {
 	WorkDir            string   `json:"work_dir,omitempty"`
 	// FailedSteps lists the step runs that failed while the grimoire went
 	// on by design (on_fail: continue), as "name (address)".
-	FailedSteps        []string               `json:"failed_steps,omitempty"`
-	TaskStatus         map[string]TaskStatus  `json:"taskStatus"`
-	Tasks              map[string]*TaskRecord `json:"tasks"`
-	History            []HistoryEntry         `json:"history"`
-	Vars               map[string]string      `json:"vars,omitempty"`
-	WorkflowDefinition *workflow.Definition   `json:"workflowDefinition"`
+	FailedSteps []string               `json:"failed_steps,omitempty"`
+	TaskStatus  map[string]TaskStatus  `json:"taskStatus"`
+	Tasks       map[string]*TaskRecord `json:"tasks"`
+	// Agents adds up what the agents' structured output reported (tokens,
+	// cost, tool calls), as of the last snapshot; nil when none did.
+	Agents             *AgentTotals         `json:"agents,omitempty"`
+	History            []HistoryEntry       `json:"history"`
+	Vars               map[string]string    `json:"vars,omitempty"`
+	WorkflowDefinition *workflow.Definition `json:"workflowDefinition"`
 	// SourceDigest is the sha256 of the workflow file when the definition
 	// was read from it, so resume can tell the file has changed since.
 	SourceDigest string `json:"sourceDigest,omitempty"`
