@@ -99,4 +99,5 @@ func TestCodexHeadless(t *testing.T) {
 	if a := rec.Agent; a.SessionID == "" || a.Result != fakeopenai.DoneText || a.ToolCalls < 1 || a.Turns != 1 || a.IsError {
 		t.Errorf("the agent's report: %+v", *a)
 	}
+	w.assertReport(s, "agent", fakeopenai.DoneText)
 }

@@ -29,6 +29,7 @@ func TestGeminiHeadless(t *testing.T) {
 	if rec := s.Tasks["agent"]; rec == nil || rec.Mode != "headless" {
 		t.Errorf("task record %+v, want mode headless", rec)
 	}
+	w.assertReport(s, "agent", fakegemini.DoneText)
 }
 
 // The Gemini TUI, no terminal, --auto-approve: the prompt is submitted,

@@ -1090,3 +1090,26 @@ func logShows(log, text string) bool {
 	squeeze := func(s string) string { return strings.Join(strings.Fields(s), "") }
 	return strings.Contains(squeeze(log), squeeze(text))
 }
+
+// assertReport checks a headless task's structured report: the agent's
+// session id, its final message, at least one tool call, tokens, and the
+// agent.* events of a tool call.
+func (w *world) assertReport(s *session, task, result string) {
+	w.t.Helper()
+	rec := s.Tasks[task]
+	if rec == nil || rec.Agent == nil {
+		w.t.Fatalf("task %s has no agent report: %+v", task, rec)
+	}
+	if a := rec.Agent; a.SessionID == "" || a.Result != result || a.ToolCalls < 1 || a.Tokens.Input == 0 || a.IsError {
+		w.t.Errorf("task %s's report: %+v", task, *a)
+	}
+	kinds := map[string]int{}
+	for _, e := range w.events(s.ID) {
+		kinds[e.str("event")]++
+	}
+	for _, k := range []string{"agent.init", "agent.tool_call", "agent.tool_result", "agent.usage"} {
+		if kinds[k] == 0 {
+			w.t.Errorf("no %s event", k)
+		}
+	}
+}

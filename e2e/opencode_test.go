@@ -35,6 +35,7 @@ func TestOpencodeHeadless(t *testing.T) {
 	if log := w.taskLog(s.ID, "agent", false); !logShows(log, fakeopenai.DoneText) {
 		t.Errorf("the task log lacks the model's final reply %q:\n%s", fakeopenai.DoneText, clipTail(log, 3000))
 	}
+	w.assertReport(s, "agent", fakeopenai.DoneText)
 }
 
 // The opencode TUI, no terminal, --auto-approve (--auto: no permission is
