@@ -101,3 +101,51 @@ func TestCodexHeadless(t *testing.T) {
 	}
 	w.assertReport(s, "agent", fakeopenai.DoneText)
 }
+
+// codex exec without --auto-approve runs in its read-only sandbox, where
+// the command fails. exec --json says nothing of it; the thread's rollout
+// does: the session parks at the denial, and resume --allow continues the
+// thread in the workspace-write sandbox, where the command runs.
+func TestCodexHeadlessReadOnlyParksThenAllow(t *testing.T) {
+	script := func(c fakeopenai.Call) fakeopenai.Reply {
+		switch {
+		case c.HasLast && c.Last.Type == "function_call_output" && strings.Contains(string(c.Last.Output), "Read-only"):
+			return fakeopenai.Text("I could not create it.")
+		case c.HasLast && c.Last.Type == "function_call_output":
+			return fakeopenai.Text(fakeopenai.DoneText)
+		}
+		return fakeopenai.Reply{Call: &fakeopenai.FunctionCall{Name: "exec_command", Arguments: map[string]any{"cmd": "touch " + createdFile}}}
+	}
+	w := newCodexWorld(t, script)
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--headless")
+	if r.code != 3 {
+		t.Fatalf("%s, want 3 (parked at the denial)", r)
+	}
+	s := w.only()
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Reason != "permission_denied" || rec.Agent == nil || len(rec.Agent.Denials) != 1 || !strings.Contains(rec.Excerpt, "Read-only file system") {
+		t.Fatalf("record %+v", rec)
+	}
+	if !strings.Contains(r.stderr, "--allow exec_command") {
+		t.Errorf("the way on is not said:\n%s", r.stderr)
+	}
+	r = w.run("resume", s.ID, "--base-dir", w.project, "--headless", "--allow", "exec_command")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err != nil {
+		t.Errorf("the continued thread did not create the file: %v", err)
+	}
+	s = w.only()
+	w.assertDone(s)
+	after := s.Tasks["agent"]
+	argv := strings.Join(after.Argv, " ")
+	if after.Agent == nil || after.Agent.SessionID != rec.Agent.SessionID || !strings.Contains(argv, "--sandbox workspace-write resume "+rec.Agent.SessionID) {
+		t.Fatalf("the thread was not continued in the wider sandbox: %+v\nargv %s", after.Agent, argv)
+	}
+	// codex reports a continued thread's usage since its start: the
+	// continuation's own share is about the first run's, not first + own.
+	if first, own := rec.Agent.Tokens.Input, after.Agent.Tokens.Input; own <= 0 || own >= first*3/2 {
+		t.Errorf("input tokens: first run %d, continuation %d: counted twice?", first, own)
+	}
+}

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -228,6 +230,11 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	if text != "" && tr.log != nil {
 		_, _ = tr.log.Write([]byte(text))
 	}
+	if tr.codexHome != "" && res.Success() && !sum.IsError && len(sum.Denials) == 0 {
+		// codex exec says nothing of what its sandbox refused; its
+		// thread's rollout file does.
+		sum.Denials = agentstream.CodexSandboxDenials(tr.codexHome, sum.SessionID, tr.startedAt)
+	}
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Agent = recordSummary(sum) })
 	if res.Signal != "" || res.Err != nil {
 		return "", "", "", false
@@ -396,4 +403,19 @@ const (
 // make it: CLIs do not retry a denied call by themselves.
 func grantMessage(allowed []string) string {
 	return "Permission granted: you may now use " + strings.Join(allowed, ", ") + ". Please run what was denied again, then continue with the task."
+}
+
+// codexHome is where codex keeps its threads for a task run with env:
+// CODEX_HOME (the task's, else vibeteam's), else ~/.codex.
+func codexHome(env map[string]string) string {
+	if h := env["CODEX_HOME"]; h != "" {
+		return h
+	}
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".codex")
+	}
+	return ""
 }

@@ -46,6 +46,11 @@ type taskRun struct {
 	// the terminal, makes the task continue its agent's session at once.
 	next *followUp
 	ctx  context.Context
+	// codexHome, for a codex-json run, is where its thread's rollout is;
+	// startedAt is when the run started (what the rollout held before is
+	// an earlier run's).
+	codexHome string
+	startedAt time.Time
 }
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
@@ -180,6 +185,9 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 				b.SetBaseline(prev.Agent.Tokens)
 			}
 			tr.stream = newAgentStream(host, t.ID, p)
+			if lc.Output == adapters.OutputCodexJSON {
+				tr.codexHome, tr.startedAt = codexHome(spec.Env), time.Now()
+			}
 		}
 	}
 	onOutput := func(c runner.Chunk) {
