@@ -3,11 +3,7 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	expect "github.com/Netflix/go-expect"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -288,18 +284,7 @@ modes:
 `)
 			p.write("continued.jsonl", `{"type":"result","subtype":"success","is_error":false,"result":"ran it","session_id":"sess-9"}`+"\n")
 			structuredWorkflow(p, "cat=run.jsonl")
-			screen := &syncBuffer{}
-			c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := p.command("run", "wf.yaml")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+			c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
 			expectAll(t, c, screen, "permission: task t (structured) was denied", `Bash {"command":"touch asked.txt"}`, "a: allow Bash for the run", "permission › ")
 			_, _ = c.SendLine(tc.key)
 			if code := waitExit(t, cmd, screen); code != tc.code {
@@ -385,18 +370,7 @@ func TestQuestionParksThenAnswer(t *testing.T) {
 func TestQuestionAnsweredAtTheTerminal(t *testing.T) {
 	t.Parallel()
 	p := questionProject(t)
-	screen := &syncBuffer{}
-	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := p.command("run", "wf.yaml")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
 	expectAll(t, c, screen, "question from task t (structured)", "Which database should I use?", "2. SQLite", "answer › ")
 	_, _ = c.SendLine("2")
 	if code := waitExit(t, cmd, screen); code != 0 {

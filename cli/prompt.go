@@ -70,21 +70,7 @@ type questionAsk struct {
 // (engine.Options.Question). "" is no answer: later.
 func (p *prompter) question(ctx context.Context, req engine.QuestionRequest) string {
 	ask := &questionAsk{req: req, answer: make(chan string, 1)}
-	p.mu.Lock()
-	p.queue = append(p.queue, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: "question", question: ask})
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case a := <-ask.answer:
-		return a
-	case <-ctx.Done():
-		return ""
-	case <-p.done:
-		return ""
-	}
+	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: "question", question: ask}, ask.answer, "")
 }
 
 // askQuestion shows the agent's question and its suggested answers and
@@ -141,21 +127,7 @@ type permissionAsk struct {
 // answers "later" if the session ends first.
 func (p *prompter) permission(ctx context.Context, req engine.PermissionRequest) string {
 	ask := &permissionAsk{req: req, answer: make(chan string, 1)}
-	p.mu.Lock()
-	p.queue = append(p.queue, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask})
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case a := <-ask.answer:
-		return a
-	case <-ctx.Done():
-		return engine.PermissionLater
-	case <-p.done:
-		return engine.PermissionLater
-	}
+	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask}, ask.answer, engine.PermissionLater)
 }
 
 // askPermission shows what a headless agent was denied and reads the
@@ -219,20 +191,28 @@ type reviewAsk struct {
 // already waiting, and answers "later" if the session ends first.
 func (p *prompter) review(ctx context.Context, req engine.ReviewRequest) (string, string) {
 	ask := &reviewAsk{req: req, answer: make(chan [2]string, 1)}
+	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{engine.ReviewLater, ""})
+	return a[0], a[1]
+}
+
+// awaitAnswer queues w to be asked after the tasks already waiting, and
+// waits for its answer on ch; later when the session or the prompter ends
+// first.
+func awaitAnswer[T any](ctx context.Context, p *prompter, w waitingTask, ch <-chan T, later T) T {
 	p.mu.Lock()
-	p.queue = append(p.queue, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask})
+	p.queue = append(p.queue, w)
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
 	select {
-	case a := <-ask.answer:
-		return a[0], a[1]
+	case a := <-ch:
+		return a
 	case <-ctx.Done():
-		return engine.ReviewLater, ""
+		return later
 	case <-p.done:
-		return engine.ReviewLater, ""
+		return later
 	}
 }
 
