@@ -104,6 +104,9 @@ func TestGeminiHeadlessNotRegisteredParks(t *testing.T) {
 // approval nobody gives, so nothing is run.)
 func TestGeminiInteractiveNoTerminalParks(t *testing.T) {
 	w := newGeminiWorld(t, nil)
+	// Outside CI: with CI set, Gemini shows no trust dialog but exits 55
+	// ("not running in a trusted directory"), a plain failure.
+	w.env = append(w.env, "CI=")
 	r := w.run("run", w.workflow(""), "--base-dir", w.project)
 	if r.code != 3 {
 		t.Fatalf("%s, want 3 (parked)", r)
