@@ -427,3 +427,46 @@ stages:
 		t.Errorf("shell with MCP servers:\n%s", r.stderr)
 	}
 }
+
+// "Allow for the run" holds for the tasks after it: a later denial of the
+// same tool continues at once, without asking again.
+func TestAllowForTheRunAsksOnce(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: []
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=continued.jsonl]
+    allow: ["--allowedTools={tools}"]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent))
+	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-r"}
+{"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-r","permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"make"}}]}
+`)
+	p.write("continued.jsonl", `{"type":"result","subtype":"success","is_error":false,"result":"ran it","session_id":"sess-r"}`+"\n")
+	p.write("wf.yaml", `id: twice
+stages:
+  - id: one
+    tasks: [{ id: a, adapter: structured, executionMode: headless, prompt: "cat=run.jsonl" }]
+  - id: two
+    tasks: [{ id: b, adapter: structured, executionMode: headless, prompt: "cat=run.jsonl" }]
+`)
+	c, cmd, screen := terminalSession(t, p, "run", "wf.yaml")
+	expectAll(t, c, screen, "permission: task a (structured) was denied", "permission › ")
+	_, _ = c.SendLine("a")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	if n := strings.Count(screen.String(), "was denied ──"); n != 1 {
+		t.Errorf("asked %d times, want once:\n%s", n, screen.String())
+	}
+	s := p.only()
+	for _, id := range []string{"a", "b"} {
+		if s.TaskStatus[id] != state.TaskDone || s.Tasks[id].Agent.Result != "ran it" {
+			t.Errorf("task %s: %s %+v", id, s.TaskStatus[id], s.Tasks[id].Agent)
+		}
+	}
+}

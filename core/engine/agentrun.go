@@ -260,7 +260,11 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
 	tools := deniedTools(sum.Denials)
 	decision := PermissionLater
-	if tr.cfg.Interaction == InteractionAsk && tr.cfg.Permission != nil && sum.SessionID != "" {
+	switch {
+	case sum.SessionID != "" && tr.cfg.Interaction != InteractionFail && host.allowedForRun(tools):
+		// Allowed for the run already, by the person at this terminal.
+		decision = PermissionOnce
+	case tr.cfg.Interaction == InteractionAsk && tr.cfg.Permission != nil && sum.SessionID != "":
 		decision = tr.cfg.Permission(tr.ctx, PermissionRequest{TaskID: t.ID, Name: t.DisplayName(), Adapter: t.Adapter, Denials: sum.Denials, Tools: tools})
 	}
 	switch {
@@ -272,6 +276,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		// Continue the agent's session at once, with the tools allowed:
 		// for this continuation only, or for the rest of the run.
 		if decision == PermissionAll {
+			host.allowForRun(tools)
 			host.updateRecord(t.ID, true, func(rec *state.TaskRecord) {
 				for _, tool := range tools {
 					if !slices.Contains(rec.Allowed, tool) {

@@ -96,6 +96,7 @@ type Executor struct {
 	cancelRun    context.CancelFunc
 	pendingMerge bool // a merge step waits for a review
 	parkStatus   state.Status
+	runAllowed   map[string]bool // tools a person allowed for the rest of the run
 	parkTask     string
 	parkReason   string
 }

@@ -24,6 +24,10 @@ type taskHost interface {
 	// parked says whether and how it was.
 	park(status state.Status, taskID, reason string)
 	parked() state.Status
+	// allowForRun remembers tools a person allowed for the rest of the
+	// run; allowedForRun reports whether all of tools are.
+	allowForRun(tools []string)
+	allowedForRun(tools []string) bool
 	// running and ended tell the host which runs are live (for Send,
 	// Terminal, Kill); keep hands it a DONE task whose process stays.
 	running(tr *taskRun)
@@ -63,6 +67,28 @@ func (x *Executor) history(kind, taskID, text string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.addHistoryLocked(kind, taskID, text)
+}
+
+func (x *Executor) allowForRun(tools []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.runAllowed == nil {
+		x.runAllowed = map[string]bool{}
+	}
+	for _, tool := range tools {
+		x.runAllowed[tool] = true
+	}
+}
+
+func (x *Executor) allowedForRun(tools []string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, tool := range tools {
+		if !x.runAllowed[tool] {
+			return false
+		}
+	}
+	return len(tools) > 0
 }
 
 func (x *Executor) parked() state.Status {
