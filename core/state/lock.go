@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -87,12 +88,8 @@ func (m *Manager) Lock(id string) (*Lock, error) {
 	}
 	path := m.lockPath(id)
 	for range maxLockAttempts {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		l, err := createLock(path)
 		if err == nil {
-			l, err := claimLock(path, f)
-			if err != nil {
-				return nil, fmt.Errorf("lock session %s: %w", id, err)
-			}
 			return l, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -118,10 +115,57 @@ func (m *Manager) Lock(id string) (*Lock, error) {
 	return nil, fmt.Errorf("lock session %s: lock file keeps changing; another process is contending for it", id)
 }
 
-// claimLock completes a lock whose file this process just created.
-func claimLock(path string, f *os.File) (*Lock, error) {
-	// Flock before writing: an inspector that sees the file empty also finds
-	// the flock taken and so cannot mistake it for an abandoned one.
+// createLock makes the lock file at path whole or not at all: the record is
+// written, and flocked, in a temporary file that is then linked into place
+// (a link fails when path exists, as O_EXCL would). A process killed at any
+// point leaves no lock, or a complete one whose flock died with it — never
+// an empty file that looks like a holder still writing its record (which
+// would keep the session locked for staleUnparsedAge after a kill -9).
+// fs.ErrExist when the lock is there already.
+func createLock(path string) (*Lock, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*"+tempSuffix)
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // the lock, once linked, is path
+	fail := func(err error) (*Lock, error) {
+		f.Close()
+		return nil, err
+	}
+	flocked := flockWait(f) == nil
+	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
+	data, err := json.Marshal(rec)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
+	}
+	if err == nil {
+		err = f.Chmod(fileMode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fail(err)
+		}
+		// A file system without hard links: create the file in place,
+		// exclusively, then flock and write it (a kill in between leaves
+		// it empty, taken for a live holder for staleUnparsedAge).
+		f.Close()
+		return createLockInPlace(path)
+	}
+	return &Lock{path: path, f: f}, nil
+}
+
+func createLockInPlace(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return nil, err
+	}
 	flocked := flockWait(f) == nil
 	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
 	data, err := json.Marshal(rec)
