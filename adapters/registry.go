@@ -349,6 +349,15 @@ func (r *Registry) Has(name string) bool {
 	return ok
 }
 
+// TakesMCP reports whether adapter name gives MCP servers to its CLI (its
+// file has mcp:).
+func (r *Registry) TakesMCP(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	return ok && e.def.mcp != ""
+}
+
 // HasMode reports whether adapter name can run in mode.
 func (r *Registry) HasMode(name, mode string) bool {
 	r.mu.RLock()

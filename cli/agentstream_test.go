@@ -419,12 +419,21 @@ stages:
 	}
 	r = p.exec("run", "wf.yaml", "--strict")
 	wantCode(t, r, 1)
-	// An adapter that cannot take MCP servers is an error, not a silent drop.
+	// An adapter that cannot take MCP servers is an error before anything
+	// runs, not a silent drop.
 	p.write("wf2.yaml", "id: m2\nmcp: { ra: { command: true } }\nstages:\n  - id: s\n    tasks:\n      - { id: t, adapter: shell, executionMode: headless, prompt: \"true\" }\n")
-	r = p.exec("run", "wf2.yaml")
-	wantCode(t, r, 1)
-	if !strings.Contains(r.stderr, "gives no MCP servers to its CLI") {
-		t.Errorf("shell with MCP servers:\n%s", r.stderr)
+	for _, cmd := range []string{"validate", "run"} {
+		r = p.exec(cmd, "wf2.yaml")
+		wantCode(t, r, 2)
+		if !strings.Contains(r.stderr, `wf2.yaml:6:27: stages[0].tasks[0].adapter: adapter "shell" gives no MCP servers to its CLI`) {
+			t.Errorf("%s, shell with MCP servers:\n%s", cmd, r.stderr)
+		}
+	}
+	p.write("g.yaml", "name: g\nsteps:\n  - name: a\n    type: agent\n    adapter: shell\n    spell: \"x\\n\"\n    mcp: { ra: { command: true } }\n")
+	r = p.exec("validate", "g.yaml")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, `g.yaml:7:10: steps[0].mcp: adapter "shell" gives no MCP servers`) {
+		t.Errorf("agent step:\n%s", r.stderr)
 	}
 }
 

@@ -22,6 +22,12 @@ type LaunchSet interface {
 	CheckLaunch(adapter, mode, prompt string, extraArgs []string) error
 }
 
+// MCPSet is optionally implemented by an AdapterSet that knows which
+// adapters can give their CLI MCP servers (an adapter file's mcp: key).
+type MCPSet interface {
+	TakesMCP(adapter string) bool
+}
+
 // CommandSet is optionally implemented by an AdapterSet that can tell
 // whether an adapter's command is installed, for a task running in dir.
 type CommandSet interface {

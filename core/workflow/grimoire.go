@@ -523,6 +523,9 @@ func (c *checker) agent(a *AgentStep, sf string, spos Pos) {
 		}
 		c.add(c.at(mf, spos), af, msg)
 	}
+	if known {
+		c.mcpTaken(sf, adapter, a.MCP, spos)
+	}
 	if known && c.opts.BaseDir != "" {
 		c.installed(af, adapter, c.opts.BaseDir, c.at(af, spos))
 	}

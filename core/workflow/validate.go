@@ -118,7 +118,8 @@ type checker struct {
 	// (a list where a string belongs, say): the semantic check of such a field
 	// would only repeat the same problem in vaguer words.
 	broken map[string]bool
-	goal   string // for {{.goal}} in prompts
+	goal   string      // for {{.goal}} in prompts
+	mcp    []MCPServer // the workflow's MCP servers, which every agent gets
 	// commands holds the adapter and directory pairs whose command was looked for.
 	commands map[string]bool
 	// taskIDs are the ids of the tasks seen so far: unique in the file.
@@ -140,7 +141,7 @@ type firstDef struct {
 }
 
 func check(def *Definition, opts LoadOptions, pos map[string]Pos, broken map[string]bool, root Pos) ErrorList {
-	c := &checker{opts: opts, pos: pos, broken: broken, goal: def.Goal, commands: map[string]bool{}, taskIDs: map[string]firstDef{}, once: map[string]bool{}}
+	c := &checker{opts: opts, pos: pos, broken: broken, goal: def.Goal, mcp: def.MCP, commands: map[string]bool{}, taskIDs: map[string]firstDef{}, once: map[string]bool{}}
 	switch def.Kind {
 	case "", KindStages:
 	case KindGrimoire:
@@ -229,6 +230,10 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 			qf := tf + ".pendingInputs"
 			c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
 		}
+	}
+
+	if known {
+		c.mcpTaken(tf, t.Adapter, t.MCP, tpos)
 	}
 
 	pf := tf + ".prompt"
@@ -482,4 +487,18 @@ func idProblem(id string) string {
 		return "must not contain control characters"
 	}
 	return ""
+}
+
+// mcpTaken reports MCP servers given to an adapter that cannot pass them to
+// its CLI: the agent would start without them.
+func (c *checker) mcpTaken(field, adapter string, own []MCPServer, pos Pos) {
+	ms, ok := c.opts.Adapters.(MCPSet)
+	if !ok || len(MergeMCP(c.mcp, own)) == 0 || ms.TakesMCP(adapter) {
+		return
+	}
+	f := field + ".adapter"
+	if len(own) > 0 {
+		f = field + ".mcp"
+	}
+	c.add(c.at(f, pos), f, fmt.Sprintf("adapter %q gives no MCP servers to its CLI (its file has no mcp:), and this agent has some", adapter))
 }
