@@ -25,6 +25,27 @@ modes:
 	return p
 }
 
+// continuingAdapter is the adapter "structured" as a CLI that can continue
+// its session: claude stream-json, argv recorded to argv.json, and the
+// continuation (its resume args) printing continued.jsonl; allow says
+// whether it can allow tools.
+func continuingAdapter(p *project, allow bool) {
+	p.t.Helper()
+	allowLine := ""
+	if allow {
+		allowLine = "    allow: [\"--allowedTools={tools}\"]\n"
+	}
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
+command: %s
+modes:
+  headless:
+    args: [record=argv.json]
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=continued.jsonl]
+%s    prompt: { position: arg, separator: "--" }
+`, fakeAgent, allowLine))
+}
+
 func structuredWorkflow(p *project, prompt string) {
 	p.write("wf.yaml", `id: structured
 stages:
@@ -183,16 +204,7 @@ func TestResumeAllowContinuesTheAgentsSession(t *testing.T) {
 	p := newProject(t)
 	// The fake agent runs its arguments as commands: record= keeps argv,
 	// and the resume args print the continued run's stream.
-	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
-command: %s
-modes:
-  headless:
-    args: [record=argv.json]
-    output: claude-stream-json
-    resume: [--resume, "{session}", cat=continued.jsonl]
-    allow: ["--allowedTools={tools}"]
-    prompt: { position: arg, separator: "--" }
-`, fakeAgent))
+	continuingAdapter(p, true)
 	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-7"}
 {"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-7","usage":{"input_tokens":100,"output_tokens":5},"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"touch denied.txt"}}]}
 `)
@@ -269,16 +281,7 @@ func TestDenialAskedAtTheTerminal(t *testing.T) {
 		t.Run(tc.key, func(t *testing.T) {
 			t.Parallel()
 			p := newProject(t)
-			p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
-command: %s
-modes:
-  headless:
-    args: [record=argv.json]
-    output: claude-stream-json
-    resume: [--resume, "{session}", cat=continued.jsonl]
-    allow: ["--allowedTools={tools}"]
-    prompt: { position: arg, separator: "--" }
-`, fakeAgent))
+			continuingAdapter(p, true)
 			p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-9"}
 {"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-9","permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"touch asked.txt"}}]}
 `)
@@ -314,15 +317,7 @@ modes:
 func questionProject(t *testing.T) *project {
 	t.Helper()
 	p := newProject(t)
-	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
-command: %s
-modes:
-  headless:
-    args: [record=argv.json]
-    output: claude-stream-json
-    resume: [--resume, "{session}", cat=continued.jsonl]
-    prompt: { position: arg, separator: "--" }
-`, fakeAgent))
+	continuingAdapter(p, false)
 	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-q"}
 {"type":"result","subtype":"success","is_error":false,"result":"Two ways to store it.\n\nWhich database should I use?\n1. Postgres\n2. SQLite","session_id":"sess-q"}
 `)
@@ -442,16 +437,7 @@ stages:
 func TestAllowForTheRunAsksOnce(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
-	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf(`name: structured
-command: %s
-modes:
-  headless:
-    args: []
-    output: claude-stream-json
-    resume: [--resume, "{session}", cat=continued.jsonl]
-    allow: ["--allowedTools={tools}"]
-    prompt: { position: arg, separator: "--" }
-`, fakeAgent))
+	continuingAdapter(p, true)
 	p.write("run.jsonl", `{"type":"system","subtype":"init","session_id":"sess-r"}
 {"type":"result","subtype":"success","is_error":false,"result":"denied","session_id":"sess-r","permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"make"}}]}
 `)
