@@ -283,6 +283,24 @@ func helpCommand() *ucli.Command {
 	}
 }
 
+// sessionArg is the session a command that takes one ID argument names:
+// the base dir's sessions and the id (resolveSession), or a usage error.
+func sessionArg(c *ucli.Context) (*state.Manager, string, error) {
+	if c.NArg() != 1 {
+		return nil, "", exitf(ExitUsage, "%s needs a session id (see vibeteam sessions)", c.Command.Name)
+	}
+	base, err := baseDir(c)
+	if err != nil {
+		return nil, "", err
+	}
+	mgr := state.NewManager(base)
+	id, err := resolveSession(mgr, c.Args().First())
+	if err != nil {
+		return nil, "", err
+	}
+	return mgr, id, nil
+}
+
 // resolveSession maps the ID argument of a command, a whole id or a unique
 // prefix, to a session id.
 func resolveSession(mgr *state.Manager, arg string) (string, error) {

@@ -48,15 +48,7 @@ not be read; 2 usage error or no such session; 130/143/129 interrupted.`,
 			&ucli.BoolFlag{Name: "json", Usage: "print the JSONL lines as they are, one event a line"},
 		},
 		Action: func(c *ucli.Context) error {
-			if c.NArg() != 1 {
-				return exitf(ExitUsage, "log needs a session id (see vibeteam sessions)")
-			}
-			base, err := baseDir(c)
-			if err != nil {
-				return err
-			}
-			mgr := state.NewManager(base)
-			id, err := resolveSession(mgr, c.Args().First())
+			mgr, id, err := sessionArg(c)
 			if err != nil {
 				return err
 			}

@@ -27,15 +27,7 @@ func showCommand(streams IO) *ucli.Command {
 		ArgsUsage: "ID",
 		Flags:     []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print the session file's JSON"}},
 		Action: func(c *ucli.Context) error {
-			if c.NArg() != 1 {
-				return exitf(ExitUsage, "show needs a session id (see vibeteam sessions)")
-			}
-			base, err := baseDir(c)
-			if err != nil {
-				return err
-			}
-			mgr := state.NewManager(base)
-			id, err := resolveSession(mgr, c.Args().First())
+			mgr, id, err := sessionArg(c)
 			if err != nil {
 				return err
 			}
