@@ -133,17 +133,9 @@ func createLock(path string) (*Lock, error) {
 		f.Close()
 		return nil, err
 	}
-	flocked := flockWait(f) == nil
-	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
-	data, err := json.Marshal(rec)
+	err = f.Chmod(fileMode)
 	if err == nil {
-		_, err = f.Write(append(data, '\n'))
-	}
-	if err == nil {
-		err = f.Chmod(fileMode)
-	}
-	if err == nil {
-		err = f.Sync()
+		err = writeLockRecord(f)
 	}
 	if err != nil {
 		return fail(err)
@@ -166,21 +158,27 @@ func createLockInPlace(path string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	flocked := flockWait(f) == nil
-	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
-	data, err := json.Marshal(rec)
-	if err == nil {
-		_, err = f.Write(append(data, '\n'))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err != nil {
+	if err := writeLockRecord(f); err != nil {
 		os.Remove(path)
 		f.Close()
 		return nil, err
 	}
 	return &Lock{path: path, f: f}, nil
+}
+
+// writeLockRecord flocks f, then writes and syncs this process's record in
+// it: flocked first, so that whoever sees the record also finds the flock.
+func writeLockRecord(f *os.File) error {
+	flocked := flockWait(f) == nil
+	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 type lockState int
