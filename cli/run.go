@@ -174,11 +174,11 @@ func resumeCommand(streams IO) *ucli.Command {
 				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
 			}
 			opts.Allow = c.StringSlice("allow")
-			if len(opts.Allow) > 0 && !waitsFor(sess, engine.DeniedReason) {
+			if len(opts.Allow) > 0 && len(sess.WaitingFor(engine.DeniedReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
 			}
 			opts.Answer = c.String("answer")
-			if opts.Answer != "" && !waitsFor(sess, engine.QuestionReason) {
+			if opts.Answer != "" && len(sess.WaitingFor(engine.QuestionReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
 			}
 			if err := resumeBead(sess, &opts); err != nil {
@@ -424,17 +424,6 @@ func ttyOf(streams IO) (*os.File, error) {
 	return streams.OpenTTY()
 }
 
-// waitsFor reports whether a task of the session waits for a person for
-// reason (engine.DeniedReason, engine.QuestionReason).
-func waitsFor(sess *state.Session, reason string) bool {
-	for id, rec := range sess.Tasks {
-		if rec != nil && rec.Reason == reason && sess.TaskStatus[id] == state.TaskWaitingForUser {
-			return true
-		}
-	}
-	return false
-}
-
 // waitingReport names the tasks parked because their agent was denied a
 // tool or asked a question, what it was, and the command that goes on;
 // "" when there is none.
@@ -447,12 +436,7 @@ func waitingReport(sess *state.Session) string {
 		}
 		switch rec.Reason {
 		case engine.DeniedReason:
-			var tools []string
-			for _, d := range rec.Agent.Denials {
-				if d.Tool != "" && !slices.Contains(tools, d.Tool) {
-					tools = append(tools, d.Tool)
-				}
-			}
+			tools := rec.Agent.DeniedTools()
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}

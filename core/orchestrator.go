@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -283,29 +282,19 @@ func (c *SessionController) emit(e Event) {
 // allowDenied adds tools to what each task parked at a denial may use, and
 // reports whether there was one.
 func allowDenied(sess *state.Session, tools []string) bool {
-	found := false
-	for id, rec := range sess.Tasks {
-		if rec == nil || rec.Reason != engine.DeniedReason || sess.TaskStatus[id] != state.TaskWaitingForUser {
-			continue
-		}
-		found = true
-		for _, tool := range tools {
-			if !slices.Contains(rec.Allowed, tool) {
-				rec.Allowed = append(rec.Allowed, tool)
-			}
-		}
+	ids := sess.WaitingFor(engine.DeniedReason)
+	for _, id := range ids {
+		sess.Tasks[id].Allow(tools...)
 	}
-	return found
+	return len(ids) > 0
 }
 
 // answerQuestions gives answer to each task parked with its agent's
 // question, and reports whether there was one.
 func answerQuestions(sess *state.Session, answer string) bool {
-	found := false
-	for id, rec := range sess.Tasks {
-		if rec != nil && rec.Reason == engine.QuestionReason && sess.TaskStatus[id] == state.TaskWaitingForUser {
-			rec.Answer, found = answer, true
-		}
+	ids := sess.WaitingFor(engine.QuestionReason)
+	for _, id := range ids {
+		sess.Tasks[id].Answer = answer
 	}
-	return found
+	return len(ids) > 0
 }

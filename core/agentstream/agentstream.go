@@ -8,6 +8,7 @@ package agentstream
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/vibeteam/vibeteam/adapters"
 )
@@ -90,6 +91,17 @@ type Summary struct {
 	CostUSD   float64  `json:"cost_usd,omitempty"`
 	ToolCalls int      `json:"tool_calls,omitempty"`
 	Denials   []Denial `json:"denials,omitempty"`
+}
+
+// DeniedTools are the names of the tools the run was denied, each once.
+func (s Summary) DeniedTools() []string {
+	var tools []string
+	for _, d := range s.Denials {
+		if d.Tool != "" && !slices.Contains(tools, d.Tool) {
+			tools = append(tools, d.Tool)
+		}
+	}
+	return tools
 }
 
 // Parser reads one run's stream. Feed takes whole lines, in order, without

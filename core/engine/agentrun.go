@@ -258,7 +258,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	}
 	excerpt := "denied: " + what
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
-	tools := deniedTools(sum.Denials)
+	tools := sum.DeniedTools()
 	decision := PermissionLater
 	switch {
 	case sum.SessionID != "" && tr.cfg.Interaction != InteractionFail && host.allowedForRun(tools):
@@ -277,13 +277,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		// for this continuation only, or for the rest of the run.
 		if decision == PermissionAll {
 			host.allowForRun(tools)
-			host.updateRecord(t.ID, true, func(rec *state.TaskRecord) {
-				for _, tool := range tools {
-					if !slices.Contains(rec.Allowed, tool) {
-						rec.Allowed = append(rec.Allowed, tool)
-					}
-				}
-			})
+			host.updateRecord(t.ID, true, func(rec *state.TaskRecord) { rec.Allow(tools...) })
 		}
 		tr.next = &followUp{allow: tools}
 		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what + "; allowed, its session continues", true
@@ -334,17 +328,6 @@ type QuestionRequest struct {
 	Question              agentstream.Question
 }
 
-// deniedTools are the denied tools' names, each once.
-func deniedTools(ds []agentstream.Denial) []string {
-	var tools []string
-	for _, d := range ds {
-		if d.Tool != "" && !slices.Contains(tools, d.Tool) {
-			tools = append(tools, d.Tool)
-		}
-	}
-	return tools
-}
-
 // followUp is what continues an agent's session: tools a person allowed
 // after a denial, or their answer to the agent's question.
 type followUp struct {
@@ -363,18 +346,14 @@ func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*ad
 	}
 	switch prev.Reason {
 	case DeniedReason:
-		allow := slices.Clone(prev.Allowed)
+		prev.Allowed = slices.Clone(prev.Allowed)
 		if now != nil {
-			for _, tool := range now.allow {
-				if !slices.Contains(allow, tool) {
-					allow = append(allow, tool)
-				}
-			}
+			prev.Allow(now.allow...)
 		}
-		if len(allow) == 0 {
+		if len(prev.Allowed) == 0 {
 			return nil, ""
 		}
-		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: allow}, grantMessage(allow)
+		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: prev.Allowed}, grantMessage(prev.Allowed)
 	case QuestionReason:
 		answer := prev.Answer
 		if now != nil && now.answer != "" {

@@ -5,6 +5,7 @@ package state
 
 import (
 	"github.com/vibeteam/vibeteam/core/agentstream"
+	"slices"
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -72,6 +73,28 @@ type TaskRecord struct {
 	// resume --answer, which continues the agent's session.
 	Question *agentstream.Question `json:"question,omitempty"`
 	Answer   string                `json:"answer,omitempty"`
+}
+
+// Allow adds tools to those a person allowed the task, each once.
+func (r *TaskRecord) Allow(tools ...string) {
+	for _, tool := range tools {
+		if !slices.Contains(r.Allowed, tool) {
+			r.Allowed = append(r.Allowed, tool)
+		}
+	}
+}
+
+// WaitingFor are the ids of the tasks that wait for a person for reason (a
+// denied tool call, a question), sorted.
+func (s *Session) WaitingFor(reason string) []string {
+	var ids []string
+	for id, rec := range s.Tasks {
+		if rec != nil && rec.Reason == reason && s.TaskStatus[id] == TaskWaitingForUser {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // AgentTotals adds up what the session's agents reported.
