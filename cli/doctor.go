@@ -275,25 +275,7 @@ func nonNil(s []string) []string {
 // sorted, each once.
 func adaptersUsed(def *workflow.Definition) []string {
 	var names []string
-	var walk func([]workflow.Step)
-	walk = func(steps []workflow.Step) {
-		for _, s := range steps {
-			for _, t := range s.Tasks {
-				names = append(names, t.Adapter)
-			}
-			if s.Agent != nil {
-				a := s.Agent.Adapter
-				if a == "" {
-					a = workflow.DefaultAgentAdapter
-				}
-				names = append(names, a)
-			}
-			if s.Loop != nil {
-				walk(s.Loop.Steps)
-			}
-		}
-	}
-	walk(def.Steps)
+	eachAgent(def, func(adapter string, _ []workflow.MCPServer) { names = append(names, adapter) })
 	slices.Sort(names)
 	names = slices.Compact(names)
 	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
@@ -303,33 +285,31 @@ func adaptersUsed(def *workflow.Definition) []string {
 // workflow's, and each task's or step's own), each name once per adapter.
 func mcpUsed(def *workflow.Definition) map[string][]workflow.MCPServer {
 	out := map[string][]workflow.MCPServer{}
-	add := func(adapter string, servers []workflow.MCPServer) {
+	eachAgent(def, func(adapter string, servers []workflow.MCPServer) {
 		for _, s := range servers {
 			if !slices.ContainsFunc(out[adapter], func(o workflow.MCPServer) bool { return o.Name == s.Name && o.Command == s.Command }) {
 				out[adapter] = append(out[adapter], s)
 			}
 		}
-	}
-	var walk func([]workflow.Step)
-	walk = func(steps []workflow.Step) {
-		for _, s := range steps {
-			for _, t := range s.Tasks {
-				add(t.Adapter, workflow.MergeMCP(def.MCP, t.MCP))
+	})
+	return out
+}
+
+// eachAgent calls fn for every task and agent step of def with the adapter
+// it runs (an agent step's default included) and the MCP servers it gets.
+func eachAgent(def *workflow.Definition, fn func(adapter string, mcp []workflow.MCPServer)) {
+	for s := range def.AllSteps() {
+		for _, t := range s.Tasks {
+			fn(t.Adapter, workflow.MergeMCP(def.MCP, t.MCP))
+		}
+		if s.Agent != nil {
+			a := s.Agent.Adapter
+			if a == "" {
+				a = workflow.DefaultAgentAdapter
 			}
-			if s.Agent != nil {
-				a := s.Agent.Adapter
-				if a == "" {
-					a = workflow.DefaultAgentAdapter
-				}
-				add(a, workflow.MergeMCP(def.MCP, s.Agent.MCP))
-			}
-			if s.Loop != nil {
-				walk(s.Loop.Steps)
-			}
+			fn(a, workflow.MergeMCP(def.MCP, s.Agent.MCP))
 		}
 	}
-	walk(def.Steps)
-	return out
 }
 
 func brokenReport(b adapters.BrokenFile) *doctorReport {

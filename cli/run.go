@@ -391,16 +391,15 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 
 // hasMerge reports whether a definition has a merge step.
 func hasMerge(def *workflow.Definition) bool {
-	var walk func([]workflow.Step) bool
-	walk = func(steps []workflow.Step) bool {
-		for _, s := range steps {
-			if s.Type == workflow.StepMerge || s.Loop != nil && walk(s.Loop.Steps) {
-				return true
-			}
-		}
+	if def == nil {
 		return false
 	}
-	return def != nil && walk(def.Steps)
+	for s := range def.AllSteps() {
+		if s.Type == workflow.StepMerge {
+			return true
+		}
+	}
+	return false
 }
 
 // blockedReport says where a grimoire is blocked, why, and what the step

@@ -214,17 +214,11 @@ func workflowSummary(file string, def *workflow.Definition) summary {
 		return summary{}
 	}
 	if def.Kind == workflow.KindGrimoire {
-		var count func([]workflow.Step) int
-		count = func(steps []workflow.Step) int {
-			n := len(steps)
-			for _, s := range steps {
-				if s.Loop != nil {
-					n += count(s.Loop.Steps)
-				}
-			}
-			return n
+		n := 0
+		for range def.AllSteps() {
+			n++
 		}
-		return summary{file, fmt.Sprintf("grimoire, %d steps", count(def.Steps))}
+		return summary{file, fmt.Sprintf("grimoire, %d steps", n)}
 	}
 	n := 0
 	for _, st := range def.Stages() {

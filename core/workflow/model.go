@@ -4,6 +4,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"iter"
 	"strings"
 	"time"
 
@@ -225,21 +226,30 @@ func (t Task) DisplayName() string {
 	return t.ID
 }
 
-// FindStep returns the step named name, nested steps included, or nil.
-func (d *Definition) FindStep(name string) *Step {
-	return findStep(d.Steps, name)
+// AllSteps yields every step in file order, the steps of a loop right after
+// the loop itself.
+func (d *Definition) AllSteps() iter.Seq[*Step] {
+	return func(yield func(*Step) bool) { allSteps(d.Steps, yield) }
 }
 
-func findStep(steps []Step, name string) *Step {
+func allSteps(steps []Step, yield func(*Step) bool) bool {
 	for i := range steps {
 		s := &steps[i]
+		if !yield(s) {
+			return false
+		}
+		if s.Loop != nil && !allSteps(s.Loop.Steps, yield) {
+			return false
+		}
+	}
+	return true
+}
+
+// FindStep returns the step named name, nested steps included, or nil.
+func (d *Definition) FindStep(name string) *Step {
+	for s := range d.AllSteps() {
 		if s.Name == name {
 			return s
-		}
-		if s.Loop != nil {
-			if f := findStep(s.Loop.Steps, name); f != nil {
-				return f
-			}
 		}
 	}
 	return nil
