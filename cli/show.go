@@ -171,7 +171,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		if r.Summary != "" {
 			fmt.Fprintf(out, "  %s    summary: %s\n", indent, safe(r.Summary))
 		}
-		if rec := s.Tasks[r.Name+"@"+strings.ReplaceAll(k, "/", "-")]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
+		if rec := s.Tasks[engine.StepTaskID(r.Name, k)]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
 			fmt.Fprintf(out, "  %s    agent: %s\n", indent, agentLine(rec.Agent))
 		}
 		if r.LogPath != "" {

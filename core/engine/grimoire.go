@@ -530,7 +530,13 @@ func stopped(ctx context.Context, r flow.Result) flow.Result {
 // logName is the file name a step run's output goes to: its name and
 // address ("tests@2.3-0").
 func logName(step *workflow.Step, at flow.Addr) string {
-	return step.Label() + "@" + strings.ReplaceAll(at.Key(), "/", "-")
+	return StepTaskID(step.Label(), at.Key())
+}
+
+// StepTaskID is the task id (and log name) of a step run: the step's name
+// at its address, e.g. "impl@2.1-0" for address "2.1/0".
+func StepTaskID(name, address string) string {
+	return name + "@" + strings.ReplaceAll(address, "/", "-")
 }
 
 // openStepLog opens the log file of a step run (nil without a manager).
