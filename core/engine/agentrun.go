@@ -28,15 +28,14 @@ type agentStream struct {
 	host   taskHost
 	taskID string
 
-	mu       sync.Mutex
-	parser   agentstream.Parser
-	lines    agentstream.Lines
-	inDelta  bool              // a streamed message is being written: the next line starts anew
-	toolName map[string]string // tool id → tool, for results that do not repeat it
+	mu      sync.Mutex
+	parser  agentstream.Parser
+	lines   agentstream.Lines
+	inDelta bool // a streamed message is being written: the next line starts anew
 }
 
 func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
-	return &agentStream{host: host, taskID: taskID, parser: p, toolName: map[string]string{}}
+	return &agentStream{host: host, taskID: taskID, parser: p}
 }
 
 // write takes a chunk of stdout and returns the readable text of the lines
@@ -119,18 +118,11 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
 	case agentstream.ToolCall:
-		if ev.ToolID != "" {
-			s.toolName[ev.ToolID] = ev.Tool
-		}
 		host.emit(events.AgentToolCall, id, map[string]any{"tool": ev.Tool, "tool_id": ev.ToolID, "input": rawOrNil(ev.Input)})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
 	case agentstream.ToolResult:
-		tool := ev.Tool
-		if tool == "" {
-			tool = s.toolName[ev.ToolID]
-		}
-		host.emit(events.AgentToolResult, id, map[string]any{"tool": tool, "tool_id": ev.ToolID, "output": ev.Output, "is_error": ev.IsError, "duration_ms": ev.DurationMS})
+		host.emit(events.AgentToolResult, id, map[string]any{"tool": ev.Tool, "tool_id": ev.ToolID, "output": ev.Output, "is_error": ev.IsError, "duration_ms": ev.DurationMS})
 		s.breakDeltaLocked(text)
 		mark := "⎿"
 		if ev.IsError {
