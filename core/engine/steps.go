@@ -224,11 +224,14 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	}
 	parked := x.parkStatus != ""
 	x.mu.Unlock()
-	text := finalText(out.String())
 	rec := x.taskRecord(task.ID)
+	var text string
 	if rec != nil && rec.Agent != nil && rec.Agent.HasResult {
-		// The agent's own final message, from its structured output.
+		// The agent's own final message, read from its structured output
+		// as it streamed.
 		text = rec.Agent.Result
+	} else {
+		text = finalText(out.String())
 	}
 	res := flow.Result{Output: text, LogPath: logPath, ChangedFiles: before.changed()}
 	if rec != nil && rec.ExitCode != nil {
