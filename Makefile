@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/vibeteam
 PREFIX  ?= $(HOME)/.local
 
-.PHONY: build test bench e2e install check
+.PHONY: build test bench e2e e2e-latest install check
 
 build:
 	$(GO) build -o $(BIN) .
@@ -24,6 +24,11 @@ bench:
 # The real-agent tier (installs pinned agent CLIs into a cache outside the repo).
 e2e:
 	./e2e/run.sh
+
+# The same tier against the newest release of each agent CLI (npm view at
+# run time), in a cache of its own: drift shows here before users see it.
+e2e-latest:
+	./e2e/run.sh --latest
 
 install:
 	$(GO) build -o $(PREFIX)/bin/vibeteam .

@@ -6,13 +6,28 @@
 #
 #   ./e2e/run.sh                 # or: make e2e
 #   ./e2e/run.sh -run Headless   # extra arguments go to `go test`
+#   ./e2e/run.sh --latest        # or: make e2e-latest
 #
-# VIBETEAM_E2E_CACHE: the cache (default $HOME/.cache/vibeteam-e2e).
+# --latest runs the same tier against the newest release of each CLI (asked
+# of the npm registry with `npm view PKG version` at run time), installed in
+# a cache of its own, to see drift before users do.
+#
+# VIBETEAM_E2E_CACHE: the cache (default $HOME/.cache/vibeteam-e2e, or
+# $HOME/.cache/vibeteam-e2e-latest with --latest).
 # VIBETEAM_E2E_DUMP=1: print the debugging dump for passing tests too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e}
+LATEST=0
+if [ "${1:-}" = "--latest" ]; then
+	LATEST=1
+	shift
+fi
+if [ "$LATEST" = 1 ]; then
+	CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e-latest}
+else
+	CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e}
+fi
 export VIBETEAM_E2E_CACHE="$CACHE"
 
 # Pinned versions: the adapters' screen patterns were checked against these.
@@ -25,6 +40,20 @@ PACKAGES=(
 BINARIES=(claude codex gemini opencode)
 
 die() { echo "e2e: $*" >&2; exit 1; }
+
+if [ "$LATEST" = 1 ]; then
+	command -v npm >/dev/null 2>&1 || die "--latest needs npm to ask the registry for the newest versions"
+	for i in "${!PACKAGES[@]}"; do
+		name=${PACKAGES[$i]%@*}
+		newest=$(npm view "$name" version 2>/dev/null) || die "npm view $name version failed (is the npm registry reachable?)"
+		[ -n "$newest" ] || die "npm view $name version printed nothing"
+		echo "e2e: $name: pinned ${PACKAGES[$i]##*@}, newest $newest"
+		PACKAGES[$i]="$name@$newest"
+	done
+fi
+# The tests name the versions they run against (and what they expect of
+# each: the pinned ones or the newest).
+export VIBETEAM_E2E_VERSIONS="${PACKAGES[*]}"
 
 command -v node >/dev/null 2>&1 || die "node is not on PATH; the agent CLIs are Node programs (install Node.js >= 20)"
 if ! command -v go >/dev/null 2>&1; then
@@ -67,7 +96,7 @@ if [ "$need_install" = 1 ]; then
 		[ -x "$CACHE/node_modules/.bin/$b" ] || die "npm install finished but $CACHE/node_modules/.bin/$b is missing"
 	done
 else
-	echo "e2e: pinned agent CLIs found in $CACHE"
+	echo "e2e: agent CLIs found in $CACHE: ${PACKAGES[*]}"
 fi
 
 exec go test -tags e2e -count=1 -v -timeout 20m ./e2e/... "$@"

@@ -78,6 +78,8 @@ type Terminal struct {
 	mirror   atomic.Pointer[mirrorWriter] // live copy of the output (attach)
 	screenMu sync.Mutex                   // guards vt, backlog, lines, lastText, seq
 	vt       vt10x.Terminal
+	filter   screenFilter // what vt10x must not see (terminal queries)
+	filtered []byte
 	backlog  []byte
 	dropped  bool
 	lines    uint64 // newlines appended to the backlog, dropped ones included
@@ -334,9 +336,11 @@ func (t *Terminal) renderLocked() Detection {
 		cols, rows := t.vt.Size()
 		t.vt = vt10x.New(vt10x.WithSize(cols, rows))
 		t.dropped = false
+		t.filter.reset()
 	}
 	if len(t.backlog) > 0 {
-		_, _ = t.vt.Write(t.backlog)
+		t.filtered = t.filter.apply(t.filtered[:0], t.backlog)
+		_, _ = t.vt.Write(t.filtered)
 		t.backlog = t.backlog[:0]
 	}
 	text, cur := screenText(t.vt)
@@ -347,7 +351,8 @@ func (t *Terminal) renderLocked() Detection {
 // terminal of the given size and returns the final screen's text.
 func RenderScreen(raw []byte, cols, rows int) string {
 	vt := vt10x.New(vt10x.WithSize(cols, rows))
-	_, _ = vt.Write(raw)
+	var f screenFilter
+	_, _ = vt.Write(f.apply(nil, raw))
 	text, _ := screenText(vt)
 	return text
 }
