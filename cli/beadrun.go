@@ -140,8 +140,13 @@ func resumeBead(sess *state.Session, opts *core.RunOptions) error {
 		}
 		opts.Beads = client
 	}
-	if id, _ := sess.Bead["id"].(string); id != "" && sess.Worktree != "" {
-		opts.Workspace = openWorkspace(opts.BaseDir, beads.SanitizeID(id), sess.BaseBranch)
+	// A session on a bead runs in the bead's worktree and nowhere else:
+	// whether or not a kill let it record the worktree, resume opens it
+	// (the same one again, or anew when it was never made).
+	id, _ := sess.Bead["id"].(string)
+	if id == "" {
+		return errors.New("it works on a bead without an id; its steps cannot run outside the bead's worktree")
 	}
+	opts.Workspace = openWorkspace(opts.BaseDir, beads.SanitizeID(id), sess.BaseBranch)
 	return nil
 }

@@ -456,6 +456,9 @@ func waitingReport(sess *state.Session) string {
 // failureReport says which task failed, how, and its last output lines.
 func failureReport(sess *state.Session, taskID string) string {
 	// Text from the workflow and the task goes through safe.
+	if taskID == "" {
+		return safe(sess.Error) // not a task's failure: the session's own
+	}
 	label := sessionTaskLabel(sess, taskID)
 	rec := sess.Tasks[taskID]
 	if rec == nil {

@@ -183,10 +183,18 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o}
 	var ws engine.Workspace
 	if opts.Workspace != nil {
+		// The session is on disk before its worktree and owner record
+		// exist: a kill in between leaves a session to resume (or cancel
+		// --clean), never a worktree owned by a session nobody can find.
+		if err := mgr.Save(sess); err != nil {
+			c.close()
+			return nil, err
+		}
 		if ws, err = opts.Workspace(sess.ID); err != nil {
 			c.close()
 			return nil, err
 		}
+		sess.Worktree, sess.Branch, sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
 	}
 	c.Executor = engine.New(sess, engine.Options{
 		Beads:         opts.Beads,

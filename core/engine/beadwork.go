@@ -8,6 +8,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -117,6 +118,12 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	x.mu.Lock()
 	decision, reason := x.sess.MergeDecision, x.sess.MergeReason
 	x.sess.MergeDecision, x.sess.MergeReason = "", "" // one answer, one merge
+	// A merge intent still open is a merge that was approved and begun
+	// when vibeteam was killed: it is finished (git says whether the base
+	// has the work already), not asked about again.
+	if in := x.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
+		decision = ReviewApprove
+	}
 	x.mu.Unlock()
 	if step.Merge.RequireReview && decision == "" {
 		stat, commits, err := ws.Summary(ctx)
@@ -148,7 +155,12 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		return flow.Result{Status: flow.Blocked, Reason: "merge_rejected: " + why + " (nothing was discarded: the worktree " + ws.Dir() + " and branch " + ws.Branch() + " are kept)"}
 	}
+	x.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
 	out, err := ws.Merge(ctx, fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID))
+	if err != nil || len(out.Conflicts) > 0 || out.Refused != "" {
+		// Nothing changed (git said so): no intent is left open.
+		x.setIntent(nil)
+	}
 	switch {
 	case err != nil:
 		return flow.Result{Status: flow.Failed, Reason: "merge: " + err.Error()}
@@ -165,6 +177,8 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	}
 	x.mu.Lock()
 	x.sess.Merged = out.Commit
+	x.sess.Intent = nil
+	x.checkpointLocked(state.Change{}, true)
 	x.mu.Unlock()
 	x.emit(events.Merged, "", map[string]any{"step": step.Label(), "address": at.Key(), "commit": out.Commit, "branch": ws.Branch(), "base": ws.Base()})
 	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())}
@@ -186,7 +200,24 @@ func (x *Executor) cleanupAfterMerge() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := x.opts.Workspace.Remove(ctx); err != nil {
+	ws := x.opts.Workspace
+	x.setIntent(&state.GitIntent{Kind: state.IntentRemove, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
+	if err := ws.Remove(ctx); err != nil {
 		x.emit(events.Warning, "", map[string]any{"warning": "remove the worktree after the merge: " + err.Error()})
+		return // the intent stays open: a resume removes what is left
 	}
+	x.setIntent(nil)
+}
+
+// setIntent records the git change about to be made (nil: none is under
+// way) before git is asked to make it, so a resume after a kill knows to
+// check what git did.
+func (x *Executor) setIntent(in *state.GitIntent) {
+	if in != nil {
+		in.Time = time.Now()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.Intent = in
+	x.checkpointLocked(state.Change{}, true)
 }

@@ -99,6 +99,9 @@ type Executor struct {
 	runAllowed   map[string]bool // tools a person allowed for the rest of the run
 	parkTask     string
 	parkReason   string
+	// writeErr is a write of the session that failed, journal line and
+	// whole snapshot alike: the run stops, and ends failed naming it.
+	writeErr error
 }
 
 // New returns an executor for sess (new or reloaded for resume).
@@ -218,6 +221,10 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 
 func (x *Executor) finish(status state.Status, failedTask, reason string) Outcome {
 	x.mu.Lock()
+	if x.writeErr != nil {
+		// Nothing is reported done unless it is saved.
+		status, failedTask, reason = state.StatusFailed, "", x.writeErr.Error()
+	}
 	now := time.Now()
 	x.sess.Status = status
 	x.sess.EndTime = &now
@@ -229,8 +236,15 @@ func (x *Executor) finish(status state.Status, failedTask, reason string) Outcom
 	}
 	x.compactLocked()
 	if x.journal != nil {
-		_ = x.journal.Close()
+		if err := x.journal.Close(); err != nil && x.writeErr == nil {
+			x.writeErr = err
+		}
 		x.journal = nil // later changes (none expected) save whole
+	}
+	if x.writeErr != nil && (status != state.StatusFailed || failedTask != "") {
+		// The last save failed: what the run did is not all on disk.
+		status, failedTask, reason = state.StatusFailed, "", x.writeErr.Error()
+		x.sess.Status, x.sess.Error = status, reason
 	}
 	x.mu.Unlock()
 	return Outcome{Status: status, FailedTask: failedTask, Reason: reason}
@@ -339,8 +353,20 @@ func (x *Executor) saveLocked() {
 		return
 	}
 	if err := x.opts.Manager.Save(x.sess); err != nil {
-		// emit never calls back into the executor, so holding mu is fine.
-		x.emit(events.Error, "", map[string]any{"error": "save session: " + err.Error()})
+		x.writeFailedLocked(err)
+	}
+}
+
+// writeFailedLocked records a failed write of the session and stops the
+// run: going on would report as done what is not saved.
+func (x *Executor) writeFailedLocked(err error) {
+	// emit never calls back into the executor, so holding mu is fine.
+	x.emit(events.Error, "", map[string]any{"error": err.Error()})
+	if x.writeErr == nil {
+		x.writeErr = err
+	}
+	if x.cancelRun != nil {
+		x.cancelRun()
 	}
 }
 
@@ -373,8 +399,10 @@ func (x *Executor) checkpointLocked(c state.Change, durable bool) {
 		x.saveLocked()
 		return
 	}
-	if err := x.journal.Append(c, durable); err != nil {
-		x.emit(events.Error, "", map[string]any{"error": "checkpoint session: " + err.Error()})
+	if err := x.journal.Record(x.sess, c, durable); err != nil {
+		// The whole session written at once may still fit (the journal
+		// line is gone; the snapshot holds the change).
+		x.compactLocked()
 		return
 	}
 	if x.journal.Due() {
@@ -389,7 +417,7 @@ func (x *Executor) compactLocked() {
 		return
 	}
 	if err := x.journal.Compact(x.sess); err != nil {
-		x.emit(events.Error, "", map[string]any{"error": "save session: " + err.Error()})
+		x.writeFailedLocked(err)
 	}
 }
 

@@ -67,6 +67,10 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 		x.mu.Lock()
 		x.sess.Worktree, x.sess.Branch, x.sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
 		x.mu.Unlock()
+	} else if x.sess.Worktree != "" {
+		// A session that worked in a bead's worktree never goes on in the
+		// base dir, which is the user's own checkout.
+		return x.finish(state.StatusBlocked, "", fmt.Sprintf("the session works in the worktree %s of bead %s, which was not opened: nothing ran", x.sess.Worktree, beadID(x.sess.Bead)))
 	}
 	x.beadStatus(beadInProgress)
 	x.mu.Lock()

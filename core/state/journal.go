@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -33,6 +34,12 @@ type Change struct {
 	Cursor  *string       `json:"cursor,omitempty"`  // the next step's address
 	Run     *StepRun      `json:"run,omitempty"`     // the step run at RunKey
 	RunKey  string        `json:"runKey,omitempty"`
+	// Session is the session's header (every field but the collections
+	// above and the definition) when it changed since the last line: the
+	// bead, worktree, branch, base, merge intent and result, status,
+	// variables, blocked context... Journaled whole whenever it differs,
+	// so a field added to Session is journaled without anyone naming it.
+	Session json.RawMessage `json:"session,omitempty"`
 }
 
 // compactAfter is how many journal lines a session gathers before they are
@@ -53,6 +60,13 @@ type Journal struct {
 	w    *bufio.Writer
 	seq  uint64
 	size int // lines since the last compaction
+	// header is the session header as last journaled (or compacted): a
+	// change carries the header only when it differs.
+	header []byte
+	// good is the journal's length after its last whole line: a write cut
+	// short (a full disk) is cut off there, so no torn line is ever
+	// followed by good ones.
+	good int64
 
 	// syncs asks the syncer for an fsync; one request waiting is enough,
 	// since one fsync covers every write before it.
@@ -74,7 +88,12 @@ func (m *Manager) OpenJournal(s *Session) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open journal of %s: %w", s.ID, err)
 	}
-	j := &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq, syncs: make(chan struct{}, 1), closing: make(chan struct{})}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open journal of %s: %w", s.ID, err)
+	}
+	j := &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq, good: end, syncs: make(chan struct{}, 1), closing: make(chan struct{})}
 	j.synced.Add(1)
 	go j.syncer(f)
 	return j, nil
@@ -98,6 +117,31 @@ func (j *Journal) syncer(f *os.File) {
 	}
 }
 
+// Record journals c together with s's header when that changed since the
+// last line: every change of the session's own fields reaches the journal
+// with the next change recorded, and no caller has to name them.
+func (j *Journal) Record(s *Session, c Change, durable bool) error {
+	h, err := s.Header()
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	changed := !bytes.Equal(h, j.header)
+	j.mu.Unlock()
+	if changed {
+		c.Session = h
+	}
+	if err := j.Append(c, durable); err != nil {
+		return err
+	}
+	if changed {
+		j.mu.Lock()
+		j.header = h
+		j.mu.Unlock()
+	}
+	return nil
+}
+
 // Append writes c: once it returns, c survives the process being killed,
 // which is what resume needs. durable (the end of a task or a step) also
 // has it fsynced, by the syncer, so that it survives a power loss too a
@@ -115,13 +159,20 @@ func (j *Journal) Append(c Change, durable bool) error {
 		return err
 	}
 	line = append(line, '\n')
-	if _, err := j.w.Write(line); err != nil {
-		return err
+	_, err = j.w.Write(line)
+	if err == nil {
+		// Flushed at once: a reader (show, sessions) or a crash must see it.
+		err = j.w.Flush()
 	}
-	// Flushed at once: a reader (show, sessions) or a crash must see it.
-	if err := j.w.Flush(); err != nil {
-		return err
+	if err != nil {
+		// Whatever part of the line reached the file goes: the next line
+		// starts where the last whole one ended.
+		j.seq--
+		j.w.Reset(j.f)
+		_ = j.f.Truncate(j.good)
+		return fmt.Errorf("journal of %s: %w", j.id, err)
 	}
+	j.good += int64(len(line))
 	j.size++
 	if durable {
 		select {
@@ -149,12 +200,19 @@ func (j *Journal) Compact(s *Session) error {
 		return err
 	}
 	j.size = 0
+	if h, err := s.Header(); err == nil {
+		j.header = h
+	}
 	if j.f == nil {
 		return nil
 	}
 	// A crash before this truncation leaves lines the snapshot already
 	// holds; their Seq makes the reader skip them.
-	return j.f.Truncate(0)
+	if err := j.f.Truncate(0); err != nil {
+		return err
+	}
+	j.good = 0
+	return nil
 }
 
 // Close closes the journal file.
@@ -173,7 +231,9 @@ func (j *Journal) Close() error {
 }
 
 // applyJournal applies the journal at path over s. A last line cut short
-// (a crash in the middle of a write) is ignored.
+// (a kill or a full disk in the middle of a write) is ignored, and so is a
+// line that does not parse; both are noted in s.Damage, for the reader to
+// report. Resume then continues from what is whole.
 func applyJournal(s *Session, path string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -182,26 +242,35 @@ func applyJournal(s *Session, path string) error {
 	if err != nil {
 		return err
 	}
-	for len(data) > 0 {
+	for n := 1; len(data) > 0; n++ {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
-			break // cut short
+			s.Damage = append(s.Damage, fmt.Sprintf("%s:%d: the last line was cut short (%d bytes, a write interrupted by a kill or a full disk); ignored", path, n, len(data)))
+			break
 		}
 		line := data[:nl]
 		data = data[nl+1:]
 		var c Change
 		if err := json.Unmarshal(line, &c); err != nil {
-			return fmt.Errorf("journal %s: %w", path, err)
+			s.Damage = append(s.Damage, fmt.Sprintf("%s:%d: not a whole change (%v); ignored", path, n, err))
+			continue
 		}
 		if c.Seq <= s.JournalSeq {
 			continue
 		}
-		s.apply(c)
+		if err := s.apply(c); err != nil {
+			s.Damage = append(s.Damage, fmt.Sprintf("%s:%d: %v; ignored", path, n, err))
+		}
 	}
 	return nil
 }
 
-func (s *Session) apply(c Change) {
+func (s *Session) apply(c Change) error {
+	if len(c.Session) > 0 {
+		if err := s.setHeader(c.Session); err != nil {
+			return err
+		}
+	}
 	s.JournalSeq = c.Seq
 	if c.Task != "" {
 		if s.TaskStatus == nil {
@@ -233,4 +302,27 @@ func (s *Session) apply(c Change) {
 		s.Runs[c.RunKey] = c.Run
 	}
 	s.UpdatedAt = c.Time
+	return nil
+}
+
+// Header is the session without its collections (runs, tasks, history),
+// its definition and what is derived: everything else, as JSON.
+func (s *Session) Header() ([]byte, error) {
+	h := *s
+	h.Runs, h.Tasks, h.TaskStatus, h.History = nil, nil, nil, nil
+	h.WorkflowDefinition, h.JournalSeq, h.Agents, h.Damage = nil, 0, nil, nil
+	return json.Marshal(&h)
+}
+
+// setHeader replaces every header field of s by those of a journaled
+// header, keeping the collections and the definition.
+func (s *Session) setHeader(data []byte) error {
+	var h Session
+	if err := json.Unmarshal(data, &h); err != nil {
+		return fmt.Errorf("session header: %w", err)
+	}
+	h.Runs, h.Tasks, h.TaskStatus, h.History = s.Runs, s.Tasks, s.TaskStatus, s.History
+	h.WorkflowDefinition, h.JournalSeq, h.Agents, h.Damage = s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage
+	*s = h
+	return nil
 }

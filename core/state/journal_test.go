@@ -2,6 +2,7 @@ package state
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,4 +74,111 @@ func TestJournalReplaysOverTheSnapshot(t *testing.T) {
 	}
 	check("compacted")
 	_ = j.Close()
+}
+
+// Every field of the session's own (bead, worktree, merge facts, status,
+// variables, any field added later) reaches the journal with the next
+// change, without being named: a reader of the snapshot plus the journal
+// sees them as they were when a kill came.
+func TestJournalCarriesTheSessionHeader(t *testing.T) {
+	t.Parallel()
+	m := NewManager(t.TempDir())
+	s := &Session{ID: "0123abce", Status: StatusRunning, TaskStatus: map[string]TaskStatus{}, Tasks: map[string]*TaskRecord{}, StartTime: time.Now()}
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.OpenJournal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	s.Bead = map[string]any{"id": "bd-1", "title": "T"}
+	s.Worktree, s.Branch, s.BaseBranch = "/r/.worktrees/bd-1", "vibeteam/bd-1", "main"
+	s.Intent = &GitIntent{Kind: IntentMerge, Branch: "vibeteam/bd-1", Base: "main"}
+	s.Vars = map[string]string{"k": "v"}
+	run := &StepRun{Name: "work", Type: "script", Status: "done"}
+	s.Runs = map[string]*StepRun{"0": run}
+	if err := j.Record(s, Change{Run: run, RunKey: "0"}, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Load(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Worktree != s.Worktree || got.Branch != s.Branch || got.BaseBranch != "main" || got.Bead["id"] != "bd-1" ||
+		got.Intent == nil || got.Intent.Kind != IntentMerge || got.Vars["k"] != "v" || got.Runs["0"] == nil {
+		t.Fatalf("after the journal: %+v", got)
+	}
+
+	// A field cleared is cleared in the replay too; an unchanged header
+	// is not written again.
+	s.Intent, s.Merged = nil, "abc123"
+	if err := j.Record(s, Change{}, true); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(m.journalPath(s.ID))
+	if err := j.Record(s, Change{RunKey: "0", Run: run}, false); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(m.journalPath(s.ID))
+	if last := after[len(before):]; strings.Contains(string(last), `"session"`) {
+		t.Errorf("an unchanged header was journaled again: %s", last)
+	}
+	got, _ = m.Load(s.ID)
+	if got.Intent != nil || got.Merged != "abc123" || got.Worktree != s.Worktree {
+		t.Errorf("intent %+v merged %q worktree %q", got.Intent, got.Merged, got.Worktree)
+	}
+	if len(got.Damage) != 0 {
+		t.Errorf("damage reported on a whole journal: %v", got.Damage)
+	}
+
+	// A torn last line is reported (once per load), and what is whole is
+	// kept.
+	f, _ := os.OpenFile(m.journalPath(s.ID), os.O_WRONLY|os.O_APPEND, 0)
+	_, _ = f.WriteString(`{"seq":99,"session":{"status":"fai`)
+	f.Close()
+	got, _ = m.Load(s.ID)
+	if len(got.Damage) != 1 || !strings.Contains(got.Damage[0], "cut short") || got.Merged != "abc123" || got.Status != StatusRunning {
+		t.Errorf("torn line: damage %v, merged %q, status %s", got.Damage, got.Merged, got.Status)
+	}
+}
+
+// A write that fails half-way (a full disk) leaves no torn line for the
+// next line to follow: the journal is cut back to its last whole line.
+func TestJournalCutsBackAFailedWrite(t *testing.T) {
+	t.Parallel()
+	m := NewManager(t.TempDir())
+	s := &Session{ID: "0123abcf", Status: StatusRunning, StartTime: time.Now()}
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.OpenJournal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Append(Change{RunKey: "0", Run: &StepRun{Name: "a", Status: "done"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := os.ReadFile(m.journalPath(s.ID))
+	// Half a line reaches the file, then the write fails.
+	half := []byte(`{"seq":2,"runKey":"1","ru`)
+	if _, err := j.f.Write(half); err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	j.w.Reset(j.f)
+	_ = j.f.Truncate(j.good)
+	j.mu.Unlock()
+	if err := j.Append(Change{RunKey: "1", Run: &StepRun{Name: "b", Status: "done"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(m.journalPath(s.ID))
+	if !strings.HasPrefix(string(data), string(whole)) || strings.Contains(string(data), `"ru{`) {
+		t.Errorf("journal:\n%s", data)
+	}
+	got, _ := m.Load(s.ID)
+	if got.Runs["0"] == nil || got.Runs["1"] == nil || len(got.Damage) != 0 {
+		t.Errorf("runs %v damage %v", got.Runs, got.Damage)
+	}
 }

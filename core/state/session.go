@@ -210,7 +210,31 @@ type Session struct {
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	EndTime    *time.Time `json:"endTime,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// Intent is the git change under way (a merge, a worktree removal),
+	// journaled before git is asked to make it; a resume finds it open
+	// when a kill came in between, and checks with git what happened.
+	Intent *GitIntent `json:"intent,omitempty"`
+
+	// Damage is what reading the session found cut short or unreadable in
+	// its journal and skipped; never saved.
+	Damage []string `json:"-"`
 }
+
+// GitIntent is a change to the repository vibeteam is about to make.
+type GitIntent struct {
+	Kind   string    `json:"kind"` // merge | remove
+	Branch string    `json:"branch"`
+	Base   string    `json:"base,omitempty"`
+	Tip    string    `json:"tip,omitempty"` // the branch's commit being merged
+	Path   string    `json:"path,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// Git intent kinds.
+const (
+	IntentMerge  = "merge"
+	IntentRemove = "remove"
+)
 
 // Event is one line of the JSONL event log and the unit the core emits to the
 // CLI. It marshals flat: {"time":..,"event":..,"session":..,"task":..,<fields>}.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // GitError is a git command that failed: its arguments, where it ran, its
@@ -53,6 +54,9 @@ func gitEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
+// gitWaitDelay is how long git's output is read after git itself exited.
+const gitWaitDelay = 2 * time.Second
+
 // cmd describes one git invocation.
 type cmd struct {
 	dir   string
@@ -78,6 +82,10 @@ func run(ctx context.Context, c cmd) (string, error) {
 	x := exec.CommandContext(ctx, "git", args...)
 	x.Dir = c.dir
 	x.Env = gitEnv(c.env...)
+	ownGroup(x)
+	// A hook that leaves a child holding git's output open (sleep 45 &)
+	// does not hold the run: its pipes are closed a moment after git ends.
+	x.WaitDelay = gitWaitDelay
 	if c.stdin != "" {
 		x.Stdin = strings.NewReader(c.stdin)
 	}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package worktree
+
+import "os/exec"
+
+func ownGroup(c *exec.Cmd) {}
