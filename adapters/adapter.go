@@ -59,11 +59,13 @@ type State struct {
 }
 
 // Handler is one auto-policy rule: when When matches the screen, send Send,
-// or apply the named standard handler Use (e.g. "pressEnter", "select:1").
+// apply the named standard handler Use (e.g. "pressEnter", "select:1"), or
+// choose the menu option labelled Choose (see handlers.Action.Choose).
 type Handler struct {
-	When *regexp.Regexp
-	Send string
-	Use  string
+	When   *regexp.Regexp
+	Send   string
+	Use    string
+	Choose string
 }
 
 // AutoPolicy is applied with --auto-approve.
@@ -114,6 +116,10 @@ type Adapter interface {
 	// StuckAfter: an answered question still shown, with no output since
 	// its answer for this long, is asked of a person (never answered twice).
 	StuckAfter() time.Duration
+	// AnswerSettle: a question is answered once it has been shown this
+	// long, for TUIs that draw a dialog before they read keys (codex); 0
+	// answers it once the screen has been quiet for QuietPeriod.
+	AnswerSettle() time.Duration
 }
 
 // State names with a meaning to the engine. A state whose name starts with
@@ -146,6 +152,9 @@ func (h Handler) Action(ctx handlers.Context) *handlers.Action {
 	ctx.Match = ctx.Screen[loc[0]:loc[1]]
 	if h.Send != "" {
 		return &handlers.Action{Keys: h.Send, Description: fmt.Sprintf("send %q", h.Send)}
+	}
+	if h.Choose != "" {
+		return &handlers.Action{Choose: h.Choose, Description: fmt.Sprintf("choose %q", h.Choose)}
 	}
 	f, err := handlers.Lookup(h.Use)
 	if err != nil {

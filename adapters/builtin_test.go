@@ -58,7 +58,7 @@ func TestBuiltinArgv(t *testing.T) {
 		want    []string
 	}{
 		{"claude", Headless, []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "hi"}},
-		{"claude", Interactive, []string{"claude", "--", "hi"}},
+		{"claude", Interactive, []string{"claude", "--permission-mode", "default", "--", "hi"}},
 		{"codex", Headless, []string{"codex", "exec", "--json", "--skip-git-repo-check", "--disable=daemon_auto_start", "--", "hi"}},
 		{"codex", Interactive, []string{"codex", "--disable=daemon_auto_start", "--", "hi"}},
 		{"gemini", Headless, []string{"gemini", "--output-format", "stream-json", "--skip-trust", "--prompt=hi"}},
@@ -189,13 +189,19 @@ func firstState(states []State, screen string) string {
 // 2.1.197, Codex 0.169.0, Gemini CLI 0.61.0, opencode 1.18.33.
 func TestBuiltinStatesOnRealScreens(t *testing.T) {
 	cases := []struct {
-		adapter, screen, state, keys string // keys: what --auto-approve sends
+		adapter, screen, state, keys string // keys: what --auto-approve sends, or "choose:LABEL"
 	}{
-		{"claude", "claude_trust.txt", "interaction_trust", "1"},
-		{"claude", "claude_api_key.txt", "interaction_api_key", "1"},
+		{"claude", "claude_trust.txt", "interaction_trust", "choose:Yes, I trust this folder"},
+		{"claude", "claude_api_key.txt", "interaction_api_key", "choose:Yes"},
 		{"claude", "claude_idle.txt", StateIdle, ""},
 		{"claude", "claude_working.txt", StateWorking, ""},
-		{"claude", "claude_permission.txt", "interaction_permission", "1"},
+		{"claude", "claude_permission.txt", "interaction_permission", "choose:Yes"},
+		// Claude Code 2.1.332, rendered from recordings (core/runner/testdata/screens).
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-trust.golden", "interaction_trust", "choose:Yes, I trust this folder"},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-trust-yes.golden", "interaction_trust", "choose:Yes, I trust this folder"},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-apikey.golden", "interaction_api_key", "choose:Yes"},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-idle.golden", StateIdle, ""},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-idle.golden", StateIdle, ""},
 		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
 		{"codex", "codex_splash.txt", "", ""}, // the argv prompt is not sent yet
 		{"codex", "codex_trust.txt", "interaction_trust", "\r"},
@@ -235,6 +241,12 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		var keys string
 		if act := a.AutoPolicy().Action(handlers.Context{TaskID: "t", State: got, Screen: screen}); act != nil {
 			keys = act.Keys
+			if act.Choose != "" {
+				keys = "choose:" + act.Choose
+				if m := handlers.FindOption(screen, act.Choose); m.Option < 0 || m.Selected < 0 {
+					t.Errorf("%s: option %q or the selection not found on the screen: %+v", c.screen, act.Choose, m)
+				}
+			}
 		}
 		if keys != c.keys {
 			t.Errorf("%s: auto-approve sends %q, want %q", c.screen, keys, c.keys)

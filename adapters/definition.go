@@ -39,6 +39,7 @@ import (
 //	rows: 40
 //	quietPeriod: 150ms
 //	inactivityTimeout: 10m   # default: none
+//	answerSettle: 300ms      # answer a question once shown this long (default 0)
 //	env: { KEY: value }      # under the task's env
 //	mcp: claude              # how the CLI is given a task's MCP servers: claude | codex | gemini | opencode
 //	version:                 # how `vibeteam doctor` checks the installed CLI
@@ -51,9 +52,10 @@ import (
 //	  - { name: interaction_idle, pattern: '(?m)^> $' }
 //	autoPolicy:
 //	  injectArgs: [--yes-always]
-//	  handlers:              # each: when + exactly one of send, use
+//	  handlers:              # each: when + exactly one of send, use, choose
 //	    - { when: '\(Y\)es/\(N\)o', send: "y\r" }
 //	    - { when: 'Continue\?', use: pressEnter }
+//	    - { when: 'Trust this folder', choose: "Yes, trust it" }  # a menu option by its label
 //
 // The argv is, in this order:
 //
@@ -110,6 +112,7 @@ type definition struct {
 	quietPeriod       time.Duration
 	inactivityTimeout time.Duration
 	stuckAfter        time.Duration
+	answerSettle      time.Duration
 	env               map[string]string
 	states            []State
 	policy            *AutoPolicy  // nil when the file has no autoPolicy
@@ -172,7 +175,7 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Keys of an adapter file at each level, in the order messages list them.
 var (
-	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "env", "version", "auth", "mcp", "states", "autoPolicy"}
+	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "answerSettle", "env", "version", "auth", "mcp", "states", "autoPolicy"}
 	versionKeys = []string{"tested", "args"}
 	authKeys    = []string{"env", "note"}
 	modeNames   = []string{string(Interactive), string(Headless)}
@@ -180,7 +183,7 @@ var (
 	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required"}
 	stateKeys   = []string{"name", "pattern"}
 	policyKeys  = []string{"injectArgs", "handlers"}
-	handlerKeys = []string{"when", "send", "use"}
+	handlerKeys = []string{"when", "send", "use", "choose"}
 )
 
 // deprecatedCloseStdin is a key of a mode that vibeteam no longer reads: the
@@ -332,6 +335,8 @@ func (p *parser) definition(root *yaml.Node) *definition {
 			}
 		case "inactivityTimeout":
 			d.inactivityTimeout, _ = p.duration(v, key)
+		case "answerSettle":
+			d.answerSettle, _ = p.duration(v, key)
 		case "stuckAfter":
 			if t, ok := p.duration(v, key); ok {
 				if t == 0 {
@@ -655,7 +660,7 @@ func (p *parser) handlers(n *yaml.Node) []Handler {
 		path := fmt.Sprintf("autoPolicy.handlers[%d]", i)
 		var h Handler
 		ok := true
-		seen, _ := p.Fields(e, path, `a mapping with "when" and "send" or "use"`, handlerKeys, func(kv yamlnode.Pair) {
+		seen, _ := p.Fields(e, path, `a mapping with "when" and "send", "use" or "choose"`, handlerKeys, func(kv yamlnode.Pair) {
 			v, f := kv.Val, join(path, kv.Key.Value)
 			switch kv.Key.Value {
 			case "when":
@@ -675,6 +680,16 @@ func (p *parser) handlers(n *yaml.Node) []Handler {
 				}
 				h.Use = s
 				ok = ok && good
+			case "choose":
+				s, good := p.nonEmpty(v, f)
+				if good {
+					if err := handlers.ValidLabel(s); err != nil {
+						p.Fail(v, f, "%v", err)
+						good = false
+					}
+				}
+				h.Choose = s
+				ok = ok && good
 			}
 		})
 		if e = p.Deref(e); e.Kind != yaml.MappingNode {
@@ -684,14 +699,18 @@ func (p *parser) handlers(n *yaml.Node) []Handler {
 			p.Errorf(e, path, "%s", yamlnode.MissingKey("when"))
 			ok = false
 		}
-		_, hasSend := seen["send"]
-		_, hasUse := seen["use"]
+		given := 0
+		for _, k := range []string{"send", "use", "choose"} {
+			if _, has := seen[k]; has {
+				given++
+			}
+		}
 		switch {
-		case hasSend && hasUse:
-			p.Errorf(e, path, "give send or use, not both")
+		case given > 1:
+			p.Errorf(e, path, "give one of send, use and choose, not more")
 			ok = false
-		case !hasSend && !hasUse:
-			p.Errorf(e, path, "needs send (keys) or use (a handler such as pressEnter or select:1)")
+		case given == 0:
+			p.Errorf(e, path, "needs send (keys), use (a handler such as pressEnter or select:1) or choose (a menu option's label)")
 			ok = false
 		}
 		if ok {

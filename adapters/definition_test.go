@@ -48,13 +48,13 @@ colour: red
 		"bad.yaml:13:28: states[0].pattern: error parsing regexp: missing closing ): `(`",
 		`bad.yaml:14:5: states[1]: missing required key "name"`,
 		`bad.yaml:15:5: states[2]: must be a mapping with "name" and "pattern"`,
-		"bad.yaml:18:7: autoPolicy.handlers[0]: give send or use, not both",
-		"bad.yaml:19:7: autoPolicy.handlers[1]: needs send (keys) or use (a handler such as pressEnter or select:1)",
+		"bad.yaml:18:7: autoPolicy.handlers[0]: give one of send, use and choose, not more",
+		"bad.yaml:19:7: autoPolicy.handlers[1]: needs send (keys), use (a handler such as pressEnter or select:1) or choose (a menu option's label)",
 		// Other tests may register handlers, so the known list is not fixed.
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
 		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers)`,
-		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, env, version, auth, mcp, states, autoPolicy)`,
+		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, answerSettle, env, version, auth, mcp, states, autoPolicy)`,
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))
 	var list ErrorList

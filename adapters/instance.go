@@ -151,6 +151,7 @@ func (a *instance) AutoPolicy() *AutoPolicy {
 func (a *instance) QuietPeriod() time.Duration       { return a.def.quietPeriod }
 func (a *instance) InactivityTimeout() time.Duration { return a.def.inactivityTimeout }
 func (a *instance) StuckAfter() time.Duration        { return a.def.stuckAfter }
+func (a *instance) AnswerSettle() time.Duration      { return a.def.answerSettle }
 
 // continuation is the mode's allow args (when tools were allowed) and
 // resume args, with {tools} and {session} filled in.

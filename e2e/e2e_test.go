@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/handlers"
 )
 
 // Headless: claude -p with stream-json; --auto-approve pre-allows Bash.
@@ -279,8 +280,11 @@ func TestClaudeInteractiveAtTerminal(t *testing.T) {
 	s := w.startTTY(args...)
 	answered := map[string]int{}
 	s.answerPauses(func(p pause) string {
-		answered[p.state]++
-		return answerMenu(t, p)
+		reply, final := answerMenu(t, p)
+		if final {
+			answered[p.state]++
+		}
+		return reply
 	}, 0)
 	r := s.finish(w, args)
 	if r.code != 0 {
@@ -304,17 +308,38 @@ func TestClaudeInteractiveAtTerminal(t *testing.T) {
 	}
 }
 
-// answerMenu answers Claude Code's menus as a person would: "1" and Enter.
-// In these menus a single key selects option 1, and the prompter sends a
-// one-character reply as that key alone.
-func answerMenu(t *testing.T, p pause) string {
-	switch p.state {
-	case "interaction_trust", "interaction_api_key", "interaction_permission":
-		t.Logf("pause: %s %s; typing 1 and Enter", p.task, p.state)
-		return "1\r"
+// menuLabels are the options a person picks in Claude Code's menus.
+var menuLabels = map[string]string{
+	"interaction_trust":      "Yes, I trust this folder",
+	"interaction_api_key":    "Yes",
+	"interaction_permission": "Yes",
+}
+
+// answerMenu answers Claude Code's menus as a person would, from the
+// screen vibeteam shows them: an arrow key (:up, :down) while the ❯ is not
+// on the option to pick (2.1.331+ menus are unnumbered with "No" first),
+// Enter once it is. final says the reply answers the question (an arrow
+// only moves within it, and the person is asked again).
+func answerMenu(t *testing.T, p pause) (reply string, final bool) {
+	label, ok := menuLabels[p.state]
+	if !ok {
+		t.Errorf("pause: %s asks an unexpected question %q:\n%s", p.task, p.state, p.panel)
+		return ":quit\r", true
 	}
-	t.Errorf("pause: %s asks an unexpected question %q:\n%s", p.task, p.state, p.panel)
-	return ":quit\r"
+	m := handlers.FindOption(p.panel, label)
+	switch {
+	case m.OnOption():
+		t.Logf("pause: %s %s; ❯ on %q: Enter", p.task, p.state, label)
+		return "\r", true
+	case m.Key() == "\x1b[B":
+		t.Logf("pause: %s %s; :down toward %q", p.task, p.state, label)
+		return ":down\r", false
+	case m.Key() == "\x1b[A":
+		t.Logf("pause: %s %s; :up toward %q", p.task, p.state, label)
+		return ":up\r", false
+	}
+	t.Errorf("pause: %s %s: the option %q or the selection is not on the screen shown:\n%s", p.task, p.state, label, p.panel)
+	return ":quit\r", true
 }
 
 // Two interactive tasks in one stage, at a terminal: their questions come
@@ -326,8 +351,11 @@ func TestClaudeParallelAtTerminal(t *testing.T) {
 	s := w.startTTY(args...)
 	answered := map[string]int{}
 	s.answerPauses(func(p pause) string {
-		answered[p.task+" "+p.state]++
-		return answerMenu(t, p)
+		reply, final := answerMenu(t, p)
+		if final {
+			answered[p.task+" "+p.state]++
+		}
+		return reply
 	}, 0)
 	r := s.finish(w, args)
 	if r.code != 0 {

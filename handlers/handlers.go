@@ -20,10 +20,17 @@ type Context struct {
 	Match  string // text matched by the rule's `when`
 }
 
-// Action is keys to send to the agent's terminal.
+// Action is keys to send to the agent's terminal, or a menu option to
+// choose by its label.
 type Action struct {
 	Keys        string
 	Description string // for event logs and the user, e.g. "select option 2"
+	// Choose is the label of a menu option (Keys is then empty): the engine
+	// finds it on the rendered screen, moves the selection to it with the
+	// arrow keys, checks on the screen that the selection is there, and
+	// only then presses Enter. A label not on the screen is never guessed
+	// at: a person is asked.
+	Choose string
 }
 
 // Func returns an action, or nil when it does not apply to ctx.
@@ -108,6 +115,29 @@ func selectOption(arg string) (Func, error) {
 	return func(Context) *Action { c := a; return &c }, nil
 }
 
+// chooseOption is choose:LABEL, the same as an adapter handler's
+// `choose: LABEL`.
+func chooseOption(arg string) (Func, error) {
+	if err := ValidLabel(arg); err != nil {
+		return nil, err
+	}
+	a := Action{Choose: arg, Description: fmt.Sprintf("choose %q", arg)}
+	return func(Context) *Action { c := a; return &c }, nil
+}
+
+// ValidLabel checks a menu label to choose: one line of text.
+func ValidLabel(label string) error {
+	switch {
+	case strings.TrimSpace(label) == "":
+		return fmt.Errorf("want the label of a menu option, as choose:LABEL")
+	case strings.ContainsAny(label, "\r\n"):
+		return fmt.Errorf("a menu label is one line, got %q", label)
+	case strings.TrimSpace(label) != label:
+		return fmt.Errorf("a menu label has no leading or trailing spaces, got %q", label)
+	}
+	return nil
+}
+
 func typeText(arg string) (Func, error) {
 	if arg == "" {
 		return nil, fmt.Errorf("want text to type, as type:TEXT")
@@ -126,4 +156,5 @@ func init() {
 	Register("pressTab", keys("\t", "press Tab"))
 	Register("select", selectOption)
 	Register("type", typeText)
+	Register("choose", chooseOption)
 }

@@ -60,7 +60,7 @@ func TestLookupErrors(t *testing.T) {
 	cases := []struct {
 		spec, want string
 	}{
-		{"nope", `unknown handler "nope" (known: arrowDown, arrowUp, confirmNo, confirmYes, pressEnter, pressEscape, pressTab, select, `},
+		{"nope", `unknown handler "nope" (known: arrowDown, arrowUp, choose, confirmNo, confirmYes, pressEnter, pressEscape, pressTab, select, `},
 		{"", `unknown handler ""`},
 		{"select", `handler "select": want an option number 1..9, got ""`},
 		{"select:", `want an option number 1..9`},

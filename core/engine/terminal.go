@@ -1,12 +1,13 @@
 package engine
 
 import (
-	"github.com/vibeteam/vibeteam/core/events"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/handlers"
@@ -110,6 +111,12 @@ type terminalState struct {
 	// seen; it is answered once it has settled (answerReady).
 	shownAt map[string]time.Time
 	quiet   time.Duration
+	// minShown: a question is answered once shown this long (the
+	// adapter's answerSettle; 0 for most).
+	minShown time.Duration
+	// choosing: a menu option being chosen by its label, one arrow key at
+	// a time, checked on the screen before Enter.
+	choosing *choice
 
 	// The turn of the prompt or of the last input typed, and its evidence.
 	awaitingTurn bool
@@ -165,6 +172,7 @@ func (tr *taskRun) startTerminal(spec runner.Spec, prompt string, onOutput func(
 		answers:      map[string]*answered{},
 		shownAt:      map[string]time.Time{},
 		quiet:        tr.adapter.QuietPeriod(),
+		minShown:     tr.adapter.AnswerSettle(),
 		awaitingTurn: prompt != "",
 		turnText:     prompt,
 		typedAt:      time.Now(), // a prompt is given at launch
@@ -296,15 +304,13 @@ func (ts *terminalState) patternOf(name string) *regexp.Regexp {
 	return nil
 }
 
-// Settling before an answer: a TUI may draw a dialog before it reads keys
+// Settling before an answer: a question is answered once the screen has
+// been quiet for the quiet period, or, when output never stops, once it
+// has been shown for maxShown. A TUI may draw a dialog before it reads keys
 // (codex, at start-up, reads its terminal-query replies and drops what else
-// arrives), so a question is answered once it has been shown for
-// minShown and the screen has been quiet for the quiet period, or, when
-// output never stops, once it has been shown for maxShown.
-const (
-	minShown = 300 * time.Millisecond
-	maxShown = 3 * time.Second
-)
+// arrives): its adapter's answerSettle (ts.minShown) makes the question
+// wait until it has been shown that long too.
+const maxShown = 3 * time.Second
 
 // answerReady reports whether the live question of state has settled, and
 // otherwise arranges to look again.
@@ -318,8 +324,8 @@ func (ts *terminalState) answerReady(state string) bool {
 	if shown >= maxShown {
 		return true
 	}
-	if shown < minShown {
-		ts.wakeIn(minShown - shown)
+	if shown < ts.minShown {
+		ts.wakeIn(ts.minShown - shown)
 		return false
 	}
 	if !ts.quietFor(first, ts.quiet) {
@@ -329,6 +335,118 @@ func (ts *terminalState) answerReady(state string) bool {
 		return false
 	}
 	return true
+}
+
+// dialogStart is where the dialog whose question matched at start begins
+// on screen: below the last rule (a line of ─ or a box top) above the
+// question's line, or at the top of the screen, but never above an older
+// question already answered (stale, now at staleAt).
+func dialogStart(screen string, start int, stale *answered, staleAt int) int {
+	top := 0
+	if stale != nil && staleAt < start {
+		if nl := strings.IndexByte(screen[staleAt:], '\n'); nl >= 0 && staleAt+nl+1 <= lineStart(screen, start) {
+			top = staleAt + nl + 1
+		}
+	}
+	for off := lineStart(screen, start); off > top; {
+		prev := lineStart(screen, off-1)
+		if isRule(screen[prev : off-1]) {
+			return off
+		}
+		off = prev
+	}
+	return top
+}
+
+// isRule reports whether a screen line is a horizontal rule or a box's top
+// edge: what TUIs draw above a dialog.
+func isRule(line string) bool {
+	l := strings.TrimSpace(line)
+	if strings.HasPrefix(l, "╭") || strings.HasPrefix(l, "┌") {
+		return true
+	}
+	n := 0
+	for _, r := range l {
+		switch r {
+		case '─', '━', '═', '-':
+			n++
+		default:
+			return false
+		}
+	}
+	return n >= 10
+}
+
+// choice is a menu option being chosen by its label.
+type choice struct {
+	state       string
+	label       string
+	description string
+	top         int // where the dialog starts on the screen it was found on
+	keys        string
+	steps       int       // arrow keys sent
+	stalled     int       // arrow keys that did not move the selection
+	sentAt      time.Time // when the last arrow key was sent
+	selected    int       // the selection's row before it
+}
+
+// maxChoiceSteps bounds the arrow keys sent to reach one option.
+const maxChoiceSteps = 12
+
+// continueChoice takes the next step of choosing ts.choosing's option on
+// d's screen: Enter once the selection is on it, otherwise one arrow key
+// toward it (looked at again once the TUI has redrawn). A label not on the
+// screen, or a selection that does not move, is a question for a person:
+// nothing is guessed.
+func (tr *taskRun) continueChoice(d runner.Detection, start int) {
+	ts, host, t := tr.term, tr.host, tr.task
+	ch := ts.choosing
+	if ch.steps > 0 {
+		if !ts.quietFor(ch.sentAt, ts.quiet) {
+			return
+		}
+	}
+	top := min(ch.top, lineStart(d.Screen, start))
+	dialog := d.Screen[top:]
+	m := handlers.FindOption(dialog, ch.label)
+	fail := func(why string) {
+		ts.choosing = nil
+		ts.askedAt = start
+		tr.askPerson(d, why)
+	}
+	switch {
+	case m.Option < 0:
+		fail(fmt.Sprintf("the option %q to choose is not on the screen%s", ch.label, tr.versionNote()))
+		return
+	case m.Selected < 0:
+		fail(fmt.Sprintf("the option %q is on the screen but no selection marker is%s", ch.label, tr.versionNote()))
+		return
+	case m.OnOption():
+		ts.choosing = nil
+		ch.keys += "\r"
+		ts.remember(d, start)
+		_ = tr.proc.Send("\r")
+		host.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": ch.keys, "action": ch.description, "choose": ch.label})
+		return
+	}
+	if ch.steps > 0 && m.Selected == ch.selected {
+		if time.Since(ch.sentAt) < stepCooldown {
+			ts.wakeIn(stepCooldown - time.Since(ch.sentAt))
+			return
+		}
+		ch.stalled++
+	}
+	if ch.steps >= maxChoiceSteps || ch.stalled >= 2 {
+		fail(fmt.Sprintf("the selection did not reach %q after %d arrow keys%s", ch.label, ch.steps, tr.versionNote()))
+		return
+	}
+	key := m.Key()
+	ch.keys += key
+	ch.steps++
+	ch.selected = m.Selected
+	_ = tr.proc.Send(key)
+	ch.sentAt = time.Now()
+	ts.wakeIn(stepCooldown)
 }
 
 // remember records that d's question was answered (by the policy or by a
@@ -380,8 +498,17 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	if kind != "prompt" && stale != nil && tr.stuck(stale, staleAt, d) {
 		return
 	}
+	if ts.choosing != nil && (kind != "prompt" || d.State != ts.choosing.state) {
+		// The menu went away before its option was entered (the TUI moved
+		// on by itself): nothing more to choose.
+		ts.choosing = nil
+	}
 	switch kind {
 	case "prompt":
+		if ts.choosing != nil {
+			tr.continueChoice(d, start)
+			return
+		}
 		if ts.stepState == d.State {
 			if since := time.Since(ts.stepAt); since < stepCooldown {
 				// A navigation key was sent; the TUI has not redrawn yet.
@@ -394,10 +521,15 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 			return
 		}
 		if tr.cfg.AutoApprove {
-			// The handlers see the question and what is below it, not an
-			// older question left above it.
-			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[lineStart(d.Screen, start):], Match: d.Match}
+			// The handlers see the whole dialog, not an older question
+			// left above it.
+			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[dialogStart(d.Screen, start, stale, staleAt):], Match: d.Match}
 			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
+				if act.Choose != "" {
+					ts.choosing = &choice{state: d.State, label: act.Choose, description: act.Description, top: len(d.Screen) - len(ctx.Screen)}
+					tr.continueChoice(d, start)
+					return
+				}
 				ts.remember(d, start)
 				_ = tr.proc.Send(act.Keys)
 				host.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
@@ -453,7 +585,7 @@ func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
 	}
 	d.Match = d.Screen[at:end]
 	ts.askedAt = at
-	tr.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String())
+	tr.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String()+tr.versionNote())
 	return true
 }
 
@@ -514,7 +646,7 @@ func (tr *taskRun) idleWithoutEvidence(d runner.Detection) {
 	if !ts.quietFor(ts.typedAt, ts.stuckAfter) {
 		return
 	}
-	tr.askPerson(d, "idle, with no sign that its turn ran")
+	tr.askPerson(d, "idle, with no sign that its turn ran"+tr.versionNote())
 }
 
 // submit types text then Enter as a new turn.
@@ -626,4 +758,18 @@ func Excerpt(screen string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// versionNote names the task's CLI version and whether the adapter was
+// tested with it, for a message about a screen the adapter did not handle:
+// " (claude: 2.1.332 (Claude Code), newer than the tested 2.1.197)".
+func (tr *taskRun) versionNote() string {
+	if tr.cfg.Registry == nil {
+		return ""
+	}
+	v := tr.cfg.Registry.ProbeVersion(tr.task.Adapter, 5*time.Second)
+	if v.Line == "" && v.Err == nil {
+		return ""
+	}
+	return " (" + tr.task.Adapter + ": " + v.String() + ")"
 }

@@ -112,16 +112,49 @@ func (r *MessagesRequest) SystemText() string {
 
 // LastUserBlock is the last content block of the last message whose role is
 // "user": the new prompt or tool_result. Earlier blocks repeat history, and
-// a later message may carry other (system-like) content.
+// a later message may carry other (system-like) content. Claude Code
+// 2.1.331+ follows a ToolSearch tool_result with a text block ("Tool
+// loaded.") in the same message: then the tool_result is what answers.
 func (r *MessagesRequest) LastUserBlock() (Block, bool) {
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		m := r.Messages[i]
 		if m.Role != "user" || len(m.Content) == 0 {
 			continue
 		}
-		return m.Content[len(m.Content)-1], true
+		last := m.Content[len(m.Content)-1]
+		if last.Type == "text" {
+			for j := len(m.Content) - 2; j >= 0; j-- {
+				if b := m.Content[j]; b.Type == "tool_result" {
+					if r.ToolUseName(b.ToolUseID) == ToolSearch {
+						return b, true
+					}
+					break
+				}
+			}
+		}
+		return last, true
 	}
 	return Block{}, false
+}
+
+// ToolSearch is the tool Claude Code 2.1.331+ offers to load deferred tools
+// (MCP tools among them) before they can be called.
+const ToolSearch = "ToolSearch"
+
+// ToolUseName is the tool name of the assistant's tool_use block with id
+// ("" when the conversation has none).
+func (r *MessagesRequest) ToolUseName(id string) string {
+	for _, m := range r.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && b.ID == id {
+				return b.Name
+			}
+		}
+	}
+	return ""
 }
 
 // HasTool reports whether the request offers a tool of that name.

@@ -44,6 +44,11 @@ func CreateFile() Script {
 // calls[0], and each tool_result with the next call, counting the
 // tool_result blocks of the conversation; after the last call it ends the
 // turn with done. Other text gets other; side requests get title.
+//
+// A call of a tool the request does not offer, when it offers ToolSearch
+// (Claude Code 2.1.331+ defers MCP tools and some others), is preceded by
+// the ToolSearch call that loads it, as the real model does; ToolSearch
+// results do not count as calls.
 func Sequence(trigger, done, other, title string, calls ...Reply) Script {
 	trigger = strings.ToLower(trigger)
 	return func(c Call) Reply {
@@ -55,19 +60,46 @@ func Sequence(trigger, done, other, title string, calls ...Reply) Script {
 			return Text(other)
 		case c.Last.Type == "tool_result":
 			if k := countToolResults(c.Request); k < len(calls) {
-				return calls[k]
+				return Deferred(c.Request, calls[k])
 			}
 			return Text(done)
 		case c.Last.Type == "text" && strings.Contains(strings.ToLower(c.Last.Text), trigger):
 			if len(calls) == 0 {
 				return Text(done)
 			}
-			return calls[0]
+			return Deferred(c.Request, calls[0])
 		}
 		return Text(other)
 	}
 }
 
+// Deferred is call, or, when its tool is not among the request's tools but
+// ToolSearch is, the ToolSearch call that loads it first.
+func Deferred(r *MessagesRequest, call Reply) Reply {
+	if call.ToolUse == nil || r.HasTool(call.ToolUse.Name) || !r.HasTool(ToolSearch) || LoadedTool(r, call.ToolUse.Name) {
+		return call
+	}
+	return CallTool(ToolSearch, map[string]any{"query": "select:" + call.ToolUse.Name, "max_results": 1})
+}
+
+// LoadedTool reports whether the conversation already loaded tool through
+// ToolSearch.
+func LoadedTool(r *MessagesRequest, tool string) bool {
+	for _, m := range r.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && b.Name == ToolSearch && strings.Contains(string(b.Input), "select:"+tool) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// countToolResults counts the conversation's tool results, those of
+// ToolSearch left out.
 func countToolResults(r *MessagesRequest) int {
 	n := 0
 	for _, m := range r.Messages {
@@ -75,7 +107,7 @@ func countToolResults(r *MessagesRequest) int {
 			continue
 		}
 		for _, b := range m.Content {
-			if b.Type == "tool_result" {
+			if b.Type == "tool_result" && r.ToolUseName(b.ToolUseID) != ToolSearch {
 				n++
 			}
 		}

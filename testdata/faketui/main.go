@@ -13,7 +13,10 @@
 // turn length, -exit-after N exits after N turns, -react DUR delays the
 // redraw after an answer (a slow machine), -menu-twice shows the first menu
 // again after it has gone, -splash DUR shows an idle-looking start-up
-// screen before the first turn. A positional argument is
+// screen before the first turn, -unnumbered draws its menus as Claude Code
+// 2.1.331 does: no numbers, "No" first and selected, digits ignored, the
+// selection redrawn in place relative to the cursor after a kitty keyboard
+// query (CSI ? u) that vt10x alone runs as restore-cursor. A positional argument is
 // submitted as the first turn by the program itself.
 package main
 
@@ -29,14 +32,15 @@ import (
 )
 
 var (
-	menuFirst = flag.Bool("menu-first", false, "show a menu before the first idle")
-	record    = flag.String("record", "", "append what was received to this file")
-	work      = flag.Duration("work", 400*time.Millisecond, "length of a turn")
-	exitAfter = flag.Int("exit-after", 0, "exit after this many turns (0: never)")
-	pidfile   = flag.String("pidfile", "", "write the pid to this file")
-	react     = flag.Duration("react", 0, "wait this long after an answer before redrawing (a slow machine)")
-	splash    = flag.Duration("splash", 0, "show an idle-looking start-up screen this long before the first turn")
-	menuTwice = flag.Bool("menu-twice", false, "with -menu-first: after a pause, show the same menu again")
+	menuFirst  = flag.Bool("menu-first", false, "show a menu before the first idle")
+	record     = flag.String("record", "", "append what was received to this file")
+	work       = flag.Duration("work", 400*time.Millisecond, "length of a turn")
+	exitAfter  = flag.Int("exit-after", 0, "exit after this many turns (0: never)")
+	pidfile    = flag.String("pidfile", "", "write the pid to this file")
+	react      = flag.Duration("react", 0, "wait this long after an answer before redrawing (a slow machine)")
+	splash     = flag.Duration("splash", 0, "show an idle-looking start-up screen this long before the first turn")
+	menuTwice  = flag.Bool("menu-twice", false, "with -menu-first: after a pause, show the same menu again")
+	unnumbered = flag.Bool("unnumbered", false, "menus as Claude Code 2.1.331: unnumbered, No selected first")
 )
 
 var (
@@ -66,6 +70,8 @@ func main() {
 			}
 		}
 	}()
+	// Like Claude Code: save the cursor at the top-left corner.
+	out.WriteString("\x1b7")
 	// Like codex: ask where the cursor is and wait for the answer.
 	out.WriteString("\x1b[6n")
 	out.Flush()
@@ -236,7 +242,11 @@ func question(q string) string {
 	return ""
 }
 
+// menu shows a two-option menu and returns "1" for yes, "2" for no.
 func menu(q string) string {
+	if *unnumbered {
+		return unnumberedMenu(q)
+	}
 	sel := 1
 	for {
 		opts := []string{"1. Yes", "2. No"}
@@ -264,5 +274,48 @@ func menu(q string) string {
 		case b == 'B':
 			sel = 2
 		}
+	}
+}
+
+// unnumberedMenu is Claude Code 2.1.331's trust menu: "No" first and
+// selected, no numbers (digits do nothing), arrows move, Enter confirms.
+// After the first full draw it asks for the kitty keyboard flags (a real
+// terminal leaves the cursor where it is), then redraws only the two
+// option rows, moving up from where the cursor is.
+func unnumberedMenu(q string) string {
+	labels := []string{"No, exit", "Yes, I trust this folder"}
+	sel := 0
+	row := func(i int) string {
+		if i == sel {
+			return "\x1b[2K ❯ " + labels[i]
+		}
+		return "\x1b[2K   " + labels[i]
+	}
+	draw(history, q+"\r\n"+row(0)+"\r\n"+row(1)+"\r\n Enter to confirm · Esc to cancel")
+	out.WriteString("\x1b[?u\x1b[c")
+	out.Flush()
+	for {
+		b, ok := <-keys
+		if !ok {
+			return ""
+		}
+		switch b {
+		case '\r':
+			time.Sleep(*react)
+			if sel == 1 {
+				return "1"
+			}
+			return "2"
+		case 'A':
+			sel = 0
+		case 'B':
+			sel = 1
+		default:
+			continue
+		}
+		// The cursor is at the end of the footer: two rows up is the first
+		// option.
+		out.WriteString("\x1b[2A\r" + row(0) + "\r\n" + row(1) + "\r\n\x1b[999C")
+		out.Flush()
 	}
 }

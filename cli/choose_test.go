@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// chooseAdapter makes the tui adapter draw its menus as Claude Code 2.1.331
+// does (unnumbered, "No" selected first, a kitty keyboard query before its
+// redraws) and answer the trust menu by label.
+func chooseAdapter(p *project, label string) {
+	ad := p.read(".vibeteam/adapters/tui.yaml")
+	ad = strings.Replace(ad, "args: [", "args: [-menu-first, -unnumbered, ", 1)
+	ad = strings.Replace(ad, "use: 'select:1'", "choose: "+quoteYAML(label), 1)
+	p.write(".vibeteam/adapters/tui.yaml", ad)
+	p.write("wf.yaml", "id: choose\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"hello\"], timeout: 60s }\n")
+}
+
+func quoteYAML(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// The option is found by its label, the selection moved to it with an
+// arrow key and checked on the screen, and only then Enter pressed: the
+// menu gets exactly one answer, Yes, although digits do nothing and No
+// comes first. The TUI redraws its selection after a kitty keyboard query,
+// which must not move the virtual terminal's cursor, or the check would
+// read a stale "❯ No, exit" and never press Enter.
+func TestChooseByLabel(t *testing.T) {
+	p := newProject(t)
+	cpuHog(t)
+	chooseAdapter(p, "Yes, I trust this folder")
+	r := p.run("run", "wf.yaml", "--auto-approve", "--grace", "300ms")
+	wantCode(t, r, 0)
+	if got := p.read("rec.txt"); got != "menu:1\nline:hello\n" {
+		t.Errorf("the TUI received %q; want Yes chosen once, then the input", got)
+	}
+	s := p.only()
+	var acts []map[string]any
+	for _, e := range p.events(s.ID) {
+		if e.Type == "auto_action" {
+			acts = append(acts, e.Fields)
+		}
+	}
+	if len(acts) != 1 {
+		t.Fatalf("%d auto actions, want 1: %v", len(acts), acts)
+	}
+	if acts[0]["keys"] != "\x1b[B\r" || acts[0]["choose"] != "Yes, I trust this folder" {
+		t.Errorf("auto action %v: want Down then Enter, choosing the label", acts[0])
+	}
+}
+
+// A label that is not on the screen is never guessed at: no key is sent,
+// and without a terminal the session parks, saying which option was
+// missing.
+func TestChooseMissingLabelParks(t *testing.T) {
+	p := newProject(t)
+	chooseAdapter(p, "Trust and continue")
+	r := p.run("run", "wf.yaml", "--auto-approve", "--grace", "300ms")
+	wantCode(t, r, 3)
+	if got, err := os.ReadFile(p.path("rec.txt")); err == nil && len(got) > 0 {
+		t.Errorf("the TUI received %q; want nothing", got)
+	}
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskWaitingForUser {
+		t.Errorf("task %s, want WAITING_FOR_USER", s.TaskStatus["a"])
+	}
+	var why string
+	for _, e := range p.events(s.ID) {
+		if e.Type == "interaction" {
+			why, _ = e.Fields["why"].(string)
+		}
+	}
+	if !strings.Contains(why, `"Trust and continue"`) || !strings.Contains(why, "not on the screen") {
+		t.Errorf("interaction why=%q: want it to name the missing option", why)
+	}
+	if autoActions(p, s.ID) != 0 {
+		t.Errorf("an auto action was recorded for a missing option")
+	}
+}
