@@ -194,7 +194,15 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 	case "script.on_success":
 		s.Script.OnSuccess = p.text(val, f)
 	case "loop.steps":
+		if p.loops >= MaxLoopDepth {
+			// Deeper is refused before it is read: the cost of a file
+			// stays linear in its size.
+			p.Fail(val, f, "loops are nested more than %d deep; flatten them (a loop's steps can be a longer list)", MaxLoopDepth)
+			return
+		}
+		p.loops++
 		s.Loop.Steps = p.steps(val, f)
+		p.loops--
 	case "loop.max_iterations":
 		s.Loop.MaxIterations, _ = p.Int(val, f, 1, math.MaxInt)
 	case "loop.on_max_iterations":

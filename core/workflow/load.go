@@ -159,6 +159,8 @@ func isBlank(n *yaml.Node) bool {
 type parser struct {
 	*yamlnode.Walker
 	rootPos Pos
+	// loops is how deep in loops the step being read is.
+	loops int
 }
 
 func newParser(file string, size int) *parser {

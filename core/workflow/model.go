@@ -52,6 +52,8 @@ const (
 	DefaultAgentTimeout    = Duration(15 * time.Minute)
 	DefaultScriptTimeout   = Duration(5 * time.Minute)
 	DefaultMaxIterations   = 10
+	// MaxLoopDepth is how deep loops may nest.
+	MaxLoopDepth           = 32
 	DefaultAgentAdapter    = "claude"
 	DefaultAgentMode       = ModeHeadless
 	DefaultAgentOnFail     = OnFailContinue
