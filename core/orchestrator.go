@@ -219,6 +219,16 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 	c.emit(Event{Time: time.Now(), Type: firstEvent, Session: sess.ID, Fields: map[string]any{
 		"workflow": sess.Workflow, "goal": sess.Goal, "stage": sess.CurrentStageIndex, "pid": os.Getpid(),
 	}})
+	// What a kill or a full disk left unfinished is said once: the run
+	// rewrites the session whole, and goes on from what was.
+	damage := sess.Damage
+	if elog.Damage != "" {
+		damage = append(damage, elog.Damage)
+	}
+	for _, d := range damage {
+		c.emit(Event{Time: time.Now(), Type: events.Warning, Session: sess.ID, Fields: map[string]any{"warning": d}})
+	}
+	sess.Damage = nil
 	return c, nil
 }
 

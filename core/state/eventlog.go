@@ -103,23 +103,62 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 type EventLog struct {
 	mu sync.Mutex
 	f  *os.File
+	// Damage says what was cut off the end of the file when it was opened
+	// (a line a kill or a full disk left unfinished); "" when it was whole.
+	Damage string
 }
 
 // OpenEventLog opens path for appending, creating it (0600) and its parent
-// directories (0700) as needed.
+// directories (0700) as needed. A last line left unfinished (by a kill or
+// a full disk) is cut off first, so the lines appended now do not follow
+// half a line; Damage says so.
 func OpenEventLog(path string) (*EventLog, error) {
 	f, err := openAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
-	return &EventLog{f: f}, nil
+	l := &EventLog{f: f}
+	if cut, err := cutTornTail(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open event log: %w", err)
+	} else if cut > 0 {
+		l.Damage = fmt.Sprintf("%s: the last line was cut short (%d bytes, a write interrupted by a kill or a full disk); removed", path, cut)
+	}
+	return l, nil
+}
+
+// cutTornTail truncates f after its last newline and returns how many
+// bytes went.
+func cutTornTail(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0, err
+	}
+	size := st.Size()
+	buf := make([]byte, 4096)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			keep := start + int64(i) + 1
+			if keep == size {
+				return 0, nil
+			}
+			return size - keep, f.Truncate(keep)
+		}
+		end = start
+	}
+	return size, f.Truncate(0)
 }
 
 func openAppend(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, fileMode)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
 	if err != nil {
 		return nil, err
 	}
