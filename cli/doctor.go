@@ -153,6 +153,9 @@ type doctorReport struct {
 	Version   string     `json:"version"`
 	Tested    string     `json:"tested"`
 	VersionOK *bool      `json:"versionOk"` // nil: nothing to compare
+	// Relation is "newer" or "older" when the version differs from the
+	// tested one and both are version numbers.
+	Relation string `json:"relation,omitempty"`
 	AuthEnv   doctorAuth `json:"authEnv"`
 	AuthNote  string     `json:"authNote"`
 	// MCP are the MCP servers FILE gives this adapter's agents, each
@@ -411,7 +414,17 @@ func (r *doctorReport) checkVersion(path string, v *adapters.VersionCheck, timeo
 		r.add(markOK, "version", "%s: ok", line)
 		return
 	}
-	r.warn("version", fmt.Sprintf("%s: differs: tested %s", line, v.Tested))
+	msg := fmt.Sprintf("%s: differs: tested %s", line, v.Tested)
+	if cmp, known := adapters.CompareVersion(line, v.Tested); known {
+		iv := adapters.Installed{Line: line, Tested: v.Tested, Cmp: cmp, Known: true}
+		which := "newer"
+		if cmp < 0 {
+			which = "older"
+		}
+		msg = fmt.Sprintf("%s: differs: tested %s (%s: %s)", line, v.Tested, which, iv.Risk())
+		r.Relation = which
+	}
+	r.warn("version", msg)
 }
 
 // lookCommand finds an adapter's command as a task would start it: a name

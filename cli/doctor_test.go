@@ -130,20 +130,25 @@ func TestDoctorVersionMatchesOrDiffers(t *testing.T) {
 	p := newProject(t)
 	p.versionAdapter("same", "2.1.197", "2.1.197")
 	p.versionAdapter("newer", "2.1.198", "2.1.197")
+	p.versionAdapter("older", "2.1.99", "2.1.197")
 	// A prefix of the version is not the version.
 	p.versionAdapter("longer", "2.1.197", "2.1.19")
 	p.write(".vibeteam/adapters/untested.yaml", "command: "+p.path("bin/same")+"\nmodes: { headless: {} }\nversion: {}\n")
-	p.stageWorkflow("same", "newer", "longer", "untested")
+	p.stageWorkflow("same", "newer", "older", "longer", "untested")
 
 	r := p.exec("doctor", "wf.yaml")
 	wantCode(t, r, 0) // a version that differs is a warning
 	if b := block(t, r.stdout, "same"); !strings.Contains(b, "✓ version  same-cli 2.1.197: ok") {
 		t.Errorf("same:\n%s", b)
 	}
-	if b := block(t, r.stdout, "newer"); !strings.HasPrefix(b, "! newer") || !strings.Contains(b, "! version  newer-cli 2.1.198: differs: tested 2.1.197") {
+	if b := block(t, r.stdout, "newer"); !strings.HasPrefix(b, "! newer") || !strings.Contains(b, "! version  newer-cli 2.1.198: differs: tested 2.1.197 (newer: its screens or output may have changed") {
 		t.Errorf("newer:\n%s", b)
 	}
-	if b := block(t, r.stdout, "longer"); !strings.HasSuffix(strings.TrimSpace(b), "differs: tested 2.1.19") {
+	if b := block(t, r.stdout, "older"); !strings.Contains(b, "! version  older-cli 2.1.99: differs: tested 2.1.197 (older: it may lack flags or screens") {
+		t.Errorf("older:\n%s", b)
+	}
+	// 2.1.197 against 2.1.19: newer, never a match.
+	if b := block(t, r.stdout, "longer"); !strings.Contains(b, "differs: tested 2.1.19 (newer:") {
 		t.Errorf("longer:\n%s", b)
 	}
 	if b := block(t, r.stdout, "untested"); !strings.Contains(b, "version  same-cli 2.1.197 (no tested version recorded)") {
@@ -153,7 +158,7 @@ func TestDoctorVersionMatchesOrDiffers(t *testing.T) {
 	r = p.exec("doctor", "wf.yaml", "--json")
 	wantCode(t, r, 0)
 	got := decodeDoctor(t, r.stdout)
-	for name, want := range map[string]*bool{"same": ptr(true), "newer": ptr(false), "longer": ptr(false), "untested": nil} {
+	for name, want := range map[string]*bool{"same": ptr(true), "newer": ptr(false), "older": ptr(false), "longer": ptr(false), "untested": nil} {
 		if g := got[name].VersionOK; !reflect.DeepEqual(g, want) {
 			t.Errorf("%s: versionOk %v, want %v", name, deref(g), deref(want))
 		}

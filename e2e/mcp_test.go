@@ -67,9 +67,10 @@ func TestClaudeMCPServer(t *testing.T) {
 			return fakeanthropic.Text("Echo")
 		case c.HasLast && c.Last.Type == "tool_result" && strings.Contains(c.Last.ResultText(), "echo:"):
 			return fakeanthropic.Text("The tool said: " + c.Last.ResultText())
-		case c.HasLast && c.Last.Type == "tool_result" && c.Request.HasTool(tool):
-			return fakeanthropic.Reply{ToolUse: &fakeanthropic.ToolUse{Name: tool, Input: map[string]any{"text": "hello"}}}
-		case c.Request.HasTool(tool):
+		case c.HasLast && c.Last.Type == "tool_result" && fakeanthropic.Offers(c.Request, tool):
+			// Deferred (2.1.331+): loaded through ToolSearch first.
+			return fakeanthropic.Deferred(c.Request, fakeanthropic.Reply{ToolUse: &fakeanthropic.ToolUse{Name: tool, Input: map[string]any{"text": "hello"}}})
+		case fakeanthropic.Offers(c.Request, tool):
 			return fakeanthropic.Bash("touch "+fakeanthropic.CreatedFile, "Create a file")
 		}
 		return fakeanthropic.Text("no echo tool was offered")

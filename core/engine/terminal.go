@@ -457,6 +457,12 @@ func (ts *terminalState) remember(d runner.Detection, off int) {
 		return
 	}
 	delete(ts.shownAt, d.State)
+	if ts.awaitingTurn {
+		// The turn goes on after the answer (a tool runs, then the model
+		// is asked again): an idle screen shown before it resumes is not
+		// its end. Its evidence is looked for from now.
+		ts.typedAt, ts.turnRan = time.Now(), false
+	}
 	row, col := position(d.Screen, off)
 	_, rows := ts.term.Size()
 	ts.answers[d.State] = &answered{

@@ -387,3 +387,46 @@ func TestConcurrentToolIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// Claude Code 2.1.331+ defers some tools (MCP ones among them): the request
+// offers ToolSearch and names the tool in its text. The script loads it
+// first, and the ToolSearch result (followed by a "Tool loaded." text block
+// in the same message) neither counts as a call nor hides the tool_result.
+func TestSequenceLoadsDeferredTools(t *testing.T) {
+	script := Sequence("go", "fin", "other", "title", CallTool("mcp__ra__echo", map[string]any{"text": "hi"}), Bash("ls", "list"))
+	tools := []Tool{{Name: "Bash"}, {Name: ToolSearch}}
+	req := func(msgs ...Message) Call {
+		r := &MessagesRequest{Messages: msgs, Tools: tools}
+		last, ok := r.LastUserBlock()
+		return Call{Request: r, Last: last, HasLast: ok}
+	}
+	prompt := Message{Role: "user", Content: Content{{Type: "text", Text: "deferred tools: mcp__ra__echo"}, {Type: "text", Text: "please go"}}}
+	r := script(req(prompt))
+	if r.ToolUse == nil || r.ToolUse.Name != ToolSearch || r.ToolUse.Input.(map[string]any)["query"] != "select:mcp__ra__echo" {
+		t.Fatalf("first: %+v, want a ToolSearch loading the tool", r.ToolUse)
+	}
+	input, _ := json.Marshal(r.ToolUse.Input)
+	search := Message{Role: "assistant", Content: Content{{Type: "tool_use", ID: "s1", Name: ToolSearch, Input: input}}}
+	loaded := Message{Role: "user", Content: Content{{Type: "tool_result", ToolUseID: "s1"}, {Type: "text", Text: "Tool loaded."}}}
+	c := req(prompt, search, loaded)
+	if c.Last.Type != "tool_result" || c.Last.ToolUseID != "s1" {
+		t.Errorf("last block %+v: want the ToolSearch result, not the text after it", c.Last)
+	}
+	if !Offers(c.Request, "mcp__ra__echo") || Offers(c.Request, "mcp__ra__other") {
+		t.Error("Offers: want the deferred tool named in the text, only it")
+	}
+	if r := script(c); r.ToolUse == nil || r.ToolUse.Name != "mcp__ra__echo" {
+		t.Fatalf("after loading: %+v, want the echo call", r.ToolUse)
+	}
+	echo := Message{Role: "assistant", Content: Content{{Type: "tool_use", ID: "e1", Name: "mcp__ra__echo"}}}
+	echoed := Message{Role: "user", Content: Content{{Type: "tool_result", ToolUseID: "e1"}}}
+	if r := script(req(prompt, search, loaded, echo, echoed)); r.ToolUse == nil || r.ToolUse.Name != "Bash" {
+		t.Errorf("after the echo: %+v, want the next call (Bash)", r.ToolUse)
+	}
+	// A text after a tool_result that is not ToolSearch's (a resumed
+	// session's new prompt) is the last block.
+	resumed := Message{Role: "user", Content: Content{{Type: "tool_result", ToolUseID: "e1"}, {Type: "text", Text: "again"}}}
+	if c := req(prompt, search, loaded, echo, resumed); c.Last.Type != "text" {
+		t.Errorf("resumed prompt: last %+v", c.Last)
+	}
+}

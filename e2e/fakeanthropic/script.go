@@ -82,6 +82,29 @@ func Deferred(r *MessagesRequest, call Reply) Reply {
 	return CallTool(ToolSearch, map[string]any{"query": "select:" + call.ToolUse.Name, "max_results": 1})
 }
 
+// Offers reports whether the request makes tool available: among its
+// tools, or (Claude Code 2.1.331+) deferred, named in its text for
+// ToolSearch to load.
+func Offers(r *MessagesRequest, tool string) bool {
+	if r.HasTool(tool) {
+		return true
+	}
+	if !r.HasTool(ToolSearch) {
+		return false
+	}
+	if strings.Contains(r.SystemText(), tool) {
+		return true
+	}
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "text" && strings.Contains(b.Text, tool) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // LoadedTool reports whether the conversation already loaded tool through
 // ToolSearch.
 func LoadedTool(r *MessagesRequest, tool string) bool {
