@@ -321,6 +321,11 @@ func iterationSummaries(def *workflow.Definition, runs map[string]*state.StepRun
 		it.steps = append(it.steps, desc)
 	}
 	out := make([]string, 0, len(order))
+	for _, k := range keys {
+		if r := runs[k]; r.Type == workflow.StepLoop && r.PrunedThrough > 0 {
+			out = append(out, fmt.Sprintf("%s iterations 1-%d: finished, not kept (a session keeps the last %d iterations of a loop)", r.Name, r.PrunedThrough, state.KeptIterations))
+		}
+	}
 	for _, it := range order {
 		out = append(out, fmt.Sprintf("%s iteration %d: %s", it.loop, it.n, strings.Join(it.steps, ", ")))
 	}
@@ -377,7 +382,12 @@ func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
 	s.mu.Lock()
 	s.scope.NextIteration() // n: the interpreter counts as the scope does
 	s.mu.Unlock()
-	if !(*grimoireStore)(s).replaying(at.Iteration(n).Step(0)) {
+	store := (*grimoireStore)(s)
+	if n <= store.PrunedThrough(at) {
+		return // passed over on resume
+	}
+	store.prune(at, n)
+	if !store.replaying(at.Iteration(n).Step(0)) {
 		s.x.emit(events.LoopIteration, "", events.Fields(events.Iteration{
 			Loop: loop.Label(), Address: at.Key(), Iteration: n, Max: loop.Loop.MaxIterations,
 		}))
@@ -449,6 +459,36 @@ func (s *grimoireStore) replaying(at flow.Addr) bool {
 	return ok
 }
 
+// PrunedThrough is the last iteration of the loop at whose runs were
+// dropped.
+func (s *grimoireStore) PrunedThrough(at flow.Addr) int {
+	x := s.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r := x.sess.Runs[at.Key()]; r != nil {
+		return r.PrunedThrough
+	}
+	return 0
+}
+
+// prune drops the runs of the iterations of the loop at that are more than
+// state.KeptIterations before iteration n, as it starts.
+func (s *grimoireStore) prune(at flow.Addr, n int) {
+	through := n - 1 - state.KeptIterations
+	x := s.x
+	key := at.Key()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.sess.Runs[key]
+	if through < 1 || r == nil || r.PrunedThrough >= through {
+		return
+	}
+	r.PrunedThrough = through
+	x.sess.PruneIterations(key, through)
+	cp := *r
+	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, false)
+}
+
 func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 	x := s.x
 	key := at.Key()
@@ -457,11 +497,11 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 	if x.sess.Runs == nil {
 		x.sess.Runs = map[string]*state.StepRun{}
 	}
-	attempts := 0
+	attempts, pruned := 0, 0
 	if old := x.sess.Runs[key]; old != nil {
-		attempts = old.Attempts
+		attempts, pruned = old.Attempts, old.PrunedThrough
 	}
-	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1}
+	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned}
 	x.sess.Runs[key] = run
 	x.sess.Cursor = key
 	cp := *run

@@ -189,6 +189,14 @@ type Store interface {
 	Ended(at Addr, step *workflow.Step, r Result)
 }
 
+// Pruner is a Store that drops the runs of a loop's old iterations to stay
+// bounded: a resumed walk passes over those iterations, which finished.
+type Pruner interface {
+	// PrunedThrough is the last iteration of the loop at whose runs were
+	// dropped (0: none).
+	PrunedThrough(loop Addr) int
+}
+
 // Outcome is how a walk ended.
 type Outcome struct {
 	Status Status // Done (the end was reached), Failed, Blocked, Stopped or Waiting
@@ -321,8 +329,15 @@ func (in *Interpreter) loop(ctx context.Context, s *workflow.Step, at Addr) Outc
 	in.Store.Started(at, s)
 	ctx, cancel := WithTimeout(ctx, s)
 	defer cancel()
+	pruned := 0
+	if p, ok := in.Store.(Pruner); ok {
+		pruned = p.PrunedThrough(at)
+	}
 	for n := 1; n <= max; n++ {
 		in.Scope.Iteration(s, at, n)
+		if n <= pruned {
+			continue // finished, and only counted now
+		}
 		out, exit := in.steps(ctx, l.Steps, at.Iteration(n))
 		if out.Status != Done {
 			return out

@@ -300,6 +300,9 @@ func (s *Session) apply(c Change) error {
 			s.Runs = map[string]*StepRun{}
 		}
 		s.Runs[c.RunKey] = c.Run
+		if c.Run.PrunedThrough > 0 {
+			s.PruneIterations(c.RunKey, c.Run.PrunedThrough)
+		}
 	}
 	s.UpdatedAt = c.Time
 	return nil

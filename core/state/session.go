@@ -4,9 +4,12 @@
 package state
 
 import (
-	"github.com/vibeteam/vibeteam/core/agentstream"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/agentstream"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -147,6 +150,56 @@ type StepRun struct {
 	StartedAt    *time.Time     `json:"startedAt,omitempty"`
 	EndedAt      *time.Time     `json:"endedAt,omitempty"`
 	Attempts     int            `json:"attempts,omitempty"`
+	// PrunedThrough (a loop's run) is the last of its iterations whose
+	// runs were dropped to keep the session bounded: iterations 1 to
+	// PrunedThrough finished, and only their count is kept.
+	PrunedThrough int `json:"prunedThrough,omitempty"`
+}
+
+// KeptIterations is how many of a loop's latest iterations keep their
+// step runs (and tasks) in the session; older ones are dropped, so a loop
+// of any length keeps the session's size bounded.
+const KeptIterations = 16
+
+// PruneIterations drops the step runs and task records of iterations 1 to
+// through of the loop whose run is at loopKey.
+func (s *Session) PruneIterations(loopKey string, through int) {
+	if through < 1 {
+		return
+	}
+	for k := range s.Runs {
+		if n, ok := iterationUnder(k, loopKey, "/"); ok && n <= through {
+			delete(s.Runs, k)
+		}
+	}
+	// Task ids are "name@address", the address's "/" written "-".
+	taskKey := strings.ReplaceAll(loopKey, "/", "-")
+	for id := range s.Tasks {
+		at := strings.LastIndexByte(id, '@')
+		if at < 0 {
+			continue
+		}
+		if n, ok := iterationUnder(id[at+1:], taskKey, "-"); ok && n <= through {
+			delete(s.Tasks, id)
+			delete(s.TaskStatus, id)
+		}
+	}
+}
+
+// iterationUnder reads key as the address of a run inside an iteration
+// of the loop at loopKey ("2.7/0" is in iteration 7 of loop "2"), sep
+// being the address's frame separator.
+func iterationUnder(key, loopKey, sep string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, loopKey+".")
+	if !ok {
+		return 0, false
+	}
+	digits, _, found := strings.Cut(rest, sep)
+	if !found {
+		return 0, false // the loop's own address in an outer iteration
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
 }
 
 // StepOutputLimit bounds the output a step run keeps in the session (and
