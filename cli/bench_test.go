@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // BenchmarkHelp is the time of `vibeteam --help`, the whole process.
@@ -213,4 +216,43 @@ func versusSh(b *testing.B, def string, n int) {
 	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "ms/run")
 	b.ReportMetric(float64(sh.Milliseconds())/float64(b.N), "sh-ms/run")
 	b.ReportMetric(float64(ours)/float64(sh), "x-sh")
+}
+
+// BenchmarkResume10000Runs is `vibeteam resume` of a grimoire session that
+// holds 10,000 finished step runs and blocked at its last step (target:
+// under 1 s, the whole process).
+func BenchmarkResume10000Runs(b *testing.B) {
+	const n = 10000
+	var g strings.Builder
+	g.WriteString("name: big\nsteps:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&g, "  - {name: s%d, type: script, command: echo %d}\n", i, i)
+	}
+	def, err := workflow.Parse([]byte(g.String()), "big.yaml", workflow.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		now := time.Now()
+		s := &state.Session{ID: "0000abcd", Workflow: "big", Status: state.StatusBlocked, WorkflowDefinition: def,
+			BaseDir: dir, StartTime: now, Runs: map[string]*state.StepRun{}, Tasks: map[string]*state.TaskRecord{},
+			TaskStatus: map[string]state.TaskStatus{}, History: []state.HistoryEntry{}, Cursor: strconv.Itoa(n - 1)}
+		for k := 0; k < n-1; k++ {
+			s.Runs[strconv.Itoa(k)] = &state.StepRun{Name: "s" + strconv.Itoa(k), Type: "script", Status: "done",
+				Output: strconv.Itoa(k) + "\n", StartedAt: &now, EndedAt: &now, DurationMS: 1, Attempts: 1}
+		}
+		if err := state.NewManager(dir).Save(s); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if out, err := exec.Command(vibeteam, "--base-dir", dir, "resume", s.ID).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/resume")
 }
