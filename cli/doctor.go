@@ -145,19 +145,19 @@ func (s doctorAdapterSet) Names() []string { return s.reg.Names() }
 // doctorReport is what doctor found about one adapter: one object of
 // --json, one block of the text report.
 type doctorReport struct {
-	Adapter   string     `json:"adapter"`
-	Source    string     `json:"source"`
-	Command   string     `json:"command"`
-	Path      string     `json:"path"`  // where the command was found; "" when it was not
-	Found     bool       `json:"found"` // on PATH, or an executable file
-	Version   string     `json:"version"`
-	Tested    string     `json:"tested"`
-	VersionOK *bool      `json:"versionOk"` // nil: nothing to compare
+	Adapter   string `json:"adapter"`
+	Source    string `json:"source"`
+	Command   string `json:"command"`
+	Path      string `json:"path"`  // where the command was found; "" when it was not
+	Found     bool   `json:"found"` // on PATH, or an executable file
+	Version   string `json:"version"`
+	Tested    string `json:"tested"`
+	VersionOK *bool  `json:"versionOk"` // nil: nothing to compare
 	// Relation is "newer" or "older" when the version differs from the
 	// tested one and both are version numbers.
-	Relation string `json:"relation,omitempty"`
-	AuthEnv   doctorAuth `json:"authEnv"`
-	AuthNote  string     `json:"authNote"`
+	Relation string     `json:"relation,omitempty"`
+	AuthEnv  doctorAuth `json:"authEnv"`
+	AuthNote string     `json:"authNote"`
 	// MCP are the MCP servers FILE gives this adapter's agents, each
 	// command looked up as the agent CLI will start it.
 	MCP      []doctorMCP `json:"mcp,omitempty"`
