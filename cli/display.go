@@ -233,7 +233,7 @@ func (d *display) handle(e core.Event) {
 		msg := fmt.Sprintf("task %s %s", d.labelOf(e.Task), safe(tv.status))
 		if tv.note == "stopped" {
 			msg = fmt.Sprintf("task %s stopped (it runs again on resume)", d.labelOf(e.Task))
-		} else if code, ok := f["exitCode"]; ok && code != -1 {
+		} else if code, ok := f["exit_code"]; ok && code != -1 {
 			msg += fmt.Sprintf(" (exit %v", code)
 			if tv.note != "" {
 				msg += ", " + safe(tv.note)

@@ -443,9 +443,9 @@ func (p *logPrinter) event(e state.Event) {
 			msg = fmt.Sprintf("■ task %s stopped (it runs again on resume)", task)
 		}
 		var about []string
-		code, hasCode := fieldNum(f, "exitCode")
+		code, hasCode := fieldNum(f, "exit_code")
 		if !hasCode {
-			code, hasCode = fieldNum(f, "exit_code")
+			code, hasCode = fieldNum(f, "exitCode") // logs written before 0.x spelt it so
 		}
 		if hasCode && code != -1 && reason != "stopped" {
 			about = append(about, fmt.Sprintf("exit %d", int64(code)))

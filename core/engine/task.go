@@ -412,7 +412,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			fields["evidence"] = tr.evidence
 		}
 		if res != nil {
-			fields["exitCode"] = res.ExitCode
+			fields["exit_code"] = res.ExitCode
 			if res.Signal != "" {
 				fields["signal"] = res.Signal
 			}

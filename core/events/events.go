@@ -32,7 +32,7 @@ const (
 	TaskStarted    = "task_started"     // adapter, mode, argv, pid, log
 	TaskOutput     = "task_output"      // text (clean lines)
 	TaskInput      = "task_input"       // text, source
-	TaskStatus     = "task_status"      // status, reason, error
+	TaskStatus     = "task_status"      // status, reason, error, exit_code, signal
 	TaskFinished   = "task_finished"    // status, reason, exit_code, error, evidence
 	OrphanStopped  = "orphan_stopped"   // pid: a process left by a vibeteam that died was stopped
 	Interaction    = "interaction"      // state, excerpt: a task waits for a person
