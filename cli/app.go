@@ -461,11 +461,17 @@ func interruptCode(s os.Signal) int {
 }
 
 // warnOpenDirs makes the folders that hold sessions and logs private, and
-// warns about those it cannot.
-func warnOpenDirs(streams IO, base string) {
+// warns about those it cannot. A folder that is a symbolic link is refused
+// (exit 2): nothing is deleted or chmod-ed through it.
+func warnOpenDirs(streams IO, base string) error {
 	if err := state.NewManager(base).SecureDirs(); err != nil {
+		var sl *state.SymlinkError
+		if errors.As(err, &sl) {
+			return exitf(ExitUsage, "%v", err)
+		}
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(streams.Err, "vibeteam: warning:", line)
 		}
 	}
+	return nil
 }

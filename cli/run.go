@@ -272,7 +272,9 @@ func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 // execute creates the controller, runs it with signal handling and the
 // display, and maps the outcome to an exit code.
 func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
-	warnOpenDirs(streams, opts.BaseDir)
+	if err := warnOpenDirs(streams, opts.BaseDir); err != nil {
+		return err
+	}
 	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)

@@ -191,6 +191,11 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 			return nil, err
 		}
 		if ws, err = opts.Workspace(sess.ID); err != nil {
+			if firstEvent == events.SessionStarted {
+				// Nothing was made: a new session that could not start
+				// leaves nothing behind.
+				_ = mgr.Discard(sess.ID)
+			}
 			c.close()
 			return nil, err
 		}

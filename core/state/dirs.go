@@ -20,6 +20,9 @@ var chmod = os.Chmod
 // system) are not fatal: the returned error names each, to be shown as a
 // warning.
 func (m *Manager) SecureDirs() error {
+	if err := m.CheckPlace(); err != nil {
+		return err
+	}
 	var errs []error
 	for _, dir := range []string{m.root, m.sessionsDir(), m.logsDir()} {
 		info, err := os.Stat(dir)
@@ -45,4 +48,26 @@ func (m *Manager) SecureDirs() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SymlinkError is a folder of vibeteam's that is a symbolic link.
+type SymlinkError struct{ Path, Target string }
+
+func (e *SymlinkError) Error() string {
+	return fmt.Sprintf("%s is a symbolic link (to %s): vibeteam does not work through one, since it deletes and chmods what it keeps there; make it a directory", e.Path, e.Target)
+}
+
+// CheckPlace refuses a sessions or logs folder that is a symbolic link:
+// pruning deletes files there and SecureDirs changes its mode, which must
+// never reach a folder vibeteam did not make.
+func (m *Manager) CheckPlace() error {
+	for _, dir := range []string{m.sessionsDir(), m.logsDir()} {
+		info, err := os.Lstat(dir)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, _ := os.Readlink(dir)
+		return &SymlinkError{Path: dir, Target: target}
+	}
+	return nil
 }

@@ -249,7 +249,7 @@ func (m *Manager) List() ([]*Session, error) {
 	sessions := make([]*Session, 0, len(ids))
 	for _, id := range ids {
 		s, err := readSession(m.SessionPath(id))
-		if err != nil {
+		if err != nil || !looksLikeSession(s, id) {
 			continue
 		}
 		if s.ID == "" {
@@ -265,6 +265,15 @@ func (m *Manager) List() ([]*Session, error) {
 		return a.ID < b.ID
 	})
 	return sessions, nil
+}
+
+// looksLikeSession tells a session vibeteam wrote from any other JSON file
+// that happens to sit in the sessions folder (and that listing, and above
+// all pruning, must leave alone): a known format version, the id of its
+// file name, a definition and a start time.
+func looksLikeSession(s *Session, id string) bool {
+	return s.Version >= 0 && s.Version <= FormatVersion && (s.ID == id || s.ID == "" && s.Version < 2) &&
+		s.WorkflowDefinition != nil && !s.StartTime.IsZero()
 }
 
 // pruneTier ranks how readily a session may be deleted: lower goes first.
@@ -288,6 +297,9 @@ func pruneTier(s *Session) int {
 func (m *Manager) Prune(keep int) error {
 	if keep < 0 {
 		return fmt.Errorf("prune: keep must be >= 0, got %d", keep)
+	}
+	if err := m.CheckPlace(); err != nil {
+		return fmt.Errorf("prune: %w", err)
 	}
 	sessions, err := m.List()
 	if err != nil {
@@ -339,6 +351,15 @@ func (m *Manager) Prune(keep int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Discard deletes a session that never started (its worktree could not be
+// made): its checkpoint, journal and logs.
+func (m *Manager) Discard(id string) error {
+	if !validID(id) {
+		return m.notFound(id)
+	}
+	return m.removeSession(id)
 }
 
 // removeSession deletes the checkpoint first: once it is gone the session no

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/workflow"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -25,6 +26,8 @@ func newSession(id string, status Status) *Session {
 		TaskStatus: map[string]TaskStatus{"a": TaskPending},
 		Tasks:      map[string]*TaskRecord{"a": {Adapter: "claude", Mode: "headless"}},
 		StartTime:  time.Now(),
+		// A session vibeteam wrote always has its definition.
+		WorkflowDefinition: &workflow.Definition{ID: "wf"},
 	}
 }
 

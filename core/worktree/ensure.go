@@ -204,6 +204,12 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 		return nil, false, err
 	}
 
+	if info, err := os.Lstat(filepath.Join(r.Top, WorktreesDir)); err == nil && info.Mode()&os.ModeSymlink != 0 {
+		// Worktrees are made and removed there: never through a link to a
+		// place vibeteam did not make.
+		target, _ := os.Readlink(filepath.Join(r.Top, WorktreesDir))
+		return nil, false, fmt.Errorf("%s is a symbolic link (to %s): vibeteam does not make or remove worktrees through one; make it a directory", filepath.Join(r.Top, WorktreesDir), target)
+	}
 	branch := BranchPrefix + beadID
 	ref := "refs/heads/" + branch
 	owner, err := r.Owner(beadID)

@@ -96,7 +96,9 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 	}
 	// The .worktrees directory goes with its last worktree.
 	if dir := filepath.Dir(wt.Path); filepath.Base(dir) == WorktreesDir {
-		os.Remove(dir)
+		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
+			os.Remove(dir) // a link is not vibeteam's to remove
+		}
 	}
 	return nil
 }

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const oneStage = `id: one
+stages:
+  - id: s
+    tasks:
+      - { id: t, adapter: shell, executionMode: headless, prompt: "echo hi" }
+`
+
+// TestPruneTouchesOnlySessions: JSON files in the sessions folder that
+// vibeteam did not write (any object, a name like a session id) are not
+// listed and never pruned.
+func TestPruneTouchesOnlySessions(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("wf.yaml", oneStage)
+	var strangers []string
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf(".vibeteam/sessions/%08x.json", 0xa0000000+i)
+		p.write(name, fmt.Sprintf(`{"id":"%08x","status":"completed","note":"not a session of vibeteam's"}`, 0xa0000000+i))
+		strangers = append(strangers, name)
+	}
+	p.write(".vibeteam/sessions/00000001.json", `{"version":2,"status":"completed"}`)
+	strangers = append(strangers, ".vibeteam/sessions/00000001.json")
+	for i := 0; i < 3; i++ {
+		if r := p.exec("run", "wf.yaml", "--keep-sessions", "1"); r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+	}
+	for _, f := range strangers {
+		if !p.exists(f) {
+			t.Errorf("%s was deleted", f)
+		}
+	}
+	if n := len(p.sessions()); n != 1 {
+		t.Errorf("%d sessions listed, want the 1 kept", n)
+	}
+	if r := p.exec("sessions"); strings.Contains(r.stdout, "a0000000") {
+		t.Errorf("sessions lists a file vibeteam did not write:\n%s", r.stdout)
+	}
+}
+
+// TestSymlinkedSessionsFolderIsRefused: a sessions (or logs) folder that is
+// a symbolic link is refused with exit 2; nothing behind it is deleted or
+// has its mode changed.
+func TestSymlinkedSessionsFolderIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, folder := range []string{"sessions", "logs"} {
+		t.Run(folder, func(t *testing.T) {
+			t.Parallel()
+			p := newProject(t)
+			p.write("wf.yaml", oneStage)
+			other := t.TempDir()
+			if err := os.Chmod(other, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 60; i++ {
+				if err := os.WriteFile(filepath.Join(other, fmt.Sprintf("%08x.json", i)), []byte(`{"a":1}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(p.path(".vibeteam"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, p.path(".vibeteam/"+folder)); err != nil {
+				t.Fatal(err)
+			}
+			r := p.exec("run", "wf.yaml", "--keep-sessions", "1")
+			if r.code != 2 || !strings.Contains(r.stderr, "symbolic link") {
+				t.Errorf("exit %d, want 2 naming the link\n%s", r.code, r.stderr)
+			}
+			entries, _ := os.ReadDir(other)
+			if len(entries) != 60 {
+				t.Errorf("%d files left of 60", len(entries))
+			}
+			if st, _ := os.Stat(other); st.Mode().Perm() != 0o755 {
+				t.Errorf("the linked folder's mode changed to %#o", st.Mode().Perm())
+			}
+		})
+	}
+}
+
+// TestSymlinkedWorktreesFolderIsRefused: a .worktrees that is a symbolic
+// link is not followed to make a bead's worktree; the link and what it
+// points to are left as they are.
+func TestSymlinkedWorktreesFolderIsRefused(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "false"))
+	p.write("bead.json", `{"id":"bd-9","title":"Linked","status":"open"}`)
+	other := t.TempDir()
+	if err := os.Symlink(other, p.path(".worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	r := p.exec("run", "ship", "--bead-file", "bead.json")
+	if r.code == 0 || !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	if entries, _ := os.ReadDir(other); len(entries) != 0 {
+		t.Errorf("a worktree was made through the link: %v", entries)
+	}
+	if info, err := os.Lstat(p.path(".worktrees")); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was removed or replaced: %v", err)
+	}
+	if n := len(p.sessions()); n != 0 {
+		t.Errorf("%d sessions left by a run that could not start", n)
+	}
+}
