@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoBD: the bd command is not installed. The beads CLI is published on
@@ -90,14 +91,22 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// bdWaitDelay is how long bd's output is read after bd itself exited.
+const bdWaitDelay = 2 * time.Second
+
 // run runs bd with args and returns its stdout, or a *BDError.
 func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
+	supervise(cmd)
+	// A child of bd (a wrapper's, a daemon's) that keeps its output open
+	// does not hold the run: the pipes close a moment after bd exits.
+	cmd.WaitDelay = bdWaitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	if err == nil {
+	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
+		// ErrWaitDelay: bd succeeded; a child of its kept the pipe.
 		return stdout.Bytes(), nil
 	}
 	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1}

@@ -57,7 +57,7 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 		return false, err
 	}
 	args := append(id, "commit", "--quiet", "--file=-")
-	if _, err := run(ctx, cmd{dir: wt.Path, args: args, stdin: message, keep: true}); err != nil {
+	if _, err := run(ctx, cmd{dir: wt.Path, args: args, stdin: message, keep: true, hooks: true}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -67,6 +67,12 @@ type cmd struct {
 	// once it has started: it changes refs, an index or a working tree,
 	// and killing it half-way could leave them inconsistent.
 	keep bool
+	// hooks lets the repository's hooks run. Only the commit of the steps'
+	// work honours them (pre-commit, commit-msg); vibeteam's own plumbing
+	// (worktree creation, the merge into the base, ref moves and branch
+	// deletion) runs without, so a hook can neither change nor slip files
+	// into what vibeteam does.
+	hooks bool
 }
 
 // run runs git and returns its stdout; a failure is a *GitError carrying
@@ -78,7 +84,11 @@ func run(ctx context.Context, c cmd) (string, error) {
 	if c.keep {
 		ctx = context.WithoutCancel(ctx)
 	}
-	args := append([]string{"-c", "core.quotepath=off"}, c.args...)
+	args := []string{"-c", "core.quotepath=off"}
+	if !c.hooks {
+		args = append(args, "-c", "core.hooksPath="+os.DevNull)
+	}
+	args = append(args, c.args...)
 	x := exec.CommandContext(ctx, "git", args...)
 	x.Dir = c.dir
 	x.Env = gitEnv(c.env...)
@@ -92,6 +102,9 @@ func run(ctx context.Context, c cmd) (string, error) {
 	var stdout, stderr bytes.Buffer
 	x.Stdout, x.Stderr = &stdout, &stderr
 	err := x.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // git succeeded; a hook's child kept the pipe open
+	}
 	if err != nil {
 		ge := &GitError{Args: c.args, Dir: c.dir, ExitCode: -1, Stderr: stderr.String(), Err: err}
 		var ee *exec.ExitError

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRepositoryHooks: vibeteam's plumbing (worktree creation, the merge
+// into the base, branch deletion) runs without the repository's hooks, so
+// a hook's artifact is never committed and a hook that leaves a process
+// behind does not hold the run; the commit of the steps' work honours
+// pre-commit and commit-msg.
+func TestRepositoryHooks(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "false"))
+	p.write("bead.json", `{"id":"bd-5","title":"Hooked","status":"open"}`)
+	hooks := filepath.Join(p.dir, ".git", "hooks")
+	hook := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(hooks, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Hooks of plumbing: they must not run.
+	hook("post-checkout", "echo made by a hook > hook-artifact.txt\nsleep 45 &\n")
+	hook("post-merge", "echo merged > post-merge-ran.txt\n")
+	hook("reference-transaction", "cat >> \""+p.dir+"/../ref-hook-ran\"\n")
+	// Hooks of the commit: they must.
+	hook("pre-commit", "echo pre-commit >> \""+p.dir+"/../pre-commit-ran\"\n")
+	hook("commit-msg", "echo 'Hooked-By: commit-msg' >> \"$1\"\n")
+
+	start := time.Now()
+	r := p.exec("run", "ship", "--bead-file", "bead.json")
+	took := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the run took %v: a hook's background process held it", took)
+	}
+	if files := p.git("ls-tree", "-r", "--name-only", "main"); strings.Contains(files, "hook-artifact") {
+		t.Errorf("a hook's artifact landed on main:\n%s", files)
+	}
+	for _, f := range []string{"hook-artifact.txt", "post-merge-ran.txt"} {
+		if p.exists(f) {
+			t.Errorf("%s: a plumbing hook ran in the checkout", f)
+		}
+	}
+	// The commit moves the bead's branch (its hooks run); the merge into
+	// main and the branch's deletion are vibeteam's plumbing.
+	if refs, _ := os.ReadFile(filepath.Join(p.dir, "..", "ref-hook-ran")); strings.Contains(string(refs), "refs/heads/main") {
+		t.Errorf("reference-transaction ran for vibeteam's own ref moves:\n%s", refs)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "..", "pre-commit-ran")); err != nil {
+		t.Error("pre-commit did not run for the commit of the steps' work")
+	}
+	if msg := p.git("log", "--format=%B", "main^2", "-1"); !strings.Contains(msg, "Hooked-By: commit-msg") {
+		t.Errorf("commit-msg did not run for the work's commit:\n%s", msg)
+	}
+}
+
+// TestBDChildKeepingThePipeDoesNotHang: a bd wrapper whose child stays in
+// the background with bd's output open does not hold the run.
+func TestBDChildKeepingThePipeDoesNotHang(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-3", "Wrapped", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "false"))
+	wrapper := t.TempDir()
+	if err := os.WriteFile(filepath.Join(wrapper, "bd"), []byte("#!/bin/sh\n\""+filepath.Join(fakeBDDir, "bd")+"\" \"$@\"\nrc=$?\nsleep 45 &\nexit $rc\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.command("run", "ship", "--bead", "bd-3")
+	cmd.Env = append(cmd.Env, "PATH="+wrapper+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log)
+	start := time.Now()
+	r := runResult(t, cmd)
+	took := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the run took %v: bd's lingering child held it", took)
+	}
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.Contains(calls, "close bd-3") {
+		t.Errorf("bd calls:\n%s", calls)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package beads
+
+import "os/exec"
+
+func supervise(c *exec.Cmd) {}
