@@ -5,8 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	expect "github.com/Netflix/go-expect"
+
+	"github.com/vibeteam/vibeteam/core/state"
 )
 
 // TestRepositoryHooks: vibeteam's plumbing (worktree creation, the merge
@@ -86,5 +91,39 @@ func TestBDChildKeepingThePipeDoesNotHang(t *testing.T) {
 	}
 	if calls := strings.Join(p.bdCalls(), "\n"); !strings.Contains(calls, "close bd-3") {
 		t.Errorf("bd calls:\n%s", calls)
+	}
+}
+
+// TestSignalAtTheReviewPromptExits143: SIGTERM while a person is asked to
+// review a merge saves the session (pending_merge, resumable) and exits
+// 143, as a signal at any other moment does.
+func TestSignalAtTheReviewPromptExits143(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write("bead.json", `{"id": "bd-8", "title": "Interrupted review"}`)
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+	screen := &syncBuffer{}
+	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.command("run", "ship", "--bead-file", "bead.json")
+	cmd.Env = append(cmd.Env, "PAGER=cat")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+	expectAll(t, c, screen, "review: merge vibeteam/bd-8 into main", "review › ")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if code := waitExit(t, cmd, screen); code != 143 {
+		t.Fatalf("exit %d, want 143\n%s", code, screen.String())
+	}
+	if s := p.only(); s.Status != state.StatusPendingMerge {
+		t.Errorf("status %s, want pending_merge", s.Status)
+	}
+	if p.git("log", "-1", "--format=%s", "main") != "root" {
+		t.Error("main moved")
 	}
 }

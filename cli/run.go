@@ -365,6 +365,11 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		return exitf(ExitFailed, "%v", err)
 	}
 	sess := ctrl.Session()
+	if sig := sigs.got(); sig != nil && out.Status != state.StatusCompleted && out.Status != state.StatusCancelled {
+		// A signal at a prompt (a merge review, a question) parks the
+		// session; the exit says it was the signal, as at any other moment.
+		return exitf(interruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
+	}
 	switch out.Status {
 	case state.StatusCompleted:
 		took := time.Since(sess.StartTime).Round(10 * time.Millisecond)
