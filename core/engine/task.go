@@ -240,6 +240,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
 		"argv": argv, "pid": proc.Pid(), "cwd": spec.Dir,
 	})
+	warnUntested(host, cfg, t)
 
 	inputDone := make(chan struct{})
 	if mode == adapters.Headless && !lc.UsePTY {
@@ -522,4 +523,37 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			return finish(state.TaskPending, stoppedReason, &res, "stopped before it finished")
 		}
 	}
+}
+
+var (
+	warnedMu sync.Mutex
+	warned   = map[string]bool{} // session id + adapter: untested version reported
+)
+
+// warnUntested reports, once per session and adapter, that the task's CLI
+// is not the version its adapter was tested with (newer or older), as a
+// warning the run prints on stderr. The version is asked once per process.
+func warnUntested(host taskHost, cfg taskSettings, t workflow.Task) {
+	if cfg.Registry == nil {
+		return
+	}
+	if vc := cfg.Registry.VersionCheck(t.Adapter); vc == nil || vc.Tested == "" {
+		return
+	}
+	key := cfg.SessionID + "\x00" + t.Adapter
+	warnedMu.Lock()
+	done := warned[key]
+	warned[key] = true
+	warnedMu.Unlock()
+	if done {
+		return
+	}
+	v := cfg.Registry.ProbeVersion(t.Adapter, 5*time.Second)
+	if !v.Untested() {
+		return
+	}
+	host.emit(events.Warning, t.ID, map[string]any{
+		"warning": fmt.Sprintf("%s %s: %s", t.Adapter, v.String(), v.Risk()),
+		"adapter": t.Adapter, "version": v.Line, "tested": v.Tested,
+	})
 }
