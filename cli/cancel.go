@@ -62,6 +62,13 @@ func cancelCommand(streams IO) *ucli.Command {
 			if sess.Status == state.StatusCompleted {
 				return exitf(ExitUsage, "session %s has completed; there is nothing to cancel", id)
 			}
+			beadID, _ := sess.Bead["id"].(string)
+			// A merge may have landed before the stop took effect: then the
+			// session says so, and the bead is done, never open again with
+			// its work on the base branch.
+			if landed := workLanded(base, sess, beadID); landed != "" {
+				return cancelLanded(streams, mgr, sess, beadID, landed)
+			}
 			now := time.Now()
 			sess.Status, sess.EndTime = state.StatusCancelled, &now
 			sess.Error = "cancelled"
@@ -69,7 +76,6 @@ func cancelCommand(streams IO) *ucli.Command {
 				return exitf(ExitFailed, "%v", err)
 			}
 			fmt.Fprintf(streams.Err, "session %s cancelled\n", id)
-			beadID, _ := sess.Bead["id"].(string)
 			if beadID != "" && sess.BeadSource == "bd" {
 				if client, err := beads.NewClient(base); err != nil {
 					fmt.Fprintf(streams.Err, "warning: bead %s stays as it is: %v\n", safe(beadID), err)
@@ -128,4 +134,70 @@ func stopRunning(streams IO, mgr *state.Manager, id string, locked *state.Locked
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// workLanded is the base's commit when the session's bead work is on its
+// base branch already (a merge that was done, or under way, when the
+// session stopped); "" otherwise.
+func workLanded(base string, sess *state.Session, beadID string) string {
+	if sess.Merged != "" {
+		return sess.Merged
+	}
+	if sess.Intent == nil || sess.Intent.Kind != state.IntentMerge || sess.Branch == "" {
+		return ""
+	}
+	ctx := context.Background()
+	repo, err := worktree.Open(ctx, base)
+	if err != nil {
+		return ""
+	}
+	wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
+	commit, ok, err := repo.Landed(ctx, wt)
+	if err != nil || !ok {
+		return ""
+	}
+	return commit
+}
+
+// cancelLanded ends a session whose work landed on its base branch before
+// it could be cancelled: it is recorded as merged, its bead closed, its
+// worktree and branch (merged, so nothing is lost) removed.
+func cancelLanded(streams IO, mgr *state.Manager, sess *state.Session, beadID, commit string) error {
+	now := time.Now()
+	sess.Merged, sess.Intent = commit, nil
+	sess.Status, sess.EndTime = state.StatusCancelled, &now
+	sess.Error = fmt.Sprintf("cancelled after its merge: the work is on %s (%s)", sess.BaseBranch, commit)
+	if err := mgr.Save(sess); err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	fmt.Fprintf(streams.Err, "session %s was cancelled after its merge had landed: the work is on %s (%s)\n", sess.ID, safe(sess.BaseBranch), safe(commit))
+	if beadID != "" && sess.BeadSource == "bd" {
+		if client, err := beads.NewClient(sess.BaseDir); err != nil {
+			fmt.Fprintf(streams.Err, "warning: bead %s stays as it is: %v\n", safe(beadID), err)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
+			err := client.Close(ctx, beadID, fmt.Sprintf("Merged into %s as %s by vibeteam session %s (cancelled after the merge)", sess.BaseBranch, commit, sess.ID))
+			cancel()
+			if err != nil {
+				fmt.Fprintf(streams.Err, "warning: bead %s: could not close it: %v\n", safe(beadID), err)
+			} else {
+				fmt.Fprintf(streams.Err, "bead %s is closed\n", safe(beadID))
+			}
+		}
+	}
+	if sess.Worktree == "" {
+		return nil
+	}
+	ctx := context.Background()
+	repo, err := worktree.Open(ctx, sess.BaseDir)
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
+	if err := repo.Remove(ctx, wt, false); err != nil {
+		fmt.Fprintf(streams.Err, "warning: the worktree %s is kept: %v\n", safe(sess.Worktree), err)
+		return nil
+	}
+	fmt.Fprintf(streams.Err, "removed the worktree %s and branch %s (merged)\n", safe(sess.Worktree), safe(sess.Branch))
+	return nil
 }

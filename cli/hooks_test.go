@@ -127,3 +127,39 @@ func TestSignalAtTheReviewPromptExits143(t *testing.T) {
 		t.Error("main moved")
 	}
 }
+
+// TestCancelAfterTheMergeLandedSaysSo: a session stopped while its merge
+// was under way, the base branch having the work already: cancel reports
+// the merge as done, closes the bead and removes the (merged) worktree,
+// never "cancelled, bead open" with the work on main.
+func TestCancelAfterTheMergeLandedSaysSo(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-4", "Landed", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
+	if r := p.bdExec("run", "ship", "--bead", "bd-4"); r.code != 3 {
+		t.Fatalf("exit %d, want 3 (pending_merge)\n%s", r.code, r.stderr)
+	}
+	s := p.only()
+	// What a kill right after git moved main leaves: the merge intent
+	// open, main with the branch.
+	p.git("merge", "--no-ff", "-q", "-m", "merged by the killed run", s.Branch)
+	s.Intent = &state.GitIntent{Kind: state.IntentMerge, Branch: s.Branch, Base: s.BaseBranch, Path: s.Worktree}
+	if err := state.NewManager(p.dir).Save(s); err != nil {
+		t.Fatal(err)
+	}
+	r := p.bdExec("cancel", s.ID)
+	if r.code != 0 || !strings.Contains(r.stderr, "after its merge had landed") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	after := p.sessionByID(s.ID)
+	if after.Merged == "" || after.Intent != nil {
+		t.Errorf("merged %q intent %+v", after.Merged, after.Intent)
+	}
+	calls := strings.Join(p.bdCalls(), "\n")
+	if !strings.Contains(calls, "close bd-4") || strings.Contains(calls, "update bd-4 --status open") {
+		t.Errorf("the bead was not closed, or was reopened:\n%s", calls)
+	}
+	if p.exists(".worktrees/bd-4") || p.git("branch", "--list", "vibeteam/*") != "" {
+		t.Error("the merged worktree or branch is left")
+	}
+}

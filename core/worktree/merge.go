@@ -307,3 +307,28 @@ func relabel(line, marker, id, name string) string {
 	}
 	return line
 }
+
+// Landed reports whether the base branch has the worktree's branch already
+// (its tip is an ancestor of the base's), and the base's commit then: what
+// a merge that was under way when vibeteam was stopped did.
+func (r *Repo) Landed(ctx context.Context, wt *Worktree) (string, bool, error) {
+	if wt == nil || wt.Branch == "" || wt.Base == "" {
+		return "", false, errors.New("no worktree")
+	}
+	base, ok, err := revParse(ctx, r.Top, "refs/heads/"+wt.Base+"^{commit}")
+	if err != nil || !ok {
+		return "", false, err
+	}
+	tip, ok, err := revParse(ctx, r.Top, "refs/heads/"+wt.Branch+"^{commit}")
+	if err != nil || !ok {
+		return "", false, err
+	}
+	if tip == base {
+		return "", false, nil // nothing of the bead's was ever committed
+	}
+	landed, err := isAncestor(ctx, r.Top, tip, base)
+	if err != nil || !landed {
+		return "", false, err
+	}
+	return base, true, nil
+}
