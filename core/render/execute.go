@@ -50,6 +50,20 @@ type run struct {
 	// printed holds the kind of each value printed, for the error of a
 	// `when` that is not a boolean.
 	printed []printedValue
+	// actions are the printing actions of the template, by the number
+	// hookActions gave them: where each is, for the errors of commands.
+	actions []action
+	// values, in modeCommand, collects each printed value and prints a
+	// sentinel word in its place; placeValues then quotes each value for
+	// where its sentinel landed in the shell text (see shellplace.go).
+	values *commandValues
+}
+
+// action is a printing action of a template: its line and how it was
+// written ({{.x}}).
+type action struct {
+	line int
+	src  string
 }
 
 type printedValue struct{ kind, text string }
@@ -93,46 +107,66 @@ func (r *run) parse(name, text string) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(cleanMessage(err.Error()))
 	}
+	r.actions = nil
 	for _, tt := range t.Templates() {
 		if tt.Tree != nil {
-			hookActions(tt.Tree, tt.Tree.Root)
+			hookActions(tt.Tree, tt.Tree.Root, &r.actions)
 		}
 	}
 	return t, nil
 }
 
-// hookActions appends `| _value` to every action that prints. Actions that
-// declare or assign a variable print nothing and are left alone.
-func hookActions(tree *parse.Tree, n parse.Node) {
+// hookActions appends `| _value N` to every action that prints, N being
+// its index in actions, where it is recorded. Actions that declare or
+// assign a variable print nothing and are left alone.
+func hookActions(tree *parse.Tree, n parse.Node, actions *[]action) {
 	switch n := n.(type) {
 	case *parse.ListNode:
 		if n == nil {
 			return
 		}
 		for _, c := range n.Nodes {
-			hookActions(tree, c)
+			hookActions(tree, c, actions)
 		}
 	case *parse.ActionNode:
 		p := n.Pipe
 		if len(p.Decl) > 0 || len(p.Cmds) == 0 {
 			return
 		}
+		id := len(*actions)
+		*actions = append(*actions, action{line: nodeLine(tree, n), src: n.String()})
 		// A copy of an existing command keeps its link to the tree, which
 		// text/template needs to place an error.
 		last := p.Cmds[len(p.Cmds)-1]
 		cmd := last.Copy().(*parse.CommandNode)
-		cmd.Args = []parse.Node{parse.NewIdentifier(valueFunc).SetTree(tree).SetPos(last.Pos)}
+		num := &parse.NumberNode{NodeType: parse.NodeNumber, Pos: last.Pos, IsInt: true, IsUint: true, IsFloat: true,
+			Int64: int64(id), Uint64: uint64(id), Float64: float64(id), Text: strconv.Itoa(id)}
+		cmd.Args = []parse.Node{parse.NewIdentifier(valueFunc).SetTree(tree).SetPos(last.Pos), num}
 		p.Cmds = append(p.Cmds, cmd)
 	case *parse.IfNode:
-		hookActions(tree, n.List)
-		hookActions(tree, n.ElseList)
+		hookActions(tree, n.List, actions)
+		hookActions(tree, n.ElseList, actions)
 	case *parse.RangeNode:
-		hookActions(tree, n.List)
-		hookActions(tree, n.ElseList)
+		hookActions(tree, n.List, actions)
+		hookActions(tree, n.ElseList, actions)
 	case *parse.WithNode:
-		hookActions(tree, n.List)
-		hookActions(tree, n.ElseList)
+		hookActions(tree, n.List, actions)
+		hookActions(tree, n.ElseList, actions)
 	}
+}
+
+// nodeLine is the line of n in its template.
+func nodeLine(tree *parse.Tree, n parse.Node) int {
+	loc, _ := tree.ErrorContext(n) // "name:line:col"
+	parts := strings.Split(loc, ":")
+	if len(parts) < 3 {
+		return 1
+	}
+	line, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil {
+		return 1
+	}
+	return line
 }
 
 // render parses and executes text in the calling goroutine.
@@ -178,8 +212,8 @@ func limited(stop *atomic.Bool, render func() (string, error)) (string, error) {
 	}
 }
 
-// value renders one printed value.
-func (r *run) value(v any) (string, error) {
+// value renders one printed value; id is the action's (see hookActions).
+func (r *run) value(id int, v any) (string, error) {
 	if r.stopped() {
 		return "", errStopped
 	}
@@ -194,6 +228,9 @@ func (r *run) value(v any) (string, error) {
 	if r.mode == modeCommand {
 		if strings.IndexByte(s, 0) >= 0 {
 			return "", &funcError{"a value holds a NUL byte, which no shell command can carry"}
+		}
+		if r.values != nil {
+			return r.values.add(id, s), nil
 		}
 		return ShellQuote(s), nil
 	}

@@ -258,8 +258,8 @@ func (p *PreviewScope) RenderInputs(step string, input map[string]string) (map[s
 }
 
 // Command is Scope.Command for a preview: the command of a script step
-// with each value shell-quoted as the run will, a placeholder included, and
-// the warnings of CommandWarnings.
+// with each value quoted for where it lands as the run will, a placeholder
+// included, and the warnings of CommandWarnings.
 func (p *PreviewScope) Command(step, text string) (string, []string, error) {
 	warnings, err := CommandWarnings(step, text)
 	if err != nil {
@@ -269,8 +269,12 @@ func (p *PreviewScope) Command(step, text string) (string, []string, error) {
 		return text, warnings, nil
 	}
 	v := p.newRun(modeCommand, p.data(), nil, nil, nil)
+	v.values = newCommandValues()
 	out, _, warns, err := v.renderLimited("command", text)
 	warnings = append(warnings, placeAll(step, "command", text, warns)...)
+	if err == nil {
+		out, err = v.values.fill(out, v.actions)
+	}
 	if err != nil {
 		return "", warnings, placeErrors(step, "command", text, err)
 	}
@@ -394,9 +398,10 @@ func (v *previewRun) parse(name, text string) (*template.Template, error) {
 	if err != nil {
 		return nil, errors.New(cleanMessage(err.Error()))
 	}
+	v.actions = nil
 	for _, tt := range t.Templates() {
 		if tt.Tree != nil {
-			hookActions(tt.Tree, tt.Tree.Root)
+			hookActions(tt.Tree, tt.Tree.Root, &v.actions)
 		}
 	}
 	return t, nil
@@ -492,6 +497,14 @@ func (v *previewRun) include(name string, kv ...any) (string, error) {
 func placeErrors(step, field, text string, err error) error {
 	var pe previewErrors
 	if !errors.As(err, &pe) {
+		// The values of a command that cannot be placed are joined.
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			var errs []error
+			for _, e := range j.Unwrap() {
+				errs = append(errs, placeError(step, field, text, e))
+			}
+			return errors.Join(errs...)
+		}
 		return placeError(step, field, text, err)
 	}
 	errs := make([]error, len(pe))

@@ -144,15 +144,20 @@ func TestPreviewBead(t *testing.T) {
 func TestPreviewCommand(t *testing.T) {
 	t.Parallel()
 	p := previewAfter(t)
-	got, warns, err := p.Command("check", `go test {{.target}} && echo {{.tests.output}} '{{.impl.summary}}' {{raw .impl.outputs.flags}}`)
+	got, warns, err := p.Command("check", `go test {{.target}} && echo {{.tests.output}} '{{.impl.summary}}' "{{.bead.title}}" {{raw .impl.outputs.flags}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `go test './...' && echo '⟨tests.output⟩' ''⟨impl.summary⟩'' ⟨impl.outputs.flags⟩`; got != want {
+	// Each value is quoted for where it lands, as the run will.
+	if want := `go test './...' && echo '⟨tests.output⟩' '⟨impl.summary⟩' "Fix it" ⟨impl.outputs.flags⟩`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	if len(warns) != 2 || !strings.Contains(warns[0], "inside '...'") || !strings.Contains(warns[1], "{{raw}}") {
+	if len(warns) != 1 || !strings.Contains(warns[0], "{{raw}}") {
 		t.Errorf("warnings %q", warns)
+	}
+	// A value the shell would read as code is an error, with its line.
+	if _, _, err := p.Command("check", "true\necho $(ls {{.tests.output}})"); err == nil || !strings.Contains(err.Error(), `step "check": command: line 2: {{.tests.output}} is inside $(...)`) {
+		t.Errorf("a value inside $(...): %v", err)
 	}
 	if got, _, err := p.Command("x", "echo plain"); err != nil || got != "echo plain" {
 		t.Errorf("plain command: %q, %v", got, err)

@@ -6,14 +6,18 @@ import (
 	"text/template/parse"
 )
 
-// Command renders the `command` of a script step. Every value is
-// shell-quoted as exactly one word, so a value may hold quotes, $(...), ;
-// and newlines and still be one argument:
+// Command renders the `command` of a script step. Each value is quoted for
+// where it lands in the shell text (see shellplace.go): as a word of its
+// own, inside "...", or inside '...'. A value may hold quotes, $(...), ;
+// and newlines and still arrive as it is:
 //
-//	command: bd close {{.bead.id}}      →  bd close 'foo; rm -rf /'
+//	command: bd close {{.bead.id}}       →  bd close 'foo; rm -rf /'
+//	command: git commit -m "fix: {{.t}}" →  git commit -m "fix: \$(x) \"y\""
 //
-// {{raw .x}} inserts a value unescaped. The warnings are those of
-// CommandWarnings, for the caller to emit as events.
+// A value where no quoting is safe ($(...), a here-document, a comment, an
+// unterminated quote...) is an error. {{raw .x}} inserts a value unescaped.
+// The warnings are those of CommandWarnings, for the caller to emit as
+// events.
 func (s *Scope) Command(step, text string) (cmd string, warnings []string, err error) {
 	if !strings.Contains(text, "{{") {
 		return text, nil, nil
@@ -22,10 +26,13 @@ func (s *Scope) Command(step, text string) (cmd string, warnings []string, err e
 	if err != nil {
 		return "", warnings, err
 	}
-	r := &run{mode: modeCommand, data: s.data(), scope: s}
+	r := &run{mode: modeCommand, data: s.data(), scope: s, values: newCommandValues()}
 	out, err := r.renderLimited("command", text)
+	if err == nil {
+		out, err = r.values.fill(out, r.actions)
+	}
 	if err != nil {
-		return "", warnings, placeError(step, "command", text, err)
+		return "", warnings, placeErrors(step, "command", text, err)
 	}
 	return out, warnings, nil
 }
@@ -38,13 +45,11 @@ func ShellQuote(s string) string {
 }
 
 // CommandWarnings checks the command template of a script step without
-// rendering it (for validate and preview) and lists what is risky:
-//   - a value inside quotes ('{{.x}}' or "{{.x}}"): the value is quoted
-//     already, so the outer quotes become part of the text, or, inside single
-//     quotes, take the quoting away;
-//   - {{raw ...}}, which inserts a value unescaped.
-//
-// The error is a template that does not parse.
+// rendering it (for validate and preview, and before a run renders it):
+// the error says each value that cannot be quoted where it is (placed
+// with the text of every branch of if and range one after the other), and
+// a template that does not parse. The warnings are the uses of {{raw}},
+// which inserts a value unescaped.
 func CommandWarnings(step, text string) ([]string, error) {
 	if !strings.Contains(text, "{{") {
 		return nil, nil
@@ -54,21 +59,25 @@ func CommandWarnings(step, text string) ([]string, error) {
 	if err != nil {
 		return nil, placeError(step, "command", text, err)
 	}
-	w := &quoteWalker{tree: t.Tree}
+	w := &quoteWalker{tree: t.Tree, values: newCommandValues()}
 	w.walk(t.Tree.Root)
 	for i, msg := range w.warnings {
 		w.warnings[i] = placeError(step, "command", text, fmt.Errorf("%s", msg)).Error()
 	}
+	if _, err := w.values.fill(w.skeleton.String(), r.actions); err != nil {
+		return w.warnings, placeErrors(step, "command", text, err)
+	}
 	return w.warnings, nil
 }
 
-// quoteWalker follows the quoting of the shell text around the actions of a
-// command template, in the order they appear. Branches of if and range are
-// followed one after the other; that is a guess, good enough for a warning.
+// quoteWalker writes the shell text of a command template with a sentinel
+// for each value (see commandValues), for CommandWarnings to place them.
+// Branches of if and range are written one after the other; a run places
+// the values again in the text it renders.
 type quoteWalker struct {
 	tree     *parse.Tree
-	quote    byte // 0, '\'' or '"'
-	escaped  bool
+	skeleton strings.Builder
+	values   *commandValues
 	warnings []string
 }
 
@@ -82,18 +91,19 @@ func (w *quoteWalker) walk(n parse.Node) {
 			w.walk(c)
 		}
 	case *parse.TextNode:
-		w.text(n.Text)
+		w.skeleton.Write(n.Text)
 	case *parse.ActionNode:
 		w.raw(n.Pipe)
 		if len(n.Pipe.Decl) > 0 {
 			return
 		}
-		src := w.source(n)
-		switch w.quote {
-		case '"':
-			w.warn(n, "%s is inside \"...\": the value is quoted already, so these quotes become part of it; remove them", src)
-		case '\'':
-			w.warn(n, "%s is inside '...': these quotes undo the quoting of the value, which can then run as shell code; remove them", src)
+		cmds, hook := unhooked(n.Pipe)
+		if hook == nil || len(hook.Args) < 2 || isRaw(cmds) {
+			// raw's text is not known: it is placed at run time.
+			return
+		}
+		if id, ok := hook.Args[1].(*parse.NumberNode); ok {
+			w.skeleton.WriteString(w.values.add(int(id.Int64), ""))
 		}
 	case *parse.IfNode:
 		w.branch(&n.BranchNode)
@@ -102,6 +112,16 @@ func (w *quoteWalker) walk(n parse.Node) {
 	case *parse.WithNode:
 		w.branch(&n.BranchNode)
 	}
+}
+
+// isRaw is a pipeline whose value {{raw}} lets through: raw is its last
+// command.
+func isRaw(cmds []*parse.CommandNode) bool {
+	if len(cmds) == 0 {
+		return false
+	}
+	id, ok := cmds[len(cmds)-1].Args[0].(*parse.IdentifierNode)
+	return ok && id.Ident == "raw"
 }
 
 func (w *quoteWalker) branch(n *parse.BranchNode) {
@@ -133,28 +153,6 @@ func (w *quoteWalker) raw(p *parse.PipeNode) {
 	}
 }
 
-// text follows POSIX quoting through literal shell text.
-func (w *quoteWalker) text(b []byte) {
-	for _, c := range b {
-		switch {
-		case w.escaped:
-			w.escaped = false
-		case w.quote == '\'':
-			if c == '\'' {
-				w.quote = 0
-			}
-		case c == '\\':
-			w.escaped = true
-		case w.quote == '"':
-			if c == '"' {
-				w.quote = 0
-			}
-		case c == '\'' || c == '"':
-			w.quote = c
-		}
-	}
-}
-
 func (w *quoteWalker) warn(n parse.Node, format string, args ...any) {
 	loc, _ := w.tree.ErrorContext(n)
 	line := loc
@@ -165,15 +163,4 @@ func (w *quoteWalker) warn(n parse.Node, format string, args ...any) {
 		line = line[i+1:]
 	}
 	w.warnings = append(w.warnings, "line "+line+": "+fmt.Sprintf(format, args...))
-}
-
-// source is the action as the author wrote it, without our hook.
-func (w *quoteWalker) source(n *parse.ActionNode) string {
-	c := n.Copy().(*parse.ActionNode)
-	if k := len(c.Pipe.Cmds); k > 0 {
-		if id, ok := c.Pipe.Cmds[k-1].Args[0].(*parse.IdentifierNode); ok && id.Ident == valueFunc {
-			c.Pipe.Cmds = c.Pipe.Cmds[:k-1]
-		}
-	}
-	return c.String()
 }

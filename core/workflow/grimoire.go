@@ -540,7 +540,8 @@ func (c *checker) agent(a *AgentStep, sf string, spos Pos) {
 }
 
 // scriptCommand checks the template of a script command as core/render will
-// render it, and passes on its warnings (quotes around a value, raw).
+// render it: a value that cannot be quoted where it lands in the shell text
+// is an error, one per value; raw is a warning.
 func (c *checker) scriptCommand(step, cf, text string, at Pos) {
 	warnings, err := render.CommandWarnings(step, text)
 	// render says where: "step "x": command: line 2: unclosed action".
@@ -552,7 +553,13 @@ func (c *checker) scriptCommand(step, cf, text string, at Pos) {
 		return "template: " + msg
 	}
 	if err != nil {
-		c.add(at, cf, strip(err.Error()))
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		for _, e := range errs {
+			c.add(at, cf, strip(e.Error()))
+		}
 		return
 	}
 	if c.pos == nil {

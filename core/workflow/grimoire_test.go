@@ -379,6 +379,15 @@ func TestGrimoireErrors(t *testing.T) {
 		{name: "a command on several lines", src: "  - name: a\n    type: script\n    command: |\n      make\n      echo {{.x\n",
 			want: []string{`g.yaml:5:14: steps[0].command: template line 3: unclosed action started at command:2`}},
 		{name: "command with raw is a warning", src: "  - {name: a, type: script, command: \"{{raw .custom}}\"}\n"},
+		{name: "values in quotes are placed", src: "  - {name: a, type: script, command: \"printf '%s' \\\"{{.x}}\\\" '{{.x}}'\"}\n"},
+		{name: "values the shell would run", src: "  - name: a\n    type: script\n    command: |\n      echo ok\n      echo \"$(ls {{.x}})\" `{{.y}}`\n      cat <<EOF\n      {{.z}}\n      EOF\n",
+			want: []string{
+				`g.yaml:5:14: steps[0].command: template line 2: {{.x}} is inside $(...), where the shell reads a value as code; set a variable first (x={{.x}}) and use "$x" inside`,
+				"g.yaml:5:14: steps[0].command: template line 2: {{.y}} is inside `...`, where the shell reads a value as code; set a variable first (x={{.y}}) and use \"$x\" inside",
+				`g.yaml:5:14: steps[0].command: template line 4: {{.z}} is inside a here-document, where quotes are not read; set a variable first (x={{.z}}) and write $x in the here-document`,
+			}},
+		{name: "an unterminated quote", src: "  - {name: a, type: script, command: \"echo \\\"{{.x}}\"}\n",
+			want: []string{"g.yaml:3:38: steps[0].command: template: the command does not parse as shell (reached EOF without closing quote `\"`), so vibeteam cannot tell where its values land to quote them"}},
 		{name: "script on_fail", src: "  - {name: a, type: script, command: x, on_fail: stop}\n",
 			want: []string{`g.yaml:3:50: steps[0].on_fail: must be "continue" or "block", got "stop"`}},
 		{name: "script on_success", src: "  - name: l\n    type: loop\n    steps: [{name: a, type: script, command: x, on_success: exit-loop}]\n",
@@ -758,7 +767,7 @@ func TestGrimoireProjectChecks(t *testing.T) {
     spell: |
       Inline, with a partial that is not there:
       {{include "nowhere.md" x="y"}}
-  - {name: e, type: script, command: "echo '{{.a.output}}'"}
+  - {name: e, type: script, command: "echo '{{.a.output}}' $({{.a.output}})"}
 `
 	opts := LoadOptions{Adapters: fake{}, BaseDir: base}
 	_, probs := Diagnose([]byte(src), "g.yaml", opts)
@@ -766,7 +775,7 @@ func TestGrimoireProjectChecks(t *testing.T) {
 		`g.yaml:4:35: steps[1].spell: spell "missing" not found (looked for .vibeteam/spells/missing.md, .coven/spells/missing.md, and among the built-in spells)`,
 		`g.yaml:5:35: steps[2].spell: spell "broken" (.vibeteam/spells/broken.md): line 2: unclosed action started at spell:1`,
 		`g.yaml:8:12: steps[3].spell: inline spell: partial "nowhere" not found (looked for .vibeteam/spells/nowhere.md, .coven/spells/nowhere.md, and among the built-in spells)`,
-		`g.yaml:11:38: warning: steps[4].command: {{.a.output}} is inside '...': these quotes undo the quoting of the value, which can then run as shell code; remove them`,
+		`g.yaml:11:38: steps[4].command: template: {{.a.output}} is inside $(...), where the shell reads a value as code; set a variable first (x={{.a.output}}) and use "$x" inside`,
 	}
 	if got := errLines(probs.Err()); !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
