@@ -102,6 +102,28 @@ var shell = func() string {
 	return "sh"
 }()
 
+// maxInlineScript is the longest command given to sh -c: Linux takes at
+// most 128 KiB in one argument (MAX_ARG_STRLEN), and the environment
+// shares the space.
+const maxInlineScript = 96 << 10
+
+// scriptFile writes a command to a private temporary file for sh to run.
+func scriptFile(cmd string) (string, error) {
+	f, err := os.CreateTemp("", "vibeteam-script-*.sh")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(cmd)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
 // scriptRunner runs a script step: its command through sh -c, in the
 // grimoire's directory, stdout and stderr together as its output.
 type scriptRunner struct{ g *grimoire }
@@ -132,8 +154,19 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		log.Write(c.Clean)
 		x.emit(events.TaskOutput, name, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
 	}
+	args := []string{"-c", cmd}
+	if len(cmd) > maxInlineScript {
+		// Longer than one argument may be (a bead's long description in
+		// it): sh reads it from a file instead.
+		file, err := scriptFile(cmd)
+		if err != nil {
+			return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: "write the long command to a file: " + err.Error()}
+		}
+		defer os.Remove(file)
+		args = []string{file}
+	}
 	proc, err := runner.StartHeadless(runner.Spec{
-		Command: shell, Args: []string{"-c", cmd}, Dir: g.dir, Tag: g.tag,
+		Command: shell, Args: args, Dir: g.dir, Tag: g.tag,
 		GroupOnly: true, NoInput: true, MergeOutput: true,
 	}, onOutput)
 	if err != nil {
