@@ -30,7 +30,7 @@ import (
 // The agent CLIs the tier drives: the adapter (and binary) name, and the
 // npm package and pinned version run.sh installs.
 var agents = []struct{ name, pkg, version string }{
-	{"claude", "@anthropic-ai/claude-code", "2.1.197"},
+	{"claude", "@anthropic-ai/claude-code", "2.1.332"},
 	{"codex", "@openai/codex", "0.169.0"},
 	{"gemini", "@google/gemini-cli", "0.61.0"},
 	{"opencode", "opencode-ai", "1.18.33"},

@@ -32,7 +32,7 @@ export VIBETEAM_E2E_CACHE="$CACHE"
 
 # Pinned versions: the adapters' screen patterns were checked against these.
 PACKAGES=(
-	"@anthropic-ai/claude-code@2.1.197"
+	"@anthropic-ai/claude-code@2.1.332"
 	"@openai/codex@0.169.0"
 	"@google/gemini-cli@0.61.0"
 	"opencode-ai@1.18.33"
