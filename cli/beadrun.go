@@ -119,7 +119,11 @@ func selectGrimoire(base string, bead map[string]any) (name, rule string, err er
 	if err != nil {
 		return "", "", exitf(ExitUsage, "%v", err)
 	}
-	name, rule = beads.Select(beads.Bead(bead), cfg)
+	// By name only: a label or the config naming a path is refused.
+	name, rule, err = beads.Choose(beads.Bead(bead), cfg)
+	if err != nil {
+		return "", "", exitf(ExitUsage, "%v", err)
+	}
 	return name, rule, nil
 }
 

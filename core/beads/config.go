@@ -2,9 +2,12 @@ package beads
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -56,6 +59,12 @@ func LoadConfig(baseDir string) (Config, error) {
 			w.Fail(n, field, yamlnode.MsgNotEmpty)
 			return "", false
 		}
+		if ok {
+			if err := CheckName(strings.TrimSpace(s)); err != nil {
+				w.Fail(n, field, "%v", err)
+				return "", false
+			}
+		}
 		return s, ok
 	}
 	w.Fields(doc.Content[0], "", "", []string{"grimoires"}, func(kv yamlnode.Pair) {
@@ -82,10 +91,60 @@ func LoadConfig(baseDir string) (Config, error) {
 	return cfg, w.Errs.Err()
 }
 
+// CheckName says why name cannot name a grimoire. A bead's label and
+// config.yaml choose a grimoire by its name: a file NAME.yaml in the
+// project's grimoire folders (.vibeteam/grimoires, ...) or a built-in,
+// never a path, which would let whoever edits a bead run any file. So a
+// name has no path separator, no ".." and no "." at all: a name with an
+// extension is read as a file path by `vibeteam run`.
+func CheckName(name string) error {
+	const what = "a grimoire is chosen by its name (.vibeteam/grimoires/NAME.yaml, or a built-in), not by a path"
+	switch {
+	case name == "":
+		return errors.New("the grimoire name is empty")
+	case filepath.IsAbs(name) || strings.HasPrefix(name, "/"):
+		return fmt.Errorf("%q is an absolute path: %s", name, what)
+	case strings.ContainsAny(name, `/\`):
+		return fmt.Errorf("%q has a path separator: %s", name, what)
+	case strings.Contains(name, ".."):
+		return fmt.Errorf("%q has \"..\": %s", name, what)
+	case strings.Contains(name, "."):
+		return fmt.Errorf("%q has a \".\": %s; write the name without .yaml", name, what)
+	case strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return fmt.Errorf("%q has a control character: %s", name, what)
+	}
+	return nil
+}
+
+// Choose is Select for a run: the name chosen must be a name (CheckName).
+// A label naming a path is an error naming the bead and the label; the
+// config's names are checked when it is loaded.
+func Choose(b Bead, cfg Config) (name, rule string, err error) {
+	name, rule = Select(b, cfg)
+	if err := CheckName(name); err != nil {
+		if l, ok := strings.CutPrefix(rule, "label "); ok {
+			rule = "label " + printable(l)
+		}
+		return "", "", fmt.Errorf("bead %s: %s: %v", printable(b.ID()), rule, err)
+	}
+	return name, rule, nil
+}
+
+// printable is s, or s quoted when it holds what a terminal would
+// interpret (a bead's text comes from anyone).
+func printable(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) || r == utf8.RuneError {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 // Select chooses the grimoire for a bead run without a name, and says
 // which rule chose it: the bead's grimoire:NAME label, then the config's
 // grimoire for the bead's issue_type, then the config's default, then
-// implement-bead.
+// implement-bead. The name is not checked (see Choose).
 func Select(b Bead, cfg Config) (name, rule string) {
 	for _, l := range b.Labels() {
 		if n, ok := strings.CutPrefix(l, "grimoire:"); ok && strings.TrimSpace(n) != "" {

@@ -128,3 +128,45 @@ func TestSelectOrder(t *testing.T) {
 		}
 	}
 }
+
+// A label or config.yaml names a grimoire; a path, which would run any
+// file, is an error naming the bead and the label (or the config's line).
+func TestGrimoireNamesAreNames(t *testing.T) {
+	t.Parallel()
+	for _, label := range []string{
+		"grimoire:../outside/evil.yaml", "grimoire:/tmp/evil.yaml", "grimoire:sub/x", `grimoire:..\x`,
+		"grimoire:..", "grimoire:evil.yaml", "grimoire:.hidden", "grimoire:a\x1b[2Jb",
+	} {
+		b := Bead{"id": "bd-7", "labels": []any{label}}
+		name, rule, err := Choose(b, Config{})
+		if err == nil {
+			t.Errorf("%q: chose %q (%s)", label, name, rule)
+			continue
+		}
+		if want := "bead bd-7: label " + printable(label) + ": "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s…", label, err, want)
+		}
+		if strings.ContainsRune(err.Error(), 0x1b) {
+			t.Errorf("%q: the error holds an escape: %q", label, err)
+		}
+	}
+	if _, _, err := Choose(Bead{"id": "bd-7", "labels": []any{"grimoire:/etc/x"}}, Config{}); err == nil || !strings.Contains(err.Error(), `"/etc/x" is an absolute path`) {
+		t.Errorf("absolute path: %v", err)
+	}
+	for _, label := range []string{"grimoire:fix-bug", "grimoire:my_grimoire2"} {
+		if name, _, err := Choose(Bead{"labels": []any{label}}, Config{}); err != nil || name != strings.TrimPrefix(label, "grimoire:") {
+			t.Errorf("%q: %q, %v", label, name, err)
+		}
+	}
+	for text, want := range map[string]string{
+		"grimoires:\n  default: ../evil\n":          `.vibeteam/config.yaml:2:12: grimoires.default: "../evil" has a path separator`,
+		"grimoires:\n  default: /tmp/evil.yaml\n":   `.vibeteam/config.yaml:2:12: grimoires.default: "/tmp/evil.yaml" is an absolute path`,
+		"grimoires:\n  by_type: {bug: evil.yaml}\n": `.vibeteam/config.yaml:2:18: grimoires.by_type.bug: "evil.yaml" has a "."`,
+		"grimoires:\n  by_type:\n    bug: '..'\n":   `.vibeteam/config.yaml:3:10: grimoires.by_type.bug: ".." has ".."`,
+	} {
+		_, err := LoadConfig(writeConfig(t, text))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s…", text, err, want)
+		}
+	}
+}
