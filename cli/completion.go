@@ -10,7 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/builtin"
-	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -221,7 +221,7 @@ func flagValues(name, cur, prefix string) []candidate {
 	case "events":
 		out = append(pathCandidates(cur, func(string) bool { return true }), candidate{"-", "stdout"})
 	case "on-interaction":
-		out = words(engine.InteractionAsk, engine.InteractionPark, engine.InteractionFail)
+		out = words(core.InteractionAsk, core.InteractionPark, core.InteractionFail)
 	}
 	for i := range out {
 		out[i].value = prefix + out[i].value

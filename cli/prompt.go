@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
-	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -62,13 +61,13 @@ type waitingTask struct {
 
 // questionAsk is a headless agent's question waiting for the person.
 type questionAsk struct {
-	req    engine.QuestionRequest
+	req    core.QuestionRequest
 	answer chan string
 }
 
 // question asks the person what a headless agent's final message asks
-// (engine.Options.Question). "" is no answer: later.
-func (p *prompter) question(ctx context.Context, req engine.QuestionRequest) string {
+// (core.Options.Question). "" is no answer: later.
+func (p *prompter) question(ctx context.Context, req core.QuestionRequest) string {
 	ask := &questionAsk{req: req, answer: make(chan string, 1)}
 	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: "question", question: ask}, ask.answer, "")
 }
@@ -117,17 +116,17 @@ func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 
 // permissionAsk is a headless agent's denial waiting for the person.
 type permissionAsk struct {
-	req    engine.PermissionRequest
+	req    core.PermissionRequest
 	answer chan string
 }
 
 // permission asks the person about the tool calls a headless agent was
-// denied (engine.Options.Permission): allow once, allow for the run, deny,
+// denied (core.Options.Permission): allow once, allow for the run, deny,
 // or later. It waits its turn after the tasks already waiting, and
 // answers "later" if the session ends first.
-func (p *prompter) permission(ctx context.Context, req engine.PermissionRequest) string {
+func (p *prompter) permission(ctx context.Context, req core.PermissionRequest) string {
 	ask := &permissionAsk{req: req, answer: make(chan string, 1)}
-	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask}, ask.answer, engine.PermissionLater)
+	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask}, ask.answer, core.PermissionLater)
 }
 
 // askPermission shows what a headless agent was denied and reads the
@@ -158,21 +157,21 @@ func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 		p.outMu.Unlock()
 		line, err := in.ReadString('\n')
 		if err != nil {
-			answer(engine.PermissionLater)
+			answer(core.PermissionLater)
 			return false
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "o", "once", "y", "yes":
-			answer(engine.PermissionOnce)
+			answer(core.PermissionOnce)
 			return true
 		case "a", "all":
-			answer(engine.PermissionAll)
+			answer(core.PermissionAll)
 			return true
 		case "d", "deny", "n", "no":
-			answer(engine.PermissionDeny)
+			answer(core.PermissionDeny)
 			return true
 		case "l", "later", ":quit":
-			answer(engine.PermissionLater)
+			answer(core.PermissionLater)
 			return true
 		default:
 			fmt.Fprintln(t, "o, a, d or l")
@@ -182,16 +181,16 @@ func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 
 // reviewAsk is a merge waiting for the person's review.
 type reviewAsk struct {
-	req    engine.ReviewRequest
+	req    core.ReviewRequest
 	answer chan [2]string // decision, reason
 }
 
-// review asks the person about a merge (engine.Options.Review): approve,
+// review asks the person about a merge (core.Options.Review): approve,
 // reject (with a reason), or later. It waits its turn after the tasks
 // already waiting, and answers "later" if the session ends first.
-func (p *prompter) review(ctx context.Context, req engine.ReviewRequest) (string, string) {
+func (p *prompter) review(ctx context.Context, req core.ReviewRequest) (string, string) {
 	ask := &reviewAsk{req: req, answer: make(chan [2]string, 1)}
-	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{engine.ReviewLater, ""})
+	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{core.ReviewLater, ""})
 	return a[0], a[1]
 }
 
@@ -243,20 +242,20 @@ func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 		p.outMu.Unlock()
 		line, err := in.ReadString('\n')
 		if err != nil {
-			answer(engine.ReviewLater, "")
+			answer(core.ReviewLater, "")
 			return false
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "a", "approve":
-			answer(engine.ReviewApprove, "")
+			answer(core.ReviewApprove, "")
 			return true
 		case "r", "reject":
 			fmt.Fprint(t, "reason (optional) › ")
 			reason, _ := in.ReadString('\n')
-			answer(engine.ReviewReject, strings.TrimSpace(reason))
+			answer(core.ReviewReject, strings.TrimSpace(reason))
 			return true
 		case "l", "later", ":quit":
-			answer(engine.ReviewLater, "")
+			answer(core.ReviewLater, "")
 			return true
 		case "d", "diff":
 			p.pageDiff(r)
@@ -267,7 +266,7 @@ func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 }
 
 // pageDiff shows the merge's diff in $PAGER (less) on the terminal.
-func (p *prompter) pageDiff(r engine.ReviewRequest) {
+func (p *prompter) pageDiff(r core.ReviewRequest) {
 	pager := os.Getenv("PAGER")
 	if pager == "" {
 		pager = "less -R"
@@ -439,7 +438,7 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 			}
 			continue
 		}
-		if ctrl.Executor.TaskStatus(w.id) != state.TaskWaitingForUser {
+		if ctrl.TaskStatus(w.id) != state.TaskWaitingForUser {
 			p.setAsking("")
 			continue
 		}
@@ -515,12 +514,12 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 				// End of input (Ctrl-D) or a terminal gone: nobody will
 				// answer, so park rather than wait for ever.
 				fmt.Fprintln(t, "\n(no more input: parking the session)")
-				p.ctrl.Executor.Park(w.id, "the terminal's input ended at a pause")
+				p.ctrl.Park(w.id, "the terminal's input ended at a pause")
 			}
 			return false
 		}
 		line = strings.TrimRight(line, "\r\n")
-		ex := p.ctrl.Executor
+		ex := p.ctrl
 		var sendErr error
 		switch line {
 		case "":
@@ -564,7 +563,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 
 // attach hands the task's terminal to the person until Ctrl-].
 func (p *prompter) attach(w waitingTask) error {
-	ex := p.ctrl.Executor
+	ex := p.ctrl
 	pt, err := ex.Terminal(w.id)
 	if err != nil {
 		return err

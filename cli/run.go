@@ -16,7 +16,6 @@ import (
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/core"
-	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -91,7 +90,7 @@ func runCommand(streams IO) *ucli.Command {
 				}
 				// A grimoire's templates read step results: they are rendered
 				// as each step starts.
-				if _, err := engine.RenderPrompts(def, vars); err != nil {
+				if _, err := core.RenderPrompts(def, vars); err != nil {
 					return exitf(ExitUsage, "%s: %v", def.Source, err)
 				}
 			}
@@ -169,16 +168,16 @@ func resumeCommand(streams IO) *ucli.Command {
 			case (c.Bool("approve-merge") || c.Bool("reject-merge")) && !hasMerge(sess.WorkflowDefinition):
 				return exitf(ExitUsage, "session %s has no merge step to approve or reject", id)
 			case c.Bool("approve-merge"):
-				opts.MergeDecision = engine.ReviewApprove
+				opts.MergeDecision = core.ReviewApprove
 			case c.Bool("reject-merge"):
-				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
+				opts.MergeDecision, opts.MergeReason = core.ReviewReject, c.String("reason")
 			}
 			opts.Allow = c.StringSlice("allow")
-			if len(opts.Allow) > 0 && len(sess.WaitingFor(engine.DeniedReason)) == 0 {
+			if len(opts.Allow) > 0 && len(sess.WaitingFor(core.DeniedReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
 			}
 			opts.Answer = c.String("answer")
-			if opts.Answer != "" && len(sess.WaitingFor(engine.QuestionReason)) == 0 {
+			if opts.Answer != "" && len(sess.WaitingFor(core.QuestionReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
 			}
 			if err := resumeBead(sess, &opts); err != nil {
@@ -204,7 +203,7 @@ func resumeCommand(streams IO) *ucli.Command {
 				merged[k] = v
 			}
 			if def.Kind != workflow.KindGrimoire {
-				if _, err := engine.RenderPrompts(def, merged); err != nil {
+				if _, err := core.RenderPrompts(def, merged); err != nil {
 					return exitf(ExitUsage, "session %s: %v", id, err)
 				}
 			}
@@ -284,7 +283,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	// Who answers a task that needs a person: the terminal, if there is one.
 	var prompt *prompter
 	switch mode := c.String("on-interaction"); mode {
-	case engine.InteractionAsk:
+	case core.InteractionAsk:
 		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
 			defer tty.Close()
 			prompt = newPrompter(tty, disp)
@@ -293,9 +292,9 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 			opts.Permission = prompt.permission
 			opts.Question = prompt.question
 		} else {
-			opts.Interaction = engine.InteractionPark
+			opts.Interaction = core.InteractionPark
 		}
-	case engine.InteractionPark, engine.InteractionFail:
+	case core.InteractionPark, core.InteractionFail:
 	default:
 		return exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
 	}
@@ -340,7 +339,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 					cancel()
 				} else {
 					disp.note("killing every task now")
-					ctrl.Executor.Kill()
+					ctrl.Kill()
 				}
 			case <-runDone:
 				return
@@ -441,7 +440,7 @@ func waitingReport(sess *state.Session) string {
 			continue
 		}
 		switch rec.Reason {
-		case engine.DeniedReason:
+		case core.DeniedReason:
 			tools := rec.Agent.DeniedTools()
 			if b.Len() > 0 {
 				b.WriteString("\n")
@@ -450,7 +449,7 @@ func waitingReport(sess *state.Session) string {
 			for _, tool := range tools {
 				b.WriteString(" --allow " + shellWord(tool))
 			}
-		case engine.QuestionReason:
+		case core.QuestionReason:
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}

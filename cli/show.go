@@ -12,8 +12,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/agentstream"
-	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -104,7 +104,7 @@ func showCommand(streams IO) *ucli.Command {
 					if rec.Agent != nil {
 						fmt.Fprintf(out, "      agent: %s\n", agentLine(rec.Agent))
 					}
-					if rec.Excerpt != "" && (rec.Reason == engine.DeniedReason || rec.Reason == engine.QuestionReason) {
+					if rec.Excerpt != "" && (rec.Reason == core.DeniedReason || rec.Reason == core.QuestionReason) {
 						fmt.Fprintf(out, "      %s\n", safe(rec.Excerpt))
 					}
 					tail := rec.OutputTail
@@ -171,7 +171,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		if r.Summary != "" {
 			fmt.Fprintf(out, "  %s    summary: %s\n", indent, safe(r.Summary))
 		}
-		if rec := s.Tasks[engine.StepTaskID(r.Name, k)]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
+		if rec := s.Tasks[core.StepTaskID(r.Name, k)]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
 			fmt.Fprintf(out, "  %s    agent: %s\n", indent, agentLine(rec.Agent))
 		}
 		if r.LogPath != "" {
@@ -251,7 +251,7 @@ func lastScreen(rec *state.TaskRecord) string {
 	if err != nil || len(raw) == 0 {
 		return ""
 	}
-	return engine.Excerpt(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
+	return core.Excerpt(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
 }
 
 // agentLine is what a headless agent's report says about its run, on one

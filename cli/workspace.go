@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/worktree"
 )
 
@@ -27,12 +27,12 @@ func (w gitWorkspace) Summary(ctx context.Context) (string, string, error) {
 	return w.repo.Summary(ctx, w.wt)
 }
 
-func (w gitWorkspace) Merge(ctx context.Context, message string) (engine.MergeOutcome, error) {
+func (w gitWorkspace) Merge(ctx context.Context, message string) (core.MergeOutcome, error) {
 	res, err := w.repo.Merge(ctx, w.wt, message)
 	if err != nil {
-		return engine.MergeOutcome{}, err
+		return core.MergeOutcome{}, err
 	}
-	out := engine.MergeOutcome{Commit: res.Commit, Refused: res.Refused}
+	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused}
 	if res.UpToDate && out.Commit == "" {
 		out.Commit = "(up to date)"
 	}
@@ -41,7 +41,7 @@ func (w gitWorkspace) Merge(ctx context.Context, message string) (engine.MergeOu
 		if c.Message != "" && c.Message != c.Hunks {
 			hunks = strings.TrimSpace(c.Message + "\n" + hunks)
 		}
-		out.Conflicts = append(out.Conflicts, engine.MergeConflict{Path: c.Path, Hunks: hunks})
+		out.Conflicts = append(out.Conflicts, core.MergeConflict{Path: c.Path, Hunks: hunks})
 	}
 	if !res.Merged && out.Refused == "" && len(out.Conflicts) == 0 {
 		return out, fmt.Errorf("the merge of %s into %s did not happen, for no reason git gave", w.wt.Branch, w.wt.Base)
@@ -56,8 +56,8 @@ func (w gitWorkspace) Remove(ctx context.Context) error {
 // openWorkspace returns the engine's Workspace factory for a bead: its
 // worktree in the repository at base, created from baseBranch ("" is the
 // current branch) for a new session, the same one again on resume.
-func openWorkspace(base, beadID, baseBranch string) func(session string) (engine.Workspace, error) {
-	return func(session string) (engine.Workspace, error) {
+func openWorkspace(base, beadID, baseBranch string) func(session string) (core.Workspace, error) {
+	return func(session string) (core.Workspace, error) {
 		ctx := context.Background()
 		repo, err := worktree.Open(ctx, base)
 		if err != nil {
