@@ -634,15 +634,15 @@ func (w *previewWalker) node(n parse.Node, c walkCtx) []parse.Node {
 	case *parse.TemplateNode:
 		if w.pipe(n.Pipe, c) {
 			*w.v.pending = true
-			return []parse.Node{textNode(n.Pos, Placeholder(strings.TrimSuffix(strings.TrimPrefix(n.String(), "{{"), "}}")))}
+			return []parse.Node{w.marker(n.Pos, Placeholder(strings.TrimSuffix(strings.TrimPrefix(n.String(), "{{"), "}}")))}
 		}
 	case *parse.BreakNode:
 		if c.flatRange {
-			return []parse.Node{textNode(n.Pos, Placeholder("break"))}
+			return []parse.Node{w.marker(n.Pos, Placeholder("break"))}
 		}
 	case *parse.ContinueNode:
 		if c.flatRange {
-			return []parse.Node{textNode(n.Pos, Placeholder("continue"))}
+			return []parse.Node{w.marker(n.Pos, Placeholder("continue"))}
 		}
 	}
 	return []parse.Node{n}
@@ -672,17 +672,27 @@ func (w *previewWalker) includeArgs(p *parse.PipeNode, c walkCtx) bool {
 // flatten shows both branches of a node whose condition only a run knows.
 func (w *previewWalker) flatten(kind string, b *parse.BranchNode, inner, outer walkCtx) []parse.Node {
 	*w.v.pending = true
-	out := []parse.Node{textNode(b.Pos, Placeholder(kind+" "+pipeSource(b.Pipe)))}
+	out := []parse.Node{w.marker(b.Pos, Placeholder(kind+" "+pipeSource(b.Pipe)))}
 	w.list(b.List, inner)
 	if b.List != nil {
 		out = append(out, b.List.Nodes...)
 	}
 	if b.ElseList != nil {
 		w.list(b.ElseList, outer)
-		out = append(out, textNode(b.Pos, Placeholder("else")))
+		out = append(out, w.marker(b.Pos, Placeholder("else")))
 		out = append(out, b.ElseList.Nodes...)
 	}
-	return append(out, textNode(b.Pos, Placeholder("end")))
+	return append(out, w.marker(b.Pos, Placeholder("end")))
+}
+
+// marker is the text node of a marker a preview shows in a template's text
+// (⟨if .x⟩, ⟨else⟩, ⟨end⟩, ⟨break⟩): in a command, a stand-in that fill
+// replaces, so that the shell text around it is parsed without it.
+func (w *previewWalker) marker(pos parse.Pos, text string) *parse.TextNode {
+	if w.v.values != nil {
+		text = w.v.values.marker(text)
+	}
+	return textNode(pos, text)
 }
 
 // declare records the variables a pipeline declares: pending with path, or

@@ -155,6 +155,12 @@ func TestPreviewCommand(t *testing.T) {
 	if len(warns) != 1 || !strings.Contains(warns[0], "{{raw}}") {
 		t.Errorf("warnings %q", warns)
 	}
+	// A condition known only at run time shows both branches, each value
+	// placed as in its branch; the markers are no shell text.
+	got, _, err = p.Command("check", `{{if (step "tests").failed}}echo "failed: {{.bead.title}}"{{else}}echo '{{.target}}' > x{{end}}`)
+	if want := `⟨if (step "tests").failed⟩echo "failed: Fix it"⟨else⟩echo './...' > x⟨end⟩`; err != nil || got != want {
+		t.Errorf("got  %s, %v\nwant %s", got, err, want)
+	}
 	// A value the shell would read as code is an error, with its line.
 	if _, _, err := p.Command("check", "true\necho $(ls {{.tests.output}})"); err == nil || !strings.Contains(err.Error(), `step "check": command: line 2: {{.tests.output}} is inside $(...)`) {
 		t.Errorf("a value inside $(...): %v", err)

@@ -48,6 +48,11 @@ type commandValues struct {
 	re      *regexp.Regexp
 	values  []string
 	actions []int // the action that printed each value
+	// markers are the texts a preview shows where a branch begins and
+	// ends (⟨if .x⟩, ⟨else⟩, ⟨end⟩): they are no shell text, and are
+	// left out when the command is parsed.
+	markers  []string
+	markerRE *regexp.Regexp
 }
 
 func newCommandValues() *commandValues {
@@ -59,7 +64,14 @@ func newCommandValues() *commandValues {
 	// whatever is around it. The random part keeps a value let through
 	// {{raw}} from forging one.
 	prefix := "vtV" + hex.EncodeToString(b[:]) + "n"
-	return &commandValues{prefix: prefix, re: regexp.MustCompile(prefix + `(\d+)Z`)}
+	return &commandValues{prefix: prefix, re: regexp.MustCompile(prefix + `(\d+)Z`), markerRE: regexp.MustCompile(prefix + `m(\d+)Z`)}
+}
+
+// marker records the text of a preview's branch marker and returns what
+// stands for it until the command is filled.
+func (c *commandValues) marker(text string) string {
+	c.markers = append(c.markers, text)
+	return c.prefix + "m" + strconv.Itoa(len(c.markers)-1) + "Z"
 }
 
 // add records value s of action id and returns its sentinel.
@@ -77,17 +89,25 @@ func (c *commandValues) sentinel(i int) string {
 // place of its sentinel, quoted for where it landed. Each value that cannot
 // be placed is one error, "line N: ..." with N the line of its action.
 func (c *commandValues) fill(text string, actions []action) (string, error) {
-	if len(c.values) == 0 {
-		return text, nil
+	if len(c.values) > 0 {
+		// The branches a preview shows one after the other are placed as
+		// validate places them: their texts together.
+		lands, err := c.place(c.markerRE.ReplaceAllString(text, ""), actions)
+		if err != nil {
+			return "", err
+		}
+		text = c.re.ReplaceAllStringFunc(text, func(m string) string {
+			i, _ := strconv.Atoi(c.re.FindStringSubmatch(m)[1])
+			return quoteFor(lands[i], c.values[i])
+		})
 	}
-	lands, err := c.place(text, actions)
-	if err != nil {
-		return "", err
+	if len(c.markers) > 0 {
+		text = c.markerRE.ReplaceAllStringFunc(text, func(m string) string {
+			i, _ := strconv.Atoi(c.markerRE.FindStringSubmatch(m)[1])
+			return c.markers[i]
+		})
 	}
-	return c.re.ReplaceAllStringFunc(text, func(m string) string {
-		i, _ := strconv.Atoi(c.re.FindStringSubmatch(m)[1])
-		return quoteFor(lands[i], c.values[i])
-	}), nil
+	return text, nil
 }
 
 // quoteFor quotes s for where it lands.
