@@ -112,6 +112,9 @@ func (sp *Spells) find(file, what string) (Spell, error) {
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		if !inside(filepath.Join(sp.base, dir), p) {
+			return Spell{}, fmt.Errorf("%s %q: %s leads out of %s (a symbolic link): a spell resolves inside the spell folders or not at all", what, strings.TrimSuffix(file, ".md"), rel, dir)
+		}
 		data, err := source.Read(p)
 		if err != nil {
 			var se *source.Error
@@ -135,6 +138,21 @@ func (sp *Spells) find(file, what string) (Spell, error) {
 		msg += fmt.Sprintf("; did you mean %q?", strings.TrimSuffix(s, ".md"))
 	}
 	return Spell{}, errors.New(msg)
+}
+
+// inside reports whether path, its symbolic links followed, is inside
+// dir (itself followed: a spell folder may be a link).
+func inside(dir, path string) bool {
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realDir, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // names lists the spell files that exist, for "did you mean".

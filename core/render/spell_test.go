@@ -75,6 +75,63 @@ func TestSpellsLoad(t *testing.T) {
 	}
 }
 
+// A spell or a partial resolves inside the spell folders or not at all: a
+// symbolic link that leads out of them (to a file, or a folder) is an
+// error, whatever name reaches it (a bead's text may name a partial). A
+// link inside the folders, and a spell folder that is itself a link, work.
+func TestSpellsStayInsideTheirFolders(t *testing.T) {
+	base := project(t, map[string]string{
+		".vibeteam/spells/real.md": "real {{include \"leak\"}}",
+		"secret/key.md":            "SECRET",
+		"shared/spells/mine.md":    "shared mine {{include \"alias\"}}",
+		"shared/spells/other.md":   "other",
+	})
+	outside := filepath.Join(t.TempDir(), "outside.md")
+	if err := os.WriteFile(outside, []byte("SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		".vibeteam/spells/leak.md": outside,
+		".vibeteam/spells/rel.md":  "../../secret/key.md",
+		".vibeteam/spells/sub":     filepath.Join(base, "secret"),
+		".coven/spells":            filepath.Join(base, "shared/spells"),
+		"shared/spells/alias.md":   "other.md",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := NewSpells(base)
+	for ref, want := range map[string]string{
+		"leak":    `spell "leak": .vibeteam/spells/leak.md leads out of .vibeteam/spells (a symbolic link): a spell resolves inside the spell folders or not at all`,
+		"rel":     `spell "rel": .vibeteam/spells/rel.md leads out of .vibeteam/spells (a symbolic link)`,
+		"sub/key": `spell "sub/key": .vibeteam/spells/sub/key.md leads out of .vibeteam/spells (a symbolic link)`,
+	} {
+		if s, err := sp.Load(ref); err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(s.Text, "SECRET") {
+			t.Errorf("%s: %q, %v\nwant %s", ref, s.Text, err, want)
+		}
+	}
+	// A partial named by a bead's title is refused the same way.
+	s := NewScope("", nil)
+	s.SetBead(map[string]any{"title": "sub/key"})
+	if out, err := s.AgentPrompt("a", sp, "Do it.\n{{include .bead.title}}", nil); err == nil || !strings.Contains(err.Error(), `partial "sub/key": .vibeteam/spells/sub/key.md leads out of .vibeteam/spells`) || strings.Contains(out, "SECRET") {
+		t.Errorf("partial through a link: %q, %v", out, err)
+	}
+	if out, err := s.AgentPrompt("a", sp, "real", nil); err == nil || !strings.Contains(err.Error(), `partial "leak"`) || strings.Contains(out, "SECRET") {
+		t.Errorf("partial through a link: %q, %v", out, err)
+	}
+	// Links that stay inside work.
+	if got, err := sp.Load("mine"); err != nil || got.Text != "shared mine {{include \"alias\"}}" {
+		t.Errorf("a linked spell folder: %q, %v", got.Text, err)
+	}
+	if out, err := s.AgentPrompt("a", sp, "mine", nil); err != nil || !strings.Contains(out, "shared mine other") {
+		t.Errorf("a link inside a folder: %q, %v", out, err)
+	}
+}
+
 // The built-in spells render with a bead, and without one (until beads
 // land, .bead is empty), and ask for the output contract's outputs.
 func TestBuiltinSpells(t *testing.T) {
