@@ -172,6 +172,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer x.stopStrays()
 	defer x.stopKept()
 	x.stopOrphans()
 	x.mu.Lock()
@@ -553,6 +554,15 @@ func (x *Executor) keep(tr *taskRun) {
 	x.mu.Lock()
 	x.kept = append(x.kept, tr)
 	x.mu.Unlock()
+}
+
+// stopStrays stops the daemons the tasks that ended left behind outside
+// their process group, session and environment tag; call it only when no
+// task runs.
+func (x *Executor) stopStrays() {
+	if n := runner.StopStrays(x.opts.Grace); n > 0 {
+		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("stopped %d process(es) a task left running in a session of their own (a daemon)", n)})
+	}
 }
 
 // stopKept stops keepAlive processes when the run ends: no child outlives

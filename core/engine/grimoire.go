@@ -514,6 +514,9 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 
 func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	x := s.x
+	if step.Type != workflow.StepLoop {
+		x.stopStrays() // no task runs between two steps
+	}
 	key := at.Key()
 	now := time.Now()
 	output := r.Output

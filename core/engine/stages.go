@@ -57,6 +57,7 @@ func (s stageStore) Started(at flow.Addr, st *workflow.Step) {
 }
 
 func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
+	s.x.stopStrays()
 	if r.Status == flow.Done {
 		s.x.emit(events.StageCompleted, "", map[string]any{"stage": st.ID, "index": at[0].Index})
 	}

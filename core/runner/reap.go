@@ -71,6 +71,7 @@ type reaper struct {
 }
 
 func newReaper(since uint64, pid int, tag string, exited <-chan struct{}) *reaper {
+	leaders.Store(pid, exited)
 	return &reaper{pgid: pid, tag: tag, since: since, exited: exited, swept: make(chan struct{}), kill: make(chan struct{})}
 }
 
@@ -210,10 +211,11 @@ func (r *reaper) signal(sig syscall.Signal, spare func() map[int]bool, termed ma
 }
 
 type procStat struct {
-	state byte
-	ppid  int
-	pgrp  int
-	start uint64
+	state   byte
+	ppid    int
+	pgrp    int
+	session int
+	start   uint64
 }
 
 // readStat parses /proc/<pid>/stat; ok is false when the process vanished.
@@ -236,11 +238,12 @@ func readStat(pid int) (procStat, bool) {
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
+	session, err4 := strconv.Atoi(f[3])
 	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, session: session, start: start}, true
 }
 
 // hasEnv reports whether the process's initial environment holds exactly

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// subreaper is set once this process is a child subreaper.
+var subreaper atomic.Bool
+
+// leaders are the task processes this vibeteam started (pid → closed once
+// reaped): its own children, never strays.
+var leaders sync.Map
+
+// liveLeader reports whether pid is a task process of ours not yet reaped.
+func liveLeader(pid int) bool {
+	v, ok := leaders.Load(pid)
+	if !ok {
+		return false
+	}
+	if isClosed(v.(<-chan struct{})) {
+		leaders.Delete(pid)
+		return false
+	}
+	return true
+}
+
+// StopStrays stops the processes that left a task's process group and its
+// session and dropped its environment tag (`env -i setsid daemon &`): as a
+// child subreaper (BecomeSubreaper), vibeteam inherits them when their
+// parent ends, so they are its children in a session of their own, which
+// no child vibeteam starts itself is (task processes aside, which it
+// knows). They get SIGTERM, then SIGKILL after grace, and are reaped.
+//
+// Call it only when no task runs (between the steps of a grimoire, after a
+// stage, at the end of a run): a daemon of a task still running is its
+// business until that task ends. It returns how many it stopped.
+func StopStrays(grace time.Duration) int {
+	if !subreaper.Load() {
+		// Without it, nothing comes back to us: what is a child in a
+		// session of its own is someone else's (a test's terminal).
+		return 0
+	}
+	self := os.Getpid()
+	me, ok := readStat(self)
+	if !ok {
+		return 0
+	}
+	mine := me.session
+	stopped := 0
+	// A stray's own children come to us when it dies: a few rounds.
+	for round := 0; round < 4; round++ {
+		var strays []int
+		for _, pid := range children() {
+			if liveLeader(pid) {
+				continue
+			}
+			st, ok := readStat(pid)
+			if !ok || st.ppid != self {
+				continue
+			}
+			// An ended orphan of a task's group (its group is neither its
+			// own, as for every child vibeteam starts, nor vibeteam's) is
+			// reaped, or it would stay a zombie.
+			orphan := st.pgrp != pid && st.pgrp != me.pgrp
+			if (st.state == 'Z' || st.state == 'X') && (orphan || st.session != mine) {
+				reap(pid, false)
+				continue
+			}
+			if st.session == mine {
+				continue
+			}
+			strays = append(strays, pid)
+		}
+		if len(strays) == 0 {
+			break
+		}
+		stopped += len(strays)
+		for _, pid := range strays {
+			signalStray(pid, syscall.SIGTERM)
+		}
+		deadline := time.Now().Add(grace)
+		for _, pid := range strays {
+			for !reap(pid, false) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !reap(pid, false) {
+				signalStray(pid, syscall.SIGKILL)
+				reap(pid, true)
+			}
+		}
+	}
+	return stopped
+}
+
+// signalStray signals a stray and, when it leads one, its process group.
+func signalStray(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pid, sig)
+	_ = syscall.Kill(pid, sig)
+}
+
+// reap waits for a stray child that ended (wait: until it does) and
+// reports whether it is gone.
+func reap(pid int, wait bool) bool {
+	opts := syscall.WNOHANG
+	if wait {
+		opts = 0
+	}
+	var ws syscall.WaitStatus
+	for {
+		got, err := syscall.Wait4(pid, &ws, opts, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return true // not our child (any more): gone
+		}
+		return got == pid
+	}
+}
+
+// children are this process's children, from every thread's
+// /proc/self/task/TID/children.
+func children() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
