@@ -19,6 +19,13 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 	if strings.TrimSpace(message) == "" {
 		return false, errors.New("a commit needs a message")
 	}
+	// Under the repository lock, as every change vibeteam makes: a commit
+	// that a killed vibeteam left running ends before a resumed one goes on.
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	if err := r.onBranch(ctx, wt); err != nil {
 		return false, err
 	}

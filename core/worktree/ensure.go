@@ -195,7 +195,7 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 	if err := checkBeadID(ctx, r.Top, beadID); err != nil {
 		return nil, false, err
 	}
-	unlock, err := r.lock(ctx)
+	ctx, unlock, err := r.lock(ctx)
 	if err != nil {
 		return nil, false, err
 	}

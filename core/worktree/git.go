@@ -88,11 +88,20 @@ func run(ctx context.Context, c cmd) (string, error) {
 	if !c.hooks {
 		args = append(args, "-c", "core.hooksPath="+os.DevNull)
 	}
+	lock := heldLock(ctx)
+	if c.keep && lock != nil {
+		// It inherits the repository lock (see Repo.lock); nothing it
+		// could leave running may inherit it too.
+		args = append(args, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.fsmonitor=false")
+	}
 	args = append(args, c.args...)
 	x := exec.CommandContext(ctx, "git", args...)
 	x.Dir = c.dir
 	x.Env = gitEnv(c.env...)
 	ownGroup(x)
+	if c.keep && lock != nil {
+		x.ExtraFiles = []*os.File{lock}
+	}
 	// A hook that leaves a child holding git's output open (sleep 45 &)
 	// does not hold the run: its pipes are closed a moment after git ends.
 	x.WaitDelay = gitWaitDelay

@@ -5,6 +5,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 )
 
@@ -14,7 +15,7 @@ var (
 	locks   = map[string]chan struct{}{}
 )
 
-func lockFile(ctx context.Context, path string) (func(), error) {
+func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
 	locksMu.Lock()
 	ch, ok := locks[path]
 	if !ok {
@@ -24,8 +25,8 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	locksMu.Unlock()
 	select {
 	case ch <- struct{}{}:
-		return func() { <-ch }, nil
+		return func() { <-ch }, nil, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
+		return nil, nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
 	}
 }

@@ -14,10 +14,10 @@ import (
 // is done. flock belongs to the open file, so two goroutines of one process
 // exclude each other as two processes do; the kernel drops it when the
 // process dies, so a crash never leaves the repository locked.
-func lockFile(ctx context.Context, path string) (func(), error) {
+func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("open the lock %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open the lock %s: %w", path, err)
 	}
 	flock := func(how int) error {
 		for {
@@ -28,10 +28,10 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		}
 	}
 	if err := flock(syscall.LOCK_EX | syscall.LOCK_NB); err == nil {
-		return func() { f.Close() }, nil
+		return func() { f.Close() }, f, nil
 	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	// Held by another run: wait in the background, so that a cancelled
 	// context stops the wait (the lock, if it comes, is then let go).
@@ -41,14 +41,14 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	case err := <-done:
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		return func() { f.Close() }, nil
+		return func() { f.Close() }, f, nil
 	case <-ctx.Done():
 		go func() {
 			<-done
 			f.Close()
 		}()
-		return nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
+		return nil, nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
 	}
 }

@@ -66,7 +66,7 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 	if err := r.checkMergeTree(ctx); err != nil {
 		return res, err
 	}
-	unlock, err := r.lock(ctx)
+	ctx, unlock, err := r.lock(ctx)
 	if err != nil {
 		return res, err
 	}

@@ -19,7 +19,7 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 	if wt == nil || wt.Branch == "" || wt.Path == "" {
 		return errors.New("no worktree")
 	}
-	unlock, err := r.lock(ctx)
+	ctx, unlock, err := r.lock(ctx)
 	if err != nil {
 		return err
 	}

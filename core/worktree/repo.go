@@ -115,7 +115,7 @@ func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
 // directory, so it applies to every worktree), each at most once, keeping
 // the lines already there. The user's .gitignore is never touched.
 func (r *Repo) Exclude(ctx context.Context, patterns ...string) error {
-	unlock, err := r.lock(ctx)
+	_, unlock, err := r.lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -164,8 +164,28 @@ func (r *Repo) exclude(patterns ...string) error {
 
 // lock serialises vibeteam's changes to the repository's shared state
 // (refs, worktree list, owner records) across processes.
-func (r *Repo) lock(ctx context.Context) (func(), error) {
-	return lockFile(ctx, filepath.Join(r.CommonDir, "vibeteam.lock"))
+//
+// The returned context carries the lock: the git commands that change the
+// repository under it inherit it (run), so when vibeteam is killed while
+// one runs, the lock stays held until that git ends, and the vibeteam that
+// resumes waits for it rather than working beside it.
+func (r *Repo) lock(ctx context.Context) (context.Context, func(), error) {
+	unlock, f, err := lockFile(ctx, filepath.Join(r.CommonDir, "vibeteam.lock"))
+	if err != nil {
+		return ctx, nil, err
+	}
+	if f != nil {
+		ctx = context.WithValue(ctx, heldLockKey{}, f)
+	}
+	return ctx, unlock, nil
+}
+
+type heldLockKey struct{}
+
+// heldLock is the repository lock ctx holds, nil if none.
+func heldLock(ctx context.Context) *os.File {
+	f, _ := ctx.Value(heldLockKey{}).(*os.File)
+	return f
 }
 
 // gitWorktree is one entry of git worktree list.

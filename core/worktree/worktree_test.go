@@ -708,7 +708,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 	t.Parallel()
 	dir := newRepo(t)
 	r := open(t, dir)
-	unlock, err := r.lock(bg)
+	_, unlock, err := r.lock(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
