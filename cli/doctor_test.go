@@ -368,7 +368,7 @@ func TestDoctorWithoutFileListsEveryAdapter(t *testing.T) {
 		t.Fatalf("adapters %v, want %v", names, want)
 	}
 	c := got["claude"]
-	if c.Found || c.Source != "built-in" || c.Tested != "2.1.197" || !slices.Equal(c.AuthEnv.Missing, []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}) ||
+	if c.Found || c.Source != "built-in" || c.Tested != "2.1.332" || !slices.Equal(c.AuthEnv.Missing, []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"}) ||
 		c.AuthNote == "" || len(c.Problems) != 1 {
 		t.Errorf("claude: %+v", c)
 	}

@@ -328,7 +328,7 @@ func (ts *terminalState) answerReady(state string) bool {
 		ts.wakeIn(ts.minShown - shown)
 		return false
 	}
-	if !ts.quietFor(first, ts.quiet) {
+	if !ts.quietFor(time.Time{}, ts.quiet) { // since the last output
 		if left := maxShown - shown; left > 0 {
 			ts.wakeIn(left)
 		}

@@ -47,9 +47,20 @@ const (
 
 // Strip appends the text of p to dst and returns it.
 func (s *Stripper) Strip(dst, p []byte) []byte {
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
 		switch s.st {
 		case sText:
+			if b >= 0x20 && b != 0x7f && !s.pending {
+				// The common case: a run of printable bytes, copied at once.
+				j := i + 1
+				for j < len(p) && p[j] >= 0x20 && p[j] != 0x7f {
+					j++
+				}
+				dst = append(dst, p[i:j]...)
+				i = j - 1
+				continue
+			}
 			switch {
 			case b == 0x1b:
 				s.st = sEsc
