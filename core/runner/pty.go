@@ -31,6 +31,11 @@ const (
 	screenBacklog = 64 << 10
 	chunkSize     = 64 << 10
 	chunkQueue    = 32
+	// A synchronized update (CSI ? 2026 h ... l) is held back from the
+	// screen until it ends, at most this long and this big (kitty and
+	// foot give up after 150 ms to 1 s).
+	syncHold      = time.Second
+	syncHoldBytes = 1 << 20
 )
 
 // StatePattern is one named pattern matched against the rendered screen.
@@ -80,11 +85,18 @@ type Terminal struct {
 	vt       vt10x.Terminal
 	filter   screenFilter // what vt10x must not see (terminal queries)
 	filtered []byte
-	backlog  []byte
-	dropped  bool
-	lines    uint64 // newlines appended to the backlog, dropped ones included
-	lastText string
-	seq      uint64
+	// held is a synchronized update (CSI ? 2026 h) still being drawn: kept
+	// from the screen until it ends, or for at most syncHold since
+	// syncSince, as a terminal does; syncGiven: this update was shown
+	// unfinished (it took too long), the rest goes straight through.
+	held      []byte
+	syncSince time.Time
+	syncGiven bool
+	backlog   []byte
+	dropped   bool
+	lines     uint64 // newlines appended to the backlog, dropped ones included
+	lastText  string
+	seq       uint64
 
 	lastOut atomic.Int64 // unix nanoseconds of the last output chunk
 	closeMu sync.Mutex   // pty.Setsize reads the raw fd, which must not race with Close
@@ -307,6 +319,12 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 				lastCheck = time.Now()
 				pending = false
 				t.check()
+				if t.holding() {
+					// A synchronized update left open: looked at again
+					// once it may be shown unfinished.
+					pending = true
+					quiet.Reset(syncHold)
+				}
 			}
 		}
 	}
@@ -330,6 +348,13 @@ func (t *Terminal) appendBacklog(chunk []byte) {
 	t.backlog = append(t.backlog, chunk...)
 }
 
+// holding reports whether a synchronized update is held from the screen.
+func (t *Terminal) holding() bool {
+	t.screenMu.Lock()
+	defer t.screenMu.Unlock()
+	return len(t.held) > 0
+}
+
 // renderLocked brings the virtual terminal up to date and returns it.
 func (t *Terminal) renderLocked() Detection {
 	if t.dropped {
@@ -337,11 +362,29 @@ func (t *Terminal) renderLocked() Detection {
 		t.vt = vt10x.New(vt10x.WithSize(cols, rows))
 		t.dropped = false
 		t.filter.reset()
+		t.held = t.held[:0]
 	}
-	if len(t.backlog) > 0 {
-		t.filtered = t.filter.apply(t.filtered[:0], t.backlog)
-		_, _ = t.vt.Write(t.filtered)
+	if len(t.backlog) > 0 || len(t.held) > 0 {
+		t.filtered = append(t.filtered[:0], t.held...)
+		t.held = t.held[:0]
+		t.filter.syncMark = 0 // held bytes, if any, begin the open update
+		starts := t.filter.syncStarts
+		t.filtered = t.filter.apply(t.filtered, t.backlog)
 		t.backlog = t.backlog[:0]
+		show := t.filtered
+		if t.filter.syncStarts != starts {
+			// A new update began (the one before, if any, ended).
+			t.syncSince, t.syncGiven = time.Now(), false
+		}
+		if t.filter.inSync && !t.syncGiven {
+			if time.Since(t.syncSince) < syncHold && len(t.filtered)-t.filter.syncMark < syncHoldBytes {
+				show = t.filtered[:t.filter.syncMark]
+				t.held = append(t.held, t.filtered[t.filter.syncMark:]...)
+			} else {
+				t.syncGiven = true // too long: shown as it is, like a terminal
+			}
+		}
+		_, _ = t.vt.Write(show)
 	}
 	text, cur := screenText(t.vt)
 	return Detection{Screen: text, CursorRow: cur.Y, CursorCol: cur.X, Newlines: t.lines}

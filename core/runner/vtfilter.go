@@ -23,6 +23,13 @@ package runner
 type screenFilter struct {
 	st  filterState
 	seq []byte // the CSI being collected (from ESC)
+	// inSync: a synchronized update (CSI ? 2026 h) has begun and not yet
+	// ended (CSI ? 2026 l); syncMark is where it began in the output of
+	// apply (its dst), so that the caller can hold the frame being drawn
+	// back from the screen until it is whole, as a terminal does.
+	inSync     bool
+	syncMark   int
+	syncStarts int // updates begun, ever
 }
 
 type filterState uint8
@@ -90,6 +97,13 @@ func (f *screenFilter) apply(dst, p []byte) []byte {
 				f.st = fText
 				if keepCSI(f.seq[2:]) {
 					dst = append(dst, f.seq...)
+				} else if s := string(f.seq[2:]); s == "?2026h" {
+					if !f.inSync {
+						f.inSync, f.syncMark = true, len(dst)
+						f.syncStarts++
+					}
+				} else if s == "?2026l" {
+					f.inSync = false
 				}
 			default:
 				f.seq = append(f.seq, b)
@@ -124,7 +138,7 @@ func (f *screenFilter) apply(dst, p []byte) []byte {
 }
 
 // reset forgets a sequence in progress (the stream was cut).
-func (f *screenFilter) reset() { f.st = fText; f.seq = f.seq[:0] }
+func (f *screenFilter) reset() { f.st = fText; f.seq = f.seq[:0]; f.inSync = false }
 
 // keepCSI reports whether a CSI sequence (its bytes after "ESC [", final
 // byte included) reaches the screen.

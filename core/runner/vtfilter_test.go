@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScreenFilterDropsQueriesKeepsDrawing(t *testing.T) {
@@ -83,5 +84,61 @@ func BenchmarkScreenFilter(b *testing.B) {
 	b.SetBytes(int64(len(chunk)))
 	for i := 0; i < b.N; i++ {
 		out = f.apply(out[:0], chunk)
+	}
+}
+
+// waitFor polls cond until it holds (or fails the test after 20 s).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A synchronized update (CSI ? 2026 h ... l) is shown whole or not at all,
+// as a terminal shows it: a state check in the middle of one sees the
+// frame before it.
+func TestSynchronizedUpdateIsShownWhole(t *testing.T) {
+	t.Parallel()
+	script := `stty -echo; printf 'old frame\r\n'; read a; printf '\033[?2026h\033[H\033[2Jnew'; read b; printf ' frame\033[?2026l'; read c`
+	term, err := StartTerminal(Spec{Command: "sh", Args: []string{"-c", script}, Cols: 40, Rows: 5}, TerminalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Stop(time.Second)
+	waitFor(t, "the old frame", func() bool { return strings.Contains(term.Screen(), "old frame") })
+	before := term.LastOutput()
+	_ = term.Send("\r")
+	waitFor(t, "the update's first half", func() bool { return term.LastOutput().After(before) })
+	if s := term.Screen(); !strings.Contains(s, "old frame") || strings.Contains(s, "new") {
+		t.Errorf("mid-update screen %q: want the old frame whole", s)
+	}
+	_ = term.Send("\r")
+	waitFor(t, "the new frame", func() bool { return strings.Contains(term.Screen(), "new frame") })
+	if s := term.Screen(); strings.Contains(s, "old") {
+		t.Errorf("screen %q after the update", s)
+	}
+}
+
+// An update that never ends is shown as it is after syncHold, as a
+// terminal gives up on it.
+func TestSynchronizedUpdateLeftOpenIsShownLater(t *testing.T) {
+	t.Parallel()
+	script := `stty -echo; printf 'old\r\n'; read a; printf '\033[?2026h\033[H\033[2Jstuck'; read b`
+	term, err := StartTerminal(Spec{Command: "sh", Args: []string{"-c", script}, Cols: 40, Rows: 5}, TerminalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Stop(time.Second)
+	waitFor(t, "the old frame", func() bool { return strings.Contains(term.Screen(), "old") })
+	sent := time.Now()
+	_ = term.Send("\r")
+	waitFor(t, "the unfinished update", func() bool { return strings.Contains(term.Screen(), "stuck") })
+	if d := time.Since(sent); d < syncHold-100*time.Millisecond {
+		t.Errorf("the unfinished update was shown after %s, before syncHold (%s)", d, syncHold)
 	}
 }
