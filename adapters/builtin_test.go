@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vibeteam/vibeteam/handlers"
 )
@@ -405,6 +406,22 @@ func TestBuiltinTestedVersionsAreTheE2EPins(t *testing.T) {
 		text := strings.ReplaceAll(string(data), "\n# ", " ")
 		if !strings.Contains(text, "against "+info.Version.Tested) {
 			t.Errorf("%s.yaml: its header comment does not say it was checked against %s", info.Name, info.Version.Tested)
+		}
+	}
+}
+
+// The settle before an answer is codex's alone: it drops keys sent while
+// it reads its terminal-query replies at start-up. Every other adapter
+// answers once the screen is quiet.
+func TestBuiltinAnswerSettle(t *testing.T) {
+	r := NewRegistry()
+	for _, name := range r.Names() {
+		want := time.Duration(0)
+		if name == "codex" {
+			want = 300 * time.Millisecond
+		}
+		if got := mustNew(t, r, name).AnswerSettle(); got != want {
+			t.Errorf("%s: answerSettle %s, want %s", name, got, want)
 		}
 	}
 }
