@@ -184,6 +184,8 @@ func TestAdapterSchemaKnowsEveryHandler(t *testing.T) {
 			use = "select:2"
 		case "type":
 			use = "type:yes"
+		case "choose":
+			use = "choose:Yes, I trust this folder"
 		}
 		doc := "command: x\nmodes: { interactive: {} }\nautoPolicy: { handlers: [{ when: x, use: '" + use + "' }] }\n"
 		if err := s.Validate(instance(t, use, []byte(doc))); err != nil {
