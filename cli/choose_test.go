@@ -79,3 +79,20 @@ func TestChooseMissingLabelParks(t *testing.T) {
 		t.Errorf("an auto action was recorded for a missing option")
 	}
 }
+
+// A handler sees the whole dialog, not only the text below the state's
+// match: here the state matches the menu's last line, and the handler
+// recognises the dialog by its question, above it, and the options it
+// chooses from are above the match too.
+func TestHandlerSeesTheWholeDialog(t *testing.T) {
+	p := newProject(t)
+	chooseAdapter(p, "Yes, I trust this folder")
+	ad := p.read(".vibeteam/adapters/tui.yaml")
+	ad = strings.Replace(ad, "{ name: interaction_trust, pattern: 'Do you trust the files' }", "{ name: interaction_trust, pattern: 'Enter to confirm' }", 1)
+	p.write(".vibeteam/adapters/tui.yaml", ad)
+	r := p.run("run", "wf.yaml", "--auto-approve", "--grace", "300ms")
+	wantCode(t, r, 0)
+	if got := p.read("rec.txt"); got != "menu:1\nline:hello\n" {
+		t.Errorf("the TUI received %q; want Yes chosen once, then the input", got)
+	}
+}
