@@ -93,7 +93,7 @@ func (r *run) funcs() template.FuncMap {
 	if r.spells != nil {
 		fm["include"] = r.include
 	}
-	return fm
+	return templateFuncs(fm)
 }
 
 // parse parses text, with the include form of the spec rewritten into Go's,

@@ -34,7 +34,7 @@ func Prompt(taskID, text string, vars map[string]string, goal string) (string, e
 	if !strings.Contains(text, "{{") {
 		return text, nil
 	}
-	tmpl, err := template.New("prompt").Option("missingkey=error").Parse(text)
+	tmpl, err := template.New("prompt").Option("missingkey=error").Funcs(sprigFuncs).Parse(text)
 	if err != nil {
 		return "", fmt.Errorf("prompt of task %q: %s", taskID, cleanError(err))
 	}
