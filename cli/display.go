@@ -187,7 +187,8 @@ func (d *display) handle(e core.Event) {
 	defer d.mu.Unlock()
 	if d.events != nil {
 		if b, err := json.Marshal(e); err == nil {
-			_, _ = d.events.Write(append(b, '\n'))
+			// As the event log: secrets as ***.
+			_, _ = d.events.Write(append(state.RedactJSON(b, false), '\n'))
 		}
 	}
 	f := e.Fields

@@ -159,6 +159,9 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
+			if err := core.RestoreSecrets(sess, vars); err != nil {
+				return exitf(ExitUsage, "%v", err)
+			}
 			opts := runOptions(c, base, vars)
 			switch {
 			case c.Bool("approve-merge") && c.Bool("reject-merge"):

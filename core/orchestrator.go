@@ -144,6 +144,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if sess.Vars == nil {
 		sess.Vars = map[string]string{}
 	}
+	if err := RestoreSecrets(sess, opts.Vars); err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
 	for k, v := range opts.Vars {
 		sess.Vars[k] = v
 	}
@@ -175,6 +179,8 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 }
 
 func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
+	// From here on, every file of the session writes its secrets as ***.
+	state.SetSecrets(secretValues(sess))
 	elog, err := state.OpenEventLog(mgr.EventLogPath(sess.ID))
 	if err != nil {
 		_ = lock.Release()

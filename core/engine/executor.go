@@ -145,7 +145,11 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 	var errs []string
 	for _, st := range def.Stages() {
 		for _, t := range st.Tasks {
-			p, err := render.Prompt(t.ID, t.Prompt, vars, def.Goal)
+			rendered := render.Prompt
+			if t.PromptIsCommand() {
+				rendered = render.CommandPrompt
+			}
+			p, err := rendered(t.ID, t.Prompt, vars, def.Goal)
 			if err != nil {
 				errs = append(errs, err.Error())
 				continue

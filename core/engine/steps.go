@@ -56,6 +56,7 @@ type lazyLog struct {
 }
 
 func (l *lazyLog) Write(p []byte) {
+	p = state.RedactBytes(p) // a secret the step prints is written as ***
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -326,7 +327,14 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 	suffix := "@" + strings.ReplaceAll(at.Key(), "/", "-")
 	g.mu.Lock()
 	for i, t := range step.Tasks {
-		p, err := g.scope.Render(step.Label(), "tasks."+t.ID+".prompt", t.Prompt)
+		var p string
+		var err error
+		if t.PromptIsCommand() {
+			// A command line: bead text and outputs in it are data.
+			p, _, err = g.scope.Command(step.Label()+"."+t.ID, t.Prompt)
+		} else {
+			p, err = g.scope.Render(step.Label(), "tasks."+t.ID+".prompt", t.Prompt)
+		}
 		if err != nil {
 			g.mu.Unlock()
 			g.stepStarted(step, at, nil)

@@ -180,7 +180,7 @@ func (l *EventLog) Write(e Event) error {
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
+	line = append(RedactJSON(line, false), '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

@@ -158,7 +158,7 @@ func (j *Journal) Append(c Change, durable bool) error {
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
+	line = append(RedactJSON(line, false), '\n')
 	_, err = j.w.Write(line)
 	if err == nil {
 		// Flushed at once: a reader (show, sessions) or a crash must see it.

@@ -111,7 +111,7 @@ func (m *Manager) Save(s *Session) error {
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
-	data = append(data, '\n')
+	data = append(RedactJSON(data, true), '\n')
 	if err := writeFileAtomic(path, data); err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
@@ -269,11 +269,17 @@ func (m *Manager) List() ([]*Session, error) {
 
 // looksLikeSession tells a session vibeteam wrote from any other JSON file
 // that happens to sit in the sessions folder (and that listing, and above
-// all pruning, must leave alone): a known format version, the id of its
-// file name, a definition and a start time.
+// all pruning, must leave alone): the id of its file name, and a format
+// version vibeteam writes (Save always does), or, for the first format
+// (no version field), the workflow definition every such file holds.
 func looksLikeSession(s *Session, id string) bool {
-	return s.Version >= 0 && s.Version <= FormatVersion && (s.ID == id || s.ID == "" && s.Version < 2) &&
-		s.WorkflowDefinition != nil && !s.StartTime.IsZero()
+	if s.ID != id && !(s.ID == "" && s.Version == 0) {
+		return false
+	}
+	if s.Version == 0 {
+		return s.WorkflowDefinition != nil
+	}
+	return s.Version >= 1 && s.Version <= FormatVersion
 }
 
 // pruneTier ranks how readily a session may be deleted: lower goes first.

@@ -58,6 +58,15 @@ func (t *TaskLog) Write(p []byte) (int, error) {
 	if t.f == nil {
 		return 0, os.ErrClosed
 	}
+	// A secret the task prints is written as *** (the tail, which the
+	// session keeps, too).
+	if r := RedactBytes(p); len(r) != len(p) || !bytes.Equal(r, p) {
+		if _, err := t.w.Write(r); err != nil {
+			return 0, err
+		}
+		t.feed(r)
+		return len(p), nil
+	}
 	n, err := t.w.Write(p)
 	t.feed(p[:n])
 	// Someone may be following the file: it lags by at most this much.

@@ -26,7 +26,7 @@ import (
 // agent's adapter keys keep the camelCase of stage tasks, since they are the
 // same thing).
 var (
-	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp"}
+	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets"}
 	commonStepKeys = []string{"name", "type", "when", "timeout", "output"}
 	stepTypeKeys   = map[string][]string{
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp"},
@@ -82,6 +82,8 @@ func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
 			def.Steps = p.steps(kv.Val, "steps")
 		case "mcp":
 			def.MCP = p.mcp(kv.Val, "mcp")
+		case "secrets":
+			def.Secrets = p.secrets(kv.Val)
 		default:
 			p.unknownGrimoireKey(kv.Key, "", grimoireKeys)
 		}

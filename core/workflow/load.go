@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -15,7 +16,7 @@ import (
 // Keys accepted at each level, in the order suggestions prefer them and
 // messages list them.
 var (
-	rootKeys  = []string{"id", "goal", "stages", "mcp"}
+	rootKeys  = []string{"id", "goal", "stages", "mcp", "secrets"}
 	stageKeys = []string{"id", "tasks"}
 	taskKeys  = []string{"id", "adapter", "executionMode", "prompt", "extraArgs", "cwd", "env",
 		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout", "mcp"}
@@ -191,9 +192,23 @@ func (p *parser) definition(n *yaml.Node) *Definition {
 			def.Steps = p.stages(kv.Val, "stages")
 		case "mcp":
 			def.MCP = p.mcp(kv.Val, "mcp")
+		case "secrets":
+			def.Secrets = p.secrets(kv.Val)
 		}
 	})
 	return def
+}
+
+// secrets reads the names whose values are secret.
+func (p *parser) secrets(n *yaml.Node) []string {
+	names := p.Strings(n, "secrets", p.String)
+	for i, name := range names {
+		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "= \t\n") {
+			f := "secrets[" + strconv.Itoa(i) + "]"
+			p.Fail(p.Deref(n), f, "a secret's name is a --set variable or env: key: a word without '=' or spaces")
+		}
+	}
+	return names
 }
 
 func (p *parser) stages(n *yaml.Node, field string) []Step {

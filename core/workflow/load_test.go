@@ -362,7 +362,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "unknown top key", src: "id: wf\ngaol: x\nstages:\n  - id: s\n    tasks: [{id: a, adapter: claude}]\n",
 			want: []string{`wf.yaml:2:1: unknown key "gaol" (did you mean "goal"?)`}},
 		{name: "short unknown key gets no suggestion", src: "id: wf\nx: 1\nstages:\n  - id: s\n    tasks: [{id: a, adapter: claude}]\n",
-			want: []string{`wf.yaml:2:1: unknown key "x" (known: id, goal, stages, mcp)`}},
+			want: []string{`wf.yaml:2:1: unknown key "x" (known: id, goal, stages, mcp, secrets)`}},
 		{name: "duplicate key", src: head + "        adapter: claude\n        adapter: codex\n",
 			want: []string{`wf.yaml:7:9: stages[0].tasks[0]: duplicate key "adapter" (first defined at line 6)`}},
 		{name: "bad merge", src: head + "        adapter: claude\n        <<: 5\n",
@@ -457,7 +457,7 @@ func TestParseManyErrors(t *testing.T) {
 			`testdata/many-errors.json:8:16: stages[0].tasks[1].id: duplicate task id "a" (first defined at line 7)`,
 			`testdata/many-errors.json:8:63: stages[0].tasks[1].extraArgs[1]: must be a string (write "1" in quotes)`,
 			`testdata/many-errors.json:8:80: stages[0].tasks[1].env.N: must be a string (write "true" in quotes)`,
-			`testdata/many-errors.json:12:3: unknown key "promt" (known: id, goal, stages, mcp)`,
+			`testdata/many-errors.json:12:3: unknown key "promt" (known: id, goal, stages, mcp, secrets)`,
 		}},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ package workflow
 import (
 	"encoding/json"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,23 @@ type Definition struct {
 	// MCP are the MCP servers every agent of the workflow gets (a task or
 	// an agent step adds its own; on a name both have, its own wins).
 	MCP []MCPServer `json:"mcp,omitempty"`
+	// Secrets names --set variables and task env: keys whose values are
+	// secret, besides those whose name says so (IsSecret): they reach
+	// the processes but are written to sessions and logs as ***.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// IsSecret reports whether the value of the --set variable or env: key
+// name is a secret: its name holds TOKEN, KEY, SECRET or PASSWORD (in any
+// case), or the definition lists it under secrets:.
+func (d *Definition) IsSecret(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range []string{"TOKEN", "KEY", "SECRET", "PASSWORD"} {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return d != nil && slices.Contains(d.Secrets, name)
 }
 
 // Step is one element of a definition's body. Type says which of the
@@ -200,6 +218,14 @@ type MergeStep struct {
 }
 
 // Task is one agent process.
+// ShellAdapter is the built-in adapter that runs a task's prompt as a shell
+// command line (sh -c PROMPT).
+const ShellAdapter = "shell"
+
+// PromptIsCommand reports whether the task's prompt is a shell command line:
+// its values are then quoted for where they land, as a script step's.
+func (t Task) PromptIsCommand() bool { return t.Adapter == ShellAdapter }
+
 type Task struct {
 	ID            string            `json:"id"`
 	Adapter       string            `json:"adapter"`

@@ -44,7 +44,7 @@ func TestParseJSONSyntax(t *testing.T) {
 			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`}},
 		{name: "columns count characters", src: "{\"id\": \"é€😀\", \"x\": 1, \"stages\": []}",
 			want: []string{
-				`wf.json:1:15: unknown key "x" (known: id, goal, stages, mcp)`,
+				`wf.json:1:15: unknown key "x" (known: id, goal, stages, mcp, secrets)`,
 				`wf.json:1:33: stages: a workflow needs at least one stage`,
 			}},
 		{name: "upper-case extension", file: "WF.JSON", src: jsonTask(`"prompt": "a\/b"`)},

@@ -249,9 +249,26 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 
 	// The prompt as the agent will get it, when that can be known here.
 	prompt, promptKnown := t.Prompt, !strings.Contains(t.Prompt, "{{")
+	if t.PromptIsCommand() && !c.broken[pf] && !promptKnown {
+		// A command line: every value must have a place the shell quotes.
+		n := len(c.errs)
+		c.scriptCommand(t.ID, pf, t.Prompt, c.at(pf, tpos))
+		if len(c.errs) > n {
+			runnable = false
+		}
+	}
 	if c.grimoire {
 		// Rendered at run time, with the outputs of the steps before.
 		c.template(pf, t.Prompt, tpos)
+	} else if !c.broken[pf] && !promptKnown && t.PromptIsCommand() {
+		if c.opts.Vars != nil && runnable {
+			out, err := render.CommandPrompt(t.ID, t.Prompt, c.opts.Vars, c.goal)
+			if err != nil {
+				c.add(c.at(pf, tpos), pf, strings.TrimPrefix(err.Error(), fmt.Sprintf("prompt of task %q: ", t.ID)))
+			} else {
+				prompt, promptKnown = out, true
+			}
+		}
 	} else if !c.broken[pf] && !promptKnown {
 		if _, err := template.New("prompt").Parse(t.Prompt); err != nil {
 			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
