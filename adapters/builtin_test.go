@@ -203,6 +203,10 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-apikey.golden", "interaction_api_key", "choose:Yes"},
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-idle.golden", StateIdle, ""},
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-idle.golden", StateIdle, ""},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-permission.golden", "interaction_permission", "choose:Yes"},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-permission.golden", "interaction_permission", "choose:Yes"},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-idle-after-tool.golden", StateIdle, ""},
+		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-idle-after-tool.golden", StateIdle, ""},
 		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
 		{"codex", "codex_splash.txt", "", ""}, // the argv prompt is not sent yet
 		{"codex", "codex_trust.txt", "interaction_trust", "\r"},

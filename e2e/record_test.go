@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/handlers"
 )
 
 // lockedBuffer is a raw log the test reads while the terminal writes it.
@@ -91,21 +93,25 @@ func TestRecordClaudeScreens(t *testing.T) {
 		}
 		t.Logf("recorded %s:\n%s", name, term.Screen())
 	}
-	// selectOption moves the menu's ❯ to the option, checking each step.
-	selectOption := func(label, step string) {
+	// selectOption moves the menu's ❯ to the option, checking each step
+	// (on the dialog, from anchor down: the transcript above may hold ❯
+	// lines too).
+	selectOption := func(anchor, label, step string) {
 		t.Helper()
 		for i := 0; i < 6; i++ {
 			s := term.Screen()
-			on := selectedLine(s)
-			if strings.Contains(on, label) {
+			if at := strings.LastIndex(s, anchor); at >= 0 {
+				s = s[at:]
+			}
+			m := handlers.FindOption(s, label)
+			if m.OnOption() {
 				return
 			}
-			key := "\x1b[B"
-			if strings.Index(s, label) < strings.Index(s, on) {
-				key = "\x1b[A"
+			if m.Key() == "" {
+				t.Fatalf("no option %q or no selection on:\n%s", label, s)
 			}
-			_ = term.Send(key)
-			before := s
+			before := term.Screen()
+			_ = term.Send(m.Key())
 			deadline := time.Now().Add(10 * time.Second)
 			for term.Screen() == before && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
@@ -118,24 +124,25 @@ func TestRecordClaudeScreens(t *testing.T) {
 
 	settled("Yes, I trust this folder")
 	save("trust")
-	selectOption("Yes, I trust this folder", "trust-yes")
+	selectOption("Quick safety check", "Yes, I trust this folder", "trust-yes")
 	_ = term.Send("\r")
 	settled("Do you want to use this API key?")
 	save("apikey")
-	selectOption("Yes", "apikey-yes")
+	selectOption("Do you want to use this API key?", "Yes", "apikey-yes")
 	_ = term.Send("\r")
 	settled("for shortcuts")
 	save("idle")
-}
-
-// selectedLine is the screen line that carries a menu's selection marker.
-func selectedLine(screen string) string {
-	for _, l := range strings.Split(screen, "\n") {
-		if t := strings.TrimLeft(l, " │"); strings.HasPrefix(t, "❯ ") && !strings.Contains(l, "? for shortcuts") {
-			return l
-		}
-	}
-	return ""
+	// A turn whose Bash call asks for permission (manual mode), then the
+	// idle screen after it.
+	_ = term.Send(createPrompt)
+	settled(createPrompt)
+	_ = term.Send("\r")
+	settled("Do you want to proceed?")
+	save("permission")
+	selectOption("Do you want to proceed?", "Yes", "permission-yes")
+	_ = term.Send("\r")
+	settled(fakeanthropic.DoneText)
+	save("idle-after-tool")
 }
 
 // installedVersion is the version of the agent's npm package in the cache.

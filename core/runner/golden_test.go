@@ -53,15 +53,19 @@ func TestGoldenScreens(t *testing.T) {
 func TestGoldenScreensShowTheSelection(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"claude-2.1.197-trust":      "❯ 1. Yes, I trust this folder",
-		"claude-2.1.197-apikey":     "❯ 2. No (recommended)",
-		"claude-2.1.197-apikey-yes": "❯ 1. Yes",
-		"claude-2.1.332-trust":      "❯ No, exit",
-		"claude-2.1.332-trust-yes":  "❯ Yes, I trust this folder",
-		"claude-2.1.332-apikey":     "❯ No (recommended)",
-		"claude-2.1.332-apikey-yes": "❯ Yes",
-		"claude-2.1.332-idle":       "manual mode on",
-		"claude-2.1.197-idle":       "? for shortcuts",
+		"claude-2.1.197-trust":           "❯ 1. Yes, I trust this folder",
+		"claude-2.1.197-apikey":          "❯ 2. No (recommended)",
+		"claude-2.1.197-apikey-yes":      "❯ 1. Yes",
+		"claude-2.1.332-trust":           "❯ No, exit",
+		"claude-2.1.332-trust-yes":       "❯ Yes, I trust this folder",
+		"claude-2.1.332-apikey":          "❯ No (recommended)",
+		"claude-2.1.332-apikey-yes":      "❯ Yes",
+		"claude-2.1.332-idle":            "manual mode on",
+		"claude-2.1.197-idle":            "? for shortcuts",
+		"claude-2.1.197-permission":      "❯ 1. Yes",
+		"claude-2.1.332-permission":      "❯ 1. Yes",
+		"claude-2.1.197-idle-after-tool": "Done.",
+		"claude-2.1.332-idle-after-tool": "Done.",
 	}
 	stale := 0
 	for name, want := range cases {
