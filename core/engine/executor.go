@@ -72,6 +72,28 @@ type Options struct {
 	// Strict makes problems that are otherwise warnings fail the task: an
 	// MCP server whose command is not there.
 	Strict bool
+	// Processes starts the headless processes of script steps and tasks
+	// (nil: real ones, through the runner); engine tests give fakes.
+	Processes ProcessStarter
+}
+
+// ProcessStarter starts one headless process: a script step's shell, a
+// headless agent. onOutput gets its output as it comes.
+type ProcessStarter interface {
+	StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error)
+}
+
+type realProcesses struct{}
+
+func (realProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error) {
+	return runner.StartHeadless(spec, onOutput)
+}
+
+func (o Options) processes() ProcessStarter {
+	if o.Processes != nil {
+		return o.Processes
+	}
+	return realProcesses{}
 }
 
 // Outcome is how a run ended.

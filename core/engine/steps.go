@@ -166,7 +166,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		defer os.Remove(file)
 		args = []string{file}
 	}
-	proc, err := runner.StartHeadless(runner.Spec{
+	proc, err := x.opts.processes().StartHeadless(runner.Spec{
 		Command: shell, Args: args, Dir: g.dir, Tag: g.tag,
 		GroupOnly: true, NoInput: true, MergeOutput: true,
 	}, onOutput)

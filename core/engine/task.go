@@ -214,7 +214,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 
 	var proc runner.Process
 	if mode == adapters.Headless && !lc.UsePTY {
-		proc, err = runner.StartHeadless(spec, onOutput)
+		proc, err = cfg.processes().StartHeadless(spec, onOutput)
 	} else {
 		if logPath != "" {
 			raw := strings.TrimSuffix(logPath, ".log") + ".raw.log"
