@@ -246,9 +246,13 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 		goal = g // as run does: a --set goal is the goal
 	}
 	pv.scope = render.NewPreviewScope(goal, vars, bead)
+	pv.scope.SetWorkflow(def.ID)
 	pv.spell = render.NewSpells(base)
 	declare(pv.scope, def.Steps)
 	pv.steps(def.Steps, 0)
+	if opt := pv.scope.Optional(); len(opt) > 0 {
+		pv.printf("\noptional (empty, with a warning, when the agent does not report it): %s\n", safe(strings.Join(opt, ", ")))
+	}
 }
 
 // declare tells the scope of every step, nested ones included.

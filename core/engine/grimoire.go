@@ -59,6 +59,10 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	if goal, ok := x.sess.Vars["goal"]; ok {
 		g.scope.Goal = goal
 	}
+	g.scope.Workflow = def.ID // {{.workflow.name}}
+	g.scope.Warn = func(step, w string) { // an output key an agent did not report
+		x.emit(events.TemplateWarned, "", map[string]any{"step": step, "warning": w})
+	}
 	if x.sess.Bead != nil {
 		g.scope.SetBead(x.sess.Bead)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vibeteam/vibeteam/internal/suggest"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -57,6 +58,9 @@ type run struct {
 	// sentinel word in its place; placeValues then quotes each value for
 	// where its sentinel landed in the shell text (see shellplace.go).
 	values *commandValues
+	// warnings are the run's and its partials': the output keys an agent
+	// did not report, rendered empty.
+	warnings *[]string
 }
 
 // action is a printing action of a template: its line and how it was
@@ -78,7 +82,7 @@ type rawString string
 
 func (r *run) child(data map[string]any, name string) *run {
 	return &run{mode: r.mode, data: data, scope: r.scope, spells: r.spells,
-		chain: append(append([]string(nil), r.chain...), name), stop: r.stop}
+		chain: append(append([]string(nil), r.chain...), name), stop: r.stop, warnings: r.warnings}
 }
 
 func (r *run) funcs() template.FuncMap {
@@ -175,11 +179,101 @@ func (r *run) render(name, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := &limitedBuffer{max: maxOutput}
-	if err := t.Execute(out, r.data); err != nil {
+	for tries := 0; ; tries++ {
+		out := &limitedBuffer{max: maxOutput}
+		err := t.Execute(out, r.data)
+		if err == nil {
+			return out.String(), nil
+		}
+		// A key an agent did not report is empty: the template runs
+		// again with it set to null, and the run warns of it.
+		if tries < maxOptional && r.optionalOutput(t, err) {
+			r.printed = nil
+			if r.values != nil {
+				r.values = newCommandValues()
+			}
+			continue
+		}
 		return "", r.explain(t, err)
 	}
-	return out.String(), nil
+}
+
+// maxOptional bounds the missing output keys one template may read.
+const maxOptional = 64
+
+// optionalOutput reports whether err is a missing key under the outputs of
+// a step result ({{.review.outputs.issues}} of an agent that reported no
+// issues), and if so adds the key, null, to a copy of those outputs in the
+// data and records the warning. Every other missing key stays an error.
+func (r *run) optionalOutput(t *template.Template, err error) bool {
+	m := execErrorRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return false
+	}
+	k := noEntryRE.FindStringSubmatch(m[3])
+	if k == nil || k[1] == "" {
+		return false
+	}
+	key, uerr := strconv.Unquote(`"` + k[1] + `"`)
+	if uerr != nil {
+		return false
+	}
+	node, dotIsTop := findNode(t, m[1], key)
+	var cur any = r.data
+	var path []string
+	where := ""
+	switch {
+	case strings.HasPrefix(node, ".") && dotIsTop:
+		path = strings.Split(node[1:], ".")
+	case strings.HasPrefix(node, "$."):
+		path = strings.Split(node[2:], ".")
+	default:
+		sm := stepChainRE.FindStringSubmatch(node)
+		if sm == nil {
+			return false
+		}
+		name, _ := strconv.Unquote(sm[1])
+		cur = r.data[name]
+		where = fmt.Sprintf("(step %q)", name)
+		path = strings.Split(sm[2][1:], ".")
+	}
+	// parent is the map at path[:i], grand the one at path[:i-1].
+	var grand, parent map[string]any
+	for i, seg := range path {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		grand, parent = parent, obj
+		next, ok := obj[seg]
+		if ok {
+			cur = next
+			continue
+		}
+		if seg != key || i == 0 || path[i-1] != "outputs" || !isResult(grand) {
+			return false
+		}
+		outputs := maps.Clone(obj)
+		outputs[key] = nil
+		grand["outputs"] = outputs
+		if r.warnings != nil {
+			*r.warnings = append(*r.warnings, fmt.Sprintf("%s is empty: the agent did not report %q in its outputs", pathString(where, path[:i+1]), key))
+		}
+		return true
+	}
+	return false
+}
+
+// isResult reports whether v is a step result as templates see it.
+func isResult(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, out := m["outputs"]
+	_, code := m["exit_code"]
+	_, st := m["status"]
+	return out && code && st
 }
 
 // renderLimited is render bounded in time.

@@ -33,6 +33,7 @@ var resultKeys = slices.Sorted(maps.Keys(StepResult{}.Map()))
 var resultKinds = map[string]string{
 	"output": "string", "summary": "string", "success": "boolean", "failed": "boolean",
 	"exit_code": "number", "duration_ms": "number", "changed_files": "array",
+	"status": "string",
 }
 
 // PreviewScope is the Scope of a preview. The caller walks the steps of the
@@ -44,10 +45,11 @@ var resultKinds = map[string]string{
 // each naming the step and field. A PreviewScope is not safe for concurrent
 // use.
 type PreviewScope struct {
-	goal    string
-	vars    map[string]string
-	bead    map[string]any
-	hasBead bool
+	goal     string
+	workflow string
+	vars     map[string]string
+	bead     map[string]any
+	hasBead  bool
 	// steps are every step and alias of the grimoire, with where they are,
 	// so that reading one before it has run says so.
 	steps map[string]string
@@ -57,6 +59,23 @@ type PreviewScope struct {
 	ended    map[string]bool
 	loops    []previewLoop
 	previous bool // .previous is defined
+	// optional are the output keys the templates read (.impl.outputs.KEY):
+	// empty, with a warning, when the agent does not report them. Shared
+	// by the snapshots.
+	optional *[]string
+}
+
+func (p *PreviewScope) addOptional(path string) {
+	if !slices.Contains(*p.optional, path) {
+		*p.optional = append(*p.optional, path)
+	}
+}
+
+// Optional lists, sorted, the keys of agents' outputs the templates read
+// so far (.impl.outputs.KEY): an agent may leave one out, and it then
+// renders empty, with a warning.
+func (p *PreviewScope) Optional() []string {
+	return slices.Sorted(slices.Values(*p.optional))
 }
 
 type previewLoop struct {
@@ -74,16 +93,20 @@ type previewLoop struct {
 // run without one; a template reading a key of it is warned about).
 func NewPreviewScope(goal string, vars map[string]string, bead map[string]any) *PreviewScope {
 	p := &PreviewScope{
-		goal:    goal,
-		vars:    maps.Clone(vars),
-		steps:   map[string]string{},
-		ran:     map[string]bool{},
-		ended:   map[string]bool{},
-		hasBead: bead != nil,
+		goal:     goal,
+		vars:     maps.Clone(vars),
+		steps:    map[string]string{},
+		ran:      map[string]bool{},
+		ended:    map[string]bool{},
+		hasBead:  bead != nil,
+		optional: new([]string),
 	}
 	p.bead, _ = copyValue(bead).(map[string]any)
 	return p
 }
+
+// SetWorkflow sets the grimoire's name, {{.workflow.name}}.
+func (p *PreviewScope) SetWorkflow(name string) { p.workflow = name }
 
 // Declare tells the preview, before the walk, of a step of the grimoire,
 // its `output` alias ("" for none) and where it is ("line 12"), so that a
@@ -151,7 +174,7 @@ func (p *PreviewScope) inLoop(name string) bool {
 // placeholder for every value only a run knows. The templates' references
 // to them are replaced before execution (see previewWalker); these are for
 // what reaches them another way ({{index . "previous"}}, {{step "x"}}).
-func (p *PreviewScope) data() map[string]any {
+func (p *PreviewScope) data(step string) map[string]any {
 	d := make(map[string]any, len(p.vars)+len(p.ran)+8)
 	d["goal"] = p.goal
 	for k, v := range p.vars {
@@ -174,11 +197,9 @@ func (p *PreviewScope) data() map[string]any {
 	for _, f := range p.loops {
 		loop(f.name)
 	}
-	bead := p.bead
-	if bead == nil {
-		bead = map[string]any{}
-	}
-	d["bead"] = copyValue(bead)
+	d["bead"] = copyValue(beadView(p.bead))
+	d["workflow"] = map[string]any{"name": p.workflow}
+	d["step"] = map[string]any{"name": step}
 	delete(d, "previous")
 	if p.previous {
 		d["previous"] = placeholderResult("previous")
@@ -211,7 +232,7 @@ func (p *PreviewScope) When(step, expr string) (result string, warnings []string
 		return "true", nil, nil
 	}
 	field := fmt.Sprintf("when %q", expr)
-	v := p.newRun(modeText, p.data(), nil, nil, nil)
+	v := p.newRun(modeText, p.data(step), nil, nil, nil)
 	out, pending, warns, err := v.renderLimited("when", expr)
 	warnings = placeAll(step, field, expr, warns)
 	if err != nil {
@@ -230,7 +251,7 @@ func (p *PreviewScope) When(step, expr string) (result string, warnings []string
 // Render is Scope.Render for a preview: text with placeholders for what
 // only a run knows.
 func (p *PreviewScope) Render(step, field, text string) (string, []string, error) {
-	v := p.newRun(modeText, p.data(), nil, nil, nil)
+	v := p.newRun(modeText, p.data(step), nil, nil, nil)
 	out, _, warns, err := v.renderLimited(field, text)
 	if err != nil {
 		return "", placeAll(step, field, text, warns), placeErrors(step, field, text, err)
@@ -268,7 +289,7 @@ func (p *PreviewScope) Command(step, text string) (string, []string, error) {
 	if !strings.Contains(text, "{{") {
 		return text, warnings, nil
 	}
-	v := p.newRun(modeCommand, p.data(), nil, nil, nil)
+	v := p.newRun(modeCommand, p.data(step), nil, nil, nil)
 	v.values = newCommandValues()
 	out, _, warns, err := v.renderLimited("command", text)
 	warnings = append(warnings, placeAll(step, "command", text, warns)...)
@@ -299,7 +320,7 @@ func (p *PreviewScope) AgentPrompt(step string, spells *Spells, spell string, in
 		return pp, nil, fmt.Errorf("step %q: %v", step, err)
 	}
 	pp.Spell = sp
-	data := p.data()
+	data := p.data(step)
 	known := map[string]bool{}
 	for _, k := range slices.Sorted(maps.Keys(inputs)) {
 		if IsReserved(k) {
@@ -854,7 +875,11 @@ func (w *previewWalker) ref(n parse.Node, root string, keys []string) bool {
 // result checks the keys read from a step result.
 func (w *previewWalker) result(n parse.Node, root string, keys []string) bool {
 	if len(keys) == 0 || keys[0] == "outputs" {
-		// outputs holds what the agent reports, under keys it chooses.
+		// outputs holds what the agent reports, under keys it chooses;
+		// a key it does not report renders empty.
+		if len(keys) > 1 {
+			w.v.p.addOptional("." + root + ".outputs." + keys[1])
+		}
 		return true
 	}
 	k := keys[0]

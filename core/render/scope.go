@@ -35,7 +35,12 @@ func (r StepResult) Map() map[string]any {
 	if files == nil {
 		files = []string{}
 	}
+	status := "failed"
+	if r.Success {
+		status = "success"
+	}
 	return map[string]any{
+		"status":        status,
 		"output":        r.Output,
 		"success":       r.Success,
 		"failed":        r.Failed,
@@ -51,7 +56,7 @@ func (r StepResult) Map() map[string]any {
 // output alias, a loop or an input with one of them would hide it, so the
 // workflow validation refuses them (IsReserved). A --set goal=... may
 // override the goal, as it does for stage prompts.
-var ReservedNames = []string{"goal", "bead", "previous", "loop_entry", "spell_content"}
+var ReservedNames = []string{"goal", "bead", "previous", "loop_entry", "spell_content", "workflow", "step"}
 
 // IsReserved reports whether name is one of ReservedNames.
 func IsReserved(name string) bool { return slices.Contains(ReservedNames, name) }
@@ -64,10 +69,15 @@ func IsReserved(name string) bool { return slices.Contains(ReservedNames, name) 
 // In a template:
 //
 //	{{.goal}}, {{.name}}             the goal, --set variables
-//	{{.bead.title}}                  the bead (an empty object until beads land)
+//	{{.bead.title}}                  the bead (an empty object without one);
+//	                                 .bead.body and .bead.type are coven's
+//	                                 names of description and issue_type
+//	{{.workflow.name}}               the grimoire's name
+//	{{.step.name}}                   the name of the step being rendered
 //	{{.tests.output}}                a finished step, by name or `output` alias:
-//	                                 output success failed exit_code summary
-//	                                 outputs duration_ms changed_files
+//	                                 output success failed status exit_code
+//	                                 summary outputs duration_ms changed_files
+//	                                 (status: "success" or "failed", coven's)
 //	{{(step "run-tests").output}}    the same, for a name with a hyphen
 //	{{.previous.failed}}             the step that ran last
 //	{{.loop_entry.output}}           inside a loop, the step before the loop
@@ -76,9 +86,11 @@ func IsReserved(name string) bool { return slices.Contains(ReservedNames, name) 
 // Strings render as they are, lists and objects as JSON, null as nothing. A
 // Scope is not safe for concurrent use.
 type Scope struct {
-	Goal string            `json:"goal,omitempty"`
-	Vars map[string]string `json:"vars,omitempty"`
-	Bead map[string]any    `json:"bead,omitempty"`
+	Goal string `json:"goal,omitempty"`
+	// Workflow is the grimoire's name: {{.workflow.name}}.
+	Workflow string            `json:"workflow,omitempty"`
+	Vars     map[string]string `json:"vars,omitempty"`
+	Bead     map[string]any    `json:"bead,omitempty"`
 	// Steps holds the latest result of each step by name; a step run again
 	// in a later iteration replaces its earlier result.
 	Steps map[string]StepResult `json:"steps,omitempty"`
@@ -92,6 +104,31 @@ type Scope struct {
 	// Iterations keeps the last iteration of each loop that has ended, so
 	// {{.quality.iteration}} still answers after the loop.
 	Iterations map[string]int `json:"iterations,omitempty"`
+	// Warn, if set, is told of each warning of a rendering of step's
+	// templates: an output key the agent did not report, rendered empty.
+	// Command returns its warnings instead.
+	Warn func(step, warning string) `json:"-"`
+}
+
+// warnf passes the warnings of a spell's rendering to Warn, as
+// `step "x": spell review.md: line 3: .findings.outputs.issues is empty...`.
+func (s *Scope) warnf(step, what string, warnings []string) {
+	if s.Warn == nil {
+		return
+	}
+	for _, w := range warnings {
+		s.Warn(step, fmt.Sprintf("step %q: %s: %s", step, what, w))
+	}
+}
+
+// warn passes the warnings of a rendering to Warn.
+func (s *Scope) warn(step, field, text string, warnings []string) {
+	if s.Warn == nil {
+		return
+	}
+	for _, w := range warnings {
+		s.Warn(step, placeError(step, field, text, fmt.Errorf("%s", w)).Error())
+	}
 }
 
 // LoopFrame is a loop being run.
@@ -192,10 +229,10 @@ func (s *Scope) ExitLoop() {
 	}
 }
 
-// data builds the map templates execute on. Later entries hide earlier ones:
-// variables, then step results (a step is more specific than a --set), then
-// loops, then the reserved names.
-func (s *Scope) data() map[string]any {
+// data builds the map templates execute on, for the templates of step.
+// Later entries hide earlier ones: variables, then step results (a step is
+// more specific than a --set), then loops, then the reserved names.
+func (s *Scope) data(step string) map[string]any {
 	d := make(map[string]any, len(s.Vars)+len(s.Steps)+len(s.Aliases)+8)
 	d["goal"] = s.Goal
 	for k, v := range s.Vars {
@@ -223,11 +260,9 @@ func (s *Scope) data() map[string]any {
 	for _, f := range s.Loops {
 		loop(f.Name, f.Iteration)
 	}
-	bead := s.Bead
-	if bead == nil {
-		bead = map[string]any{}
-	}
-	d["bead"] = bead
+	d["bead"] = beadView(s.Bead)
+	d["workflow"] = map[string]any{"name": s.Workflow}
+	d["step"] = map[string]any{"name": step}
 	delete(d, "previous")
 	if r, ok := s.Steps[s.Previous]; ok {
 		d["previous"] = r.Map()
@@ -265,11 +300,12 @@ func (s *Scope) Render(step, field, text string) (string, error) {
 	if !strings.Contains(text, "{{") {
 		return text, nil
 	}
-	r := &run{mode: modeText, data: s.data(), scope: s}
+	r := &run{mode: modeText, data: s.data(step), scope: s, warnings: new([]string)}
 	out, err := r.renderLimited(field, text)
 	if err != nil {
 		return "", placeError(step, field, text, err)
 	}
+	s.warn(step, field, text, *r.warnings)
 	return out, nil
 }
 
@@ -397,6 +433,42 @@ func (r *run) missingTop(key string) string {
 		return msg + fmt.Sprintf(" (did you mean %s?)", sug)
 	}
 	return msg + fmt.Sprintf(" (a step is there once it has finished; a variable is set with --set %s=...)", key)
+}
+
+// beadFields are the fields of a bead that are always there: bd omits an
+// empty one from its JSON, and a template reading {{.bead.design}} of a
+// bead without a design gets an empty value, not an error. body and type
+// are coven's names of description and issue_type.
+var beadFields = map[string]func() any{
+	"id": emptyString, "title": emptyString, "description": emptyString,
+	"design": emptyString, "acceptance_criteria": emptyString, "notes": emptyString,
+	"status": emptyString, "priority": func() any { return nil }, "issue_type": emptyString,
+	"assignee": emptyString, "labels": emptyList, "dependencies": emptyList,
+}
+
+func emptyString() any { return "" }
+func emptyList() any   { return []any{} }
+
+// beadView is the bead as templates see it: its fields, every field of
+// beadFields (empty when the bead lacks it), and coven's body and type. A
+// run without a bead sees an empty object.
+func beadView(bead map[string]any) map[string]any {
+	if len(bead) == 0 {
+		return map[string]any{}
+	}
+	v := maps.Clone(bead)
+	for k, empty := range beadFields {
+		if _, ok := v[k]; !ok {
+			v[k] = empty()
+		}
+	}
+	if _, ok := bead["body"]; !ok {
+		v["body"] = v["description"]
+	}
+	if _, ok := bead["type"]; !ok {
+		v["type"] = v["issue_type"]
+	}
+	return v
 }
 
 // copyValue copies the maps and lists of a JSON-like value.

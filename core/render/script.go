@@ -26,13 +26,16 @@ func (s *Scope) Command(step, text string) (cmd string, warnings []string, err e
 	if err != nil {
 		return "", warnings, err
 	}
-	r := &run{mode: modeCommand, data: s.data(), scope: s, values: newCommandValues()}
+	r := &run{mode: modeCommand, data: s.data(step), scope: s, values: newCommandValues(), warnings: new([]string)}
 	out, err := r.renderLimited("command", text)
 	if err == nil {
 		out, err = r.values.fill(out, r.actions)
 	}
 	if err != nil {
 		return "", warnings, placeErrors(step, "command", text, err)
+	}
+	for _, w := range *r.warnings {
+		warnings = append(warnings, placeError(step, "command", text, fmt.Errorf("%s", w)).Error())
 	}
 	return out, warnings, nil
 }

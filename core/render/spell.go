@@ -205,18 +205,19 @@ func (s *Scope) AgentPrompt(step string, spells *Spells, spell string, inputs ma
 	if err != nil {
 		return "", fmt.Errorf("step %q: %v", step, err)
 	}
-	data := s.data()
+	data := s.data(step)
 	for _, k := range slices.Sorted(maps.Keys(inputs)) {
 		if IsReserved(k) {
 			return "", fmt.Errorf("step %q: input %q: the name is reserved (%s)", step, k, strings.Join(ReservedNames, ", "))
 		}
 		data[k] = inputs[k]
 	}
-	r := &run{mode: modeText, data: data, scope: s, spells: spells, chain: []string{chainName(sp)}}
+	r := &run{mode: modeText, data: data, scope: s, spells: spells, chain: []string{chainName(sp)}, warnings: new([]string)}
 	content, err := r.renderLimited("spell", sp.Text)
 	if err != nil {
 		return "", fmt.Errorf("step %q: %s: %v", step, sp.label(), err)
 	}
+	s.warnf(step, sp.label(), *r.warnings)
 	sys, err := spells.SystemPrompt()
 	if err != nil {
 		return "", fmt.Errorf("step %q: %v", step, err)
@@ -225,11 +226,12 @@ func (s *Scope) AgentPrompt(step string, spells *Spells, spell string, inputs ma
 	// The system prompt places the spell between its own paragraphs; the
 	// blank lines around it are the system prompt's to choose.
 	sysData["spell_content"] = strings.TrimSpace(content)
-	r = &run{mode: modeText, data: sysData, scope: s, spells: spells, chain: []string{sys.Name}}
+	r = &run{mode: modeText, data: sysData, scope: s, spells: spells, chain: []string{sys.Name}, warnings: new([]string)}
 	out, err := r.renderLimited("system", sys.Text)
 	if err != nil {
 		return "", fmt.Errorf("step %q: system prompt (%s): %v", step, sys.Source, err)
 	}
+	s.warnf(step, "system prompt ("+sys.Source+")", *r.warnings)
 	return out, nil
 }
 

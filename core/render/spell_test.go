@@ -308,7 +308,7 @@ func TestIncludes(t *testing.T) {
 			s := NewScope("the goal", nil)
 			s.SetBead(map[string]any{"title": "Login"})
 			s.Record("implement", "", StepResult{Output: "built", Outputs: map[string]any{"k": "v"}})
-			r := &run{mode: modeText, data: s.data(), scope: s, spells: sp, chain: []string{"inline spell"}}
+			r := &run{mode: modeText, data: s.data("s"), scope: s, spells: sp, chain: []string{"inline spell"}}
 			got, err := r.renderLimited("spell", tt.spell)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {

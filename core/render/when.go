@@ -14,11 +14,12 @@ func (s *Scope) When(step, expr string) (bool, error) {
 	if strings.TrimSpace(expr) == "" {
 		return true, nil
 	}
-	r := &run{mode: modeText, data: s.data(), scope: s}
+	r := &run{mode: modeText, data: s.data(step), scope: s, warnings: new([]string)}
 	out, err := r.renderLimited("when", expr)
 	if err != nil {
 		return false, placeError(step, fmt.Sprintf("when %q", expr), expr, err)
 	}
+	s.warn(step, fmt.Sprintf("when %q", expr), expr, *r.warnings)
 	switch strings.TrimSpace(out) {
 	case "true":
 		return true, nil
