@@ -83,3 +83,16 @@ func TestCovenStyleGrimoire(t *testing.T) {
 		t.Error("no template.warned event for the output the agent did not report")
 	}
 }
+
+// validate parses a stage task's prompt with the template functions, as
+// run renders it.
+func TestStagePromptFunctionsValidate(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("wf.yaml", "id: g\ngoal: ship it\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: '{{.goal | upper}} {{.who | default \"nobody\"}}' }\n")
+	r := p.exec("validate", "wf.yaml", "--set", "who=")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "wf.yaml: ok") {
+		t.Errorf("validate:\n%s\n%s", r.stdout, r.stderr)
+	}
+}

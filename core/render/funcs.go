@@ -132,3 +132,7 @@ func templateFuncs(own template.FuncMap) template.FuncMap {
 	}
 	return fm
 }
+
+// Funcs are the functions every template has besides vibeteam's own (raw,
+// step, include), for a caller that parses a template to check it.
+func Funcs() template.FuncMap { return templateFuncs(nil) }

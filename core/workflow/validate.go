@@ -270,7 +270,7 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 			}
 		}
 	} else if !c.broken[pf] && !promptKnown {
-		if _, err := template.New("prompt").Parse(t.Prompt); err != nil {
+		if _, err := template.New("prompt").Funcs(render.Funcs()).Parse(t.Prompt); err != nil {
 			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
 			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
 			c.add(c.at(pf, tpos), pf, "template line "+msg)
