@@ -59,8 +59,10 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	if goal, ok := x.sess.Vars["goal"]; ok {
 		g.scope.Goal = goal
 	}
-	g.scope.Workflow = def.ID // {{.workflow.name}}
-	g.scope.Warn = func(step, w string) { // an output key an agent did not report
+	// {{.workflow.name}}; and the warning of an output key an agent did
+	// not report, which renders empty.
+	g.scope.Workflow = def.ID
+	g.scope.Warn = func(step, w string) {
 		x.emit(events.TemplateWarned, "", map[string]any{"step": step, "warning": w})
 	}
 	if x.sess.Bead != nil {
