@@ -11,9 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	expect "github.com/Netflix/go-expect"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -480,19 +477,7 @@ func TestMergeReviewAtTheTerminal(t *testing.T) {
 			p := newBeadProject(t)
 			p.write("bead.json", `{"id": "bd-8", "title": "Reviewed at a terminal"}`)
 			p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
-			screen := &syncBuffer{}
-			c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := p.command("run", "ship", "--bead-file", "bead.json")
-			cmd.Env = append(cmd.Env, "PAGER=cat")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+			cmd, c, screen := reviewAtTerminal(t, p)
 			expectAll(t, c, screen, "review: merge vibeteam/bd-8 into main", "bd-8: Reviewed at a terminal", "feature.txt", "review › ")
 			for _, k := range tc.keys {
 				_, _ = c.SendLine(k)

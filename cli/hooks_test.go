@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -102,19 +103,7 @@ func TestSignalAtTheReviewPromptExits143(t *testing.T) {
 	p := newBeadProject(t)
 	p.write("bead.json", `{"id": "bd-8", "title": "Interrupted review"}`)
 	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "true"))
-	screen := &syncBuffer{}
-	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := p.command("run", "ship", "--bead-file", "bead.json")
-	cmd.Env = append(cmd.Env, "PAGER=cat")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+	cmd, c, screen := reviewAtTerminal(t, p)
 	expectAll(t, c, screen, "review: merge vibeteam/bd-8 into main", "review › ")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if code := waitExit(t, cmd, screen); code != 143 {
@@ -162,4 +151,24 @@ func TestCancelAfterTheMergeLandedSaysSo(t *testing.T) {
 	if p.exists(".worktrees/bd-4") || p.git("branch", "--list", "vibeteam/*") != "" {
 		t.Error("the merged worktree or branch is left")
 	}
+}
+
+// reviewAtTerminal runs the ship grimoire on bead.json with a real
+// terminal, where its merge review is asked.
+func reviewAtTerminal(t *testing.T, p *beadProject) (*exec.Cmd, *expect.Console, *syncBuffer) {
+	t.Helper()
+	screen := &syncBuffer{}
+	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.command("run", "ship", "--bead-file", "bead.json")
+	cmd.Env = append(cmd.Env, "PAGER=cat")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
+	return cmd, c, screen
 }
