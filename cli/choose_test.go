@@ -96,3 +96,33 @@ func TestHandlerSeesTheWholeDialog(t *testing.T) {
 		t.Errorf("the TUI received %q; want Yes chosen once, then the input", got)
 	}
 }
+
+// A screen that matches none of the adapter's states and stops changing (a
+// dialog the adapter does not know, as a newer CLI draws) is never typed
+// into: after 3 × stuckAfter the session parks, naming the CLI's version
+// and whether the adapter was tested with it.
+func TestUnknownScreenParksNamingTheVersion(t *testing.T) {
+	p := newProject(t)
+	ad := p.read(".vibeteam/adapters/tui.yaml")
+	ad = strings.Replace(ad, "args: [", "args: [-menu-first, -unnumbered, ", 1)
+	ad = strings.Replace(ad, "'Do you trust the files'", "'Never drawn'", -1)
+	ad = strings.Replace(ad, "quietPeriod: 100ms", "quietPeriod: 100ms\nstuckAfter: 500ms\nversion: { tested: \"1.2.0\", args: [-version] }", 1)
+	p.write(".vibeteam/adapters/tui.yaml", ad)
+	p.write("wf.yaml", "id: unknown\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, pendingInputs: [\"hello\"], timeout: 60s }\n")
+	r := p.run("run", "wf.yaml", "--auto-approve", "--grace", "300ms")
+	wantCode(t, r, 3)
+	if got, err := os.ReadFile(p.path("rec.txt")); err == nil && len(got) > 0 {
+		t.Errorf("the TUI received %q; want nothing", got)
+	}
+	s := p.only()
+	if s.TaskStatus["a"] != state.TaskWaitingForUser {
+		t.Errorf("task %s, want WAITING_FOR_USER", s.TaskStatus["a"])
+	}
+	want := "the screen matches none of the tui adapter's states and has not changed for 1.5s (tui: faketui 1.2.3, newer than the tested 1.2.0)"
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "No, exit") {
+		t.Errorf("stderr does not show the screen:\n%s", r.stderr)
+	}
+}

@@ -490,6 +490,9 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		ts.lastSeen = d.State
 		host.emit(events.StateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
 	}
+	if ts.waitingState == unknownState && d.State == "" {
+		return // still a screen the adapter does not know: still asked
+	}
 	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
@@ -502,6 +505,10 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		ts.turnRan = true
 	}
 	if kind != "prompt" && stale != nil && tr.stuck(stale, staleAt, d) {
+		return
+	}
+	if kind == "" && len(ts.states) > 0 {
+		tr.unmatched(d)
 		return
 	}
 	if ts.choosing != nil && (kind != "prompt" || d.State != ts.choosing.state) {
@@ -593,6 +600,26 @@ func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
 	ts.askedAt = at
 	tr.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String()+tr.versionNote())
 	return true
+}
+
+// unknownState is what a task waits in when its screen matches none of its
+// adapter's states and does not change (a dialog the adapter does not
+// know: a newer CLI, most often).
+const unknownState = "interaction_unknown"
+
+// unmatched handles a screen that matches none of the adapter's states:
+// once it has not changed for 3 × stuckAfter (no spinner, no clock: the
+// CLI waits), a person is asked, or the session parks, naming the CLI's
+// version and whether the adapter was tested with it. Nothing is typed.
+func (tr *taskRun) unmatched(d runner.Detection) {
+	ts := tr.term
+	after := 3 * ts.stuckAfter
+	if !ts.quietFor(time.Time{}, after) {
+		return
+	}
+	d.State, d.Match = unknownState, ""
+	ts.askedAt = 0
+	tr.askPerson(d, fmt.Sprintf("the screen matches none of the %s adapter's states and has not changed for %s%s", tr.task.Adapter, after, tr.versionNote()))
 }
 
 // turnEvidence says how the current turn is known to have run, or "" when

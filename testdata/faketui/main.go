@@ -41,6 +41,7 @@ var (
 	splash     = flag.Duration("splash", 0, "show an idle-looking start-up screen this long before the first turn")
 	menuTwice  = flag.Bool("menu-twice", false, "with -menu-first: after a pause, show the same menu again")
 	unnumbered = flag.Bool("unnumbered", false, "menus as Claude Code 2.1.331: unnumbered, No selected first")
+	version    = flag.Bool("version", false, "print the version and exit")
 )
 
 var (
@@ -51,6 +52,10 @@ var (
 
 func main() {
 	flag.Parse()
+	if *version {
+		fmt.Println("faketui 1.2.3")
+		return
+	}
 	if *pidfile != "" {
 		_ = os.WriteFile(*pidfile, []byte(fmt.Sprint(os.Getpid())), 0o644)
 	}
