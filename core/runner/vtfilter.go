@@ -24,8 +24,9 @@ package runner
 // Measured against github.com/charmbracelet/x/vt v0.1.0 (the newest in the
 // Go proxy, 2026-11-25) on this machine: on the recorded Claude Code
 // streams of testdata/screens x/vt renders the 2.1.332 menus right without a
-// filter, but leaves a stray glyph in 2.1.197's start-up screen (8 of 9
-// golden screens, vt10x unfiltered 8 of 9, vt10x filtered 9 of 9); it
+// filter, but leaves stale text on 5 of the 13 screens ("4. Noe Code" in a
+// permission menu): 8 of 13 golden screens, vt10x unfiltered 12 of 13
+// (the kitty query), vt10x filtered 13 of 13; it
 // parses 1.6 MB/s against vt10x's 8.9 MB/s on the mixed stream of
 // BenchmarkPTYThroughput; and it writes its answers to queries into an
 // io.Pipe that blocks the emulator until someone reads them. vt10x behind
