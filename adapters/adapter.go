@@ -49,6 +49,10 @@ type LaunchConfig struct {
 	// Files are to be written before the start, each one's path in the
 	// environment variable it names (a CLI's settings for MCP servers).
 	Files []LaunchFile
+	// Stdin is the prompt when it goes to the CLI's stdin (position:
+	// stdin, or longOnStdin with a long prompt): written first, then
+	// stdin is closed once the task's queue is written.
+	Stdin string
 }
 
 // State is one named pattern matched against an interactive task's rendered

@@ -93,7 +93,15 @@ const (
 	PromptArg  = "arg"  // appended last, as a positional argument
 	PromptFlag = "flag" // appended last as `flag prompt`
 	PromptNone = "none" // the mode takes no prompt
+	// PromptStdin writes the prompt to the CLI's stdin (headless only),
+	// then closes it: a prompt of any length reaches the agent.
+	PromptStdin = "stdin"
 )
+
+// MaxArgPrompt is the longest prompt put in an argument: Linux takes at
+// most 128 KiB in one (MAX_ARG_STRLEN), and the rest of argv and the
+// environment share the space.
+const MaxArgPrompt = 96 << 10
 
 // Prompt flag forms: how a flag and the prompt are put in argv.
 const (
@@ -157,6 +165,9 @@ type promptSpec struct {
 	// required: the command cannot run without a prompt (sh -c), so a task
 	// without one is refused before anything starts.
 	required bool
+	// longOnStdin: a prompt longer than MaxArgPrompt goes to stdin instead
+	// (the CLI reads its prompt from stdin when none is given).
+	longOnStdin bool
 }
 
 // optionSafe reports whether every prompt, whatever its first character,
@@ -180,7 +191,7 @@ var (
 	authKeys    = []string{"env", "note"}
 	modeNames   = []string{string(Interactive), string(Headless)}
 	modeKeys    = []string{"args", "prompt", "usePTY", "output", "resume", "allow"}
-	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required"}
+	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required", "longOnStdin"}
 	stateKeys   = []string{"name", "pattern"}
 	policyKeys  = []string{"injectArgs", "handlers"}
 	handlerKeys = []string{"when", "send", "use", "choose"}
@@ -398,7 +409,7 @@ func outputNames() []string {
 
 func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 	spec := modeSpec{prompt: promptSpec{position: PromptArg}, usePTY: m == Interactive, output: OutputText}
-	var ptyNode, closeNode, outputNode *yaml.Node
+	var ptyNode, closeNode, outputNode, promptNode *yaml.Node
 	pairs, _ := p.Map(n, path, "")
 	pairs = slices.DeleteFunc(pairs, func(kv yamlnode.Pair) bool {
 		if kv.Key.Value != deprecatedCloseStdin {
@@ -415,7 +426,7 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 		case "args":
 			spec.args = p.Strings(kv.Val, f, p.Text)
 		case "prompt":
-			spec.prompt = p.prompt(kv.Val, f)
+			spec.prompt, promptNode = p.prompt(kv.Val, f), kv.Val
 		case "usePTY":
 			if b, ok := p.boolean(kv.Val, f); ok {
 				spec.usePTY, ptyNode = b, kv.Val
@@ -440,6 +451,9 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 	if outputNode != nil && spec.output != OutputText && (m == Interactive || spec.usePTY) {
 		p.Fail(outputNode, join(path, "output"), "a structured output is read from a headless mode's pipe, not from a terminal: only for headless without usePTY")
 	}
+	if promptNode != nil && (spec.prompt.position == PromptStdin || spec.prompt.longOnStdin) && (m == Interactive || spec.usePTY) {
+		p.Fail(promptNode, join(path, "prompt"), "a prompt on stdin is for a headless mode without usePTY: in a terminal, stdin is the person's")
+	}
 	if m == Interactive && ptyNode != nil && !spec.usePTY {
 		p.Fail(ptyNode, join(path, "usePTY"), "interactive mode always runs in a PTY")
 	}
@@ -453,7 +467,7 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 
 func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	var spec promptSpec
-	var posNode, flagNode, formNode, sepNode, dashNode, reqNode *yaml.Node
+	var posNode, flagNode, formNode, sepNode, dashNode, reqNode, longNode *yaml.Node
 	p.Fields(n, path, "", promptKeys, func(kv yamlnode.Pair) {
 		v, f := kv.Val, join(path, kv.Key.Value)
 		switch kv.Key.Value {
@@ -463,10 +477,10 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 				return
 			}
 			switch s {
-			case PromptArg, PromptFlag, PromptNone:
+			case PromptArg, PromptFlag, PromptNone, PromptStdin:
 				spec.position, posNode = s, v
 			default:
-				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptArg, PromptFlag, PromptNone))
+				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptArg, PromptFlag, PromptNone, PromptStdin))
 			}
 		case "flag":
 			if s, ok := p.nonEmpty(v, f); ok {
@@ -503,6 +517,10 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			if b, ok := p.boolean(v, f); ok {
 				spec.required, reqNode = b, v
 			}
+		case "longOnStdin":
+			if b, ok := p.boolean(v, f); ok {
+				spec.longOnStdin, longNode = b, v
+			}
 		}
 	})
 	switch {
@@ -535,6 +553,9 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	}
 	if reqNode != nil && spec.required && spec.position == PromptNone {
 		p.Errorf(reqNode, join(path, "required"), "contradicts position: none, which takes no prompt")
+	}
+	if longNode != nil && spec.longOnStdin && (spec.position == PromptNone || spec.position == PromptStdin) {
+		p.Errorf(longNode, join(path, "longOnStdin"), "has no effect: position is %s", spec.position)
 	}
 	return spec
 }

@@ -73,15 +73,25 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	// The prompt goes last: after a separator every element is
 	// positional, and a variadic option anywhere before it (claude's
 	// --allowedTools) cannot take it as one of its values.
+	var stdin string
 	if prompt != "" {
 		p := m.prompt
 		if p.position == PromptNone {
 			return LaunchConfig{}, fmt.Errorf("adapter %s does not take a prompt in mode %s", a.def.name, mode)
 		}
-		if strings.HasPrefix(prompt, "-") && !p.optionSafe() && !p.allowLeadingDash {
+		long := len(prompt) > MaxArgPrompt
+		switch {
+		case p.position == PromptStdin || long && p.longOnStdin:
+			stdin = prompt
+		case long:
+			return LaunchConfig{}, fmt.Errorf("the prompt is %d KiB, longer than one argument may be (%d KiB), and adapter %s passes it as an argument in mode %s: if %s reads its prompt from stdin, set modes.%s.prompt.longOnStdin: true (or position: stdin) in its adapter file; or shorten the prompt (a spell can tell the agent to read a file)",
+				len(prompt)>>10, MaxArgPrompt>>10, a.def.name, mode, a.def.command, mode)
+		}
+		if stdin == "" && strings.HasPrefix(prompt, "-") && !p.optionSafe() && !p.allowLeadingDash {
 			return LaunchConfig{}, leadingDashError(a.def, mode, p, prompt)
 		}
 		switch {
+		case stdin != "":
 		case p.position == PromptArg && p.separator != "":
 			args = append(args, p.separator, prompt)
 		case p.position == PromptArg:
@@ -112,6 +122,7 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		UsePTY:  mode == Interactive || m.usePTY,
 		Output:  m.output,
 		Files:   mcp.files,
+		Stdin:   stdin,
 	}, nil
 }
 

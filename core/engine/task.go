@@ -249,6 +249,14 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		// loop: a queue larger than the pipe blocks until the agent reads.
 		go func() {
 			defer close(inputDone)
+			if lc.Stdin != "" {
+				// The prompt, on stdin (too long for an argument, or the
+				// adapter's way): whole before anything queued.
+				if err := proc.Send(lc.Stdin); err != nil {
+					_ = proc.CloseInput()
+					return
+				}
+			}
 			for len(queue) > 0 {
 				if err := tr.send(queue[0]+"\n", "queue"); err != nil {
 					break
