@@ -54,9 +54,16 @@ func beadForRun(c *ucli.Context, base string) (*runBead, error) {
 			return nil, err
 		}
 		rb.fields, rb.source, rb.tracker = b, "bd", client
-		if blockers := b.OpenBlockers(); len(blockers) > 0 && !c.Bool("force") {
+		// Readiness is bd's (beadBlockers); bd close refuses a bead with
+		// open blockers, so a forced run closes it with --force.
+		blockers, err := beadBlockers(client, b)
+		if err != nil {
+			return nil, exitf(ExitFailed, "%v", err)
+		}
+		if len(blockers) > 0 && !c.Bool("force") {
 			return nil, exitf(ExitUsage, "bead %s is blocked by %s, still open; work on those first, or run it anyway with --force", safe(id), safe(strings.Join(blockers, ", ")))
 		}
+		client.Force = c.Bool("force")
 	}
 	rb.id = beads.Bead(rb.fields).ID()
 	if rb.id == "" {
@@ -142,6 +149,9 @@ func resumeBead(sess *state.Session, opts *core.RunOptions) error {
 			}
 			return err
 		}
+		// A bead that had open blockers when its run started was run with
+		// --force, and is closed with it.
+		client.Force = len(beads.Bead(sess.Bead).OpenBlockers()) > 0
 		opts.Beads = client
 	}
 	// A session on a bead runs in the bead's worktree and nowhere else:

@@ -156,11 +156,15 @@ func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, erro
 	case id == "":
 		return nil, nil
 	}
-	_, b, err := showBead(base, id)
+	client, b, err := showBead(base, id)
 	if err != nil {
 		return nil, err
 	}
-	if blockers := b.OpenBlockers(); len(blockers) > 0 {
+	blockers, err := beadBlockers(client, b)
+	if err != nil {
+		return nil, exitf(ExitFailed, "%v", err)
+	}
+	if len(blockers) > 0 {
 		fmt.Fprintf(streams.Err, "warning: bead %s is blocked by %s, still open: run refuses it until they are closed, or with --force\n", safe(id), safe(strings.Join(blockers, ", ")))
 	}
 	return b, nil

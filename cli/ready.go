@@ -49,6 +49,11 @@ func readyCommand(streams IO) *ucli.Command {
 			}
 			rows := make([]readyBead, 0, len(list))
 			for _, b := range list {
+				if b.Type() == "epic" {
+					// bd ready lists epics; an epic is worked on through
+					// its children, or named explicitly (run --bead).
+					continue
+				}
 				name, rule := beads.Select(b, cfg)
 				rows = append(rows, readyBead{ID: b.ID(), Title: b.Title(), Type: b.Type(), Priority: b["priority"], Grimoire: name, Rule: rule})
 			}

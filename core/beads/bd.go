@@ -13,10 +13,10 @@ import (
 
 // ErrNoBD: the bd command is not installed. The beads CLI is published on
 // npm as @beads/bd, in Homebrew as beads, and as the Go module
-// github.com/gastownhall/beads (formerly github.com/steveyegge/beads);
-// see its docs/INSTALLING.md.
+// github.com/steveyegge/beads, whose bd needs cgo and the gms_pure_go tag
+// for its embedded database (its docs/INSTALLING.md).
 var ErrNoBD = errors.New("bd, the beads CLI, is not on PATH: install it (npm install -g @beads/bd, brew install beads, " +
-	"or go install github.com/gastownhall/beads/cmd/bd@latest), " +
+	"or CGO_ENABLED=1 go install -tags gms_pure_go github.com/steveyegge/beads/cmd/bd@latest), " +
 	"or give the bead as a JSON file with --bead-file F.json (the fields of `bd show ID --json`; its status is then left alone)")
 
 // Client runs bd in a directory: the project whose .beads it works on.
@@ -25,6 +25,9 @@ type Client struct {
 	Bin string   // the bd program (a path, or a name looked up on PATH)
 	Dir string   // bd's working directory; "" is the current one
 	Env []string // bd's environment; nil is vibeteam's own
+	// Force closes the bead with bd close --force: the run was started
+	// despite its open blockers (run --force), which bd close refuses.
+	Force bool
 }
 
 // NewClient finds bd on PATH; ErrNoBD when it is not there.
@@ -110,6 +113,12 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 		return stdout.Bytes(), nil
 	}
 	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1}
+	if strings.TrimSpace(be.Stderr) == "" {
+		// bd's JSON error on stdout, {"error":"…","schema_version":1}.
+		if _, jerr := decodeJSON(stdout.Bytes()); jerr != nil && strings.HasPrefix(jerr.Error(), "reported an error: ") {
+			be.Stderr = strings.TrimPrefix(jerr.Error(), "reported an error: ")
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -169,19 +178,26 @@ func (c *Client) SetStatus(ctx context.Context, id, status string) error {
 }
 
 // Close closes bead id, completed, with a summary of the work
-// (bd close ID --reason R).
+// (bd close ID --reason R). bd refuses a bead with open blockers, and an
+// epic with open children; with Force (a run started with --force) it is
+// closed anyway (--force).
 func (c *Client) Close(ctx context.Context, id, reason string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	_, err := c.run(ctx, "close", id, "--reason", reason)
+	args := []string{"close", id, "--reason", reason}
+	if c.Force {
+		args = append(args, "--force")
+	}
+	_, err := c.run(ctx, args...)
 	return err
 }
 
-// Ready lists the beads ready to work on (bd ready --json): open, and not
-// blocked by an open one.
+// Ready lists the beads ready to work on, as bd decides it (bd ready
+// --json --limit 0: bd stops at 100 without --limit, saying so only on
+// stderr).
 func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
-	args := []string{"ready", "--json"}
+	args := []string{"ready", "--json", "--limit", "0"}
 	out, err := c.run(ctx, args...)
 	if err != nil {
 		return nil, err
@@ -191,6 +207,49 @@ func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
 		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return list, nil
+}
+
+// BlockedBy is what holds bead id back, as bd decides it (bd blocked
+// --json: a pinned blocker does not block, the child of a blocked parent
+// is blocked, conditional-blocks and waits-for count): the ids bd gives in
+// its blocked_by, each with its status as the bead shows it ("id
+// (status)"); none when bd does not list the bead as blocked.
+func (c *Client) BlockedBy(ctx context.Context, b Bead) ([]string, error) {
+	args := []string{"blocked", "--json"}
+	out, err := c.run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	list, err := parseBeads(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", Command(args...), err)
+	}
+	status := map[string]string{} // of every dependency the bead shows
+	deps, _ := b["dependencies"].([]any)
+	for _, d := range deps {
+		if m, ok := d.(map[string]any); ok {
+			id, _ := m["id"].(string)
+			st, _ := m["status"].(string)
+			status[id] = st
+		}
+	}
+	for _, x := range list {
+		if x.ID() != b.ID() {
+			continue
+		}
+		var by []string
+		ids, _ := x["blocked_by"].([]any)
+		for _, v := range ids {
+			if id, ok := v.(string); ok {
+				by = append(by, Blocker{ID: id, Status: status[id]}.String())
+			}
+		}
+		if len(by) == 0 {
+			by = []string{"(bd does not say which)"}
+		}
+		return by, nil
+	}
+	return nil, nil
 }
 
 // OpenBlockers is b.OpenBlockers, with the status of each blocker b does not

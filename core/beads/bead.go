@@ -3,18 +3,22 @@
 //
 // # What bd prints
 //
-// `bd show ID --json` (github.com/steveyegge/beads, now
-// github.com/gastownhall/beads; cmd/bd/show.go) collects one
-// types.IssueDetails per id asked for and prints the list, so bd 1.0 prints
-// an array holding one object for one id. Older versions printed the object
-// itself. Both are accepted; so is the envelope
-// {"schema_version":1,"data":[...]} of bd's newer machine output.
+// `bd show ID --json` (github.com/steveyegge/beads; cmd/bd/show.go)
+// collects one types.IssueDetails per id asked for and prints the list, so
+// bd 1.0 prints an array holding one object for one id. Older versions
+// printed the object itself. Both are accepted; so is the envelope
+// {"schema_version":1,"data":[...]} of bd's machine output with
+// BD_JSON_ENVELOPE=1. `bd create --json` prints the bead with
+// "schema_version": 1 among its fields, which is no envelope. An error is
+// {"error":"…","schema_version":1} on stdout, the error a string.
 //
-// The object is the issue with every field bd keeps (id, title,
+// The object is the issue with the fields bd keeps (id, title,
 // description, design, acceptance_criteria, notes, status, priority,
 // issue_type, assignee, created_at, close_reason, ...; internal/types/
-// types.go, Issue) plus labels, dependencies, dependents and comments.
-// A Bead keeps them all, as decoded, so a template reads any of them.
+// types.go, Issue) plus labels and dependencies; bd 1.0.5 omits every empty
+// one, and prints dependent_count and comment_count instead of dependents
+// and comments. A Bead keeps them all, as decoded; templates see the
+// omitted ones of the README's list as empty (render's bead view).
 //
 // Dependencies, bd 1.0: each is the other issue, with its own fields, and
 // the kind of edge (internal/types/types.go, IssueWithDependencyMetadata:
@@ -230,14 +234,45 @@ func decodeJSON(data []byte) (any, error) {
 		}
 	}
 	if m, ok := v.(map[string]any); ok {
-		if _, env := m["schema_version"]; env {
-			d := m["data"]
-			if e, ok := m["error"].(map[string]any); ok && d == nil {
-				msg, _ := e["message"].(string)
-				return nil, fmt.Errorf("reported an error: %s", msg)
+		// bd's error: {"error":"…","schema_version":1} (a string; an
+		// object {"message": …} in some versions), or inside the envelope
+		// {"schema_version":1,"data":{"error":"…"}}.
+		if msg, isErr := errorOf(m); isErr {
+			return nil, fmt.Errorf("reported an error: %s", msg)
+		}
+		// The envelope {"schema_version":1,"data":…}. An object with
+		// schema_version and no data is a bead itself: bd create --json
+		// prints the bead with "schema_version": 1 among its fields.
+		if d, env := m["data"]; env {
+			if _, sv := m["schema_version"]; sv {
+				if dm, ok := d.(map[string]any); ok {
+					if msg, isErr := errorOf(dm); isErr {
+						return nil, fmt.Errorf("reported an error: %s", msg)
+					}
+				}
+				return d, nil
 			}
-			return d, nil
 		}
 	}
 	return v, nil
+}
+
+// errorOf reads bd's error object: "error" a string, or an object with a
+// message, beside schema_version and nothing that makes it a bead (an id).
+func errorOf(m map[string]any) (string, bool) {
+	e, ok := m["error"]
+	if !ok {
+		return "", false
+	}
+	if _, bead := m["id"]; bead {
+		return "", false
+	}
+	switch e := e.(type) {
+	case string:
+		return e, true
+	case map[string]any:
+		msg, _ := e["message"].(string)
+		return msg, true
+	}
+	return "", false
 }
