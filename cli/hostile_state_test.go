@@ -114,3 +114,25 @@ func TestSymlinkedWorktreesFolderIsRefused(t *testing.T) {
 		t.Errorf("%d sessions left by a run that could not start", n)
 	}
 }
+
+// TestLabelChoosesOnlyFromTheGrimoireFolders: a bead's grimoire:NAME label
+// never picks a file of the current directory or a stage workflow's
+// folder, only .vibeteam/grimoires (or .coven/grimoires) and the built-ins.
+func TestLabelChoosesOnlyFromTheGrimoireFolders(t *testing.T) {
+	t.Parallel()
+	evil := "name: evil\nsteps:\n  - name: pwn\n    type: script\n    command: touch \"$PWD/../PWNED\"\n"
+	p := newBeadProject(t, bead("bd-3", "t", map[string]any{"labels": []any{"grimoire:evil"}}))
+	p.write("evil", evil)                          // a file of the checkout
+	p.write(".vibeteam/workflows/evil.yaml", evil) // a named stage workflow's folder
+	r := p.bdExec("run", "--bead", "bd-3")
+	if r.code != 2 || !strings.Contains(r.stderr, "evil") || !strings.Contains(r.stderr, ".vibeteam/grimoires/evil") {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+	if p.exists("../PWNED") || p.exists(".worktrees/PWNED") {
+		t.Error("a file outside the grimoire folders ran")
+	}
+	p.write(".vibeteam/grimoires/evil.yaml", "name: evil\nsteps:\n  - name: ok\n    type: script\n    command: echo ok\n")
+	if r := p.bdExec("run", "--bead", "bd-3"); r.code != 0 {
+		t.Errorf("from .vibeteam/grimoires: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -71,12 +71,16 @@ func runCommand(streams IO) *ucli.Command {
 				return err
 			}
 			name := c.Args().First()
+			var def *workflow.Definition
 			if name == "" {
 				if name, err = chooseGrimoire(streams, base, bead); err != nil {
 					return err
 				}
+				// Chosen by the bead: a name in the grimoire directories.
+				def, err = loadChosenGrimoire(name, base, loadOptions(c, reg, base))
+			} else {
+				def, err = loadDefinition(name, base, loadOptions(c, reg, base))
 			}
-			def, err := loadDefinition(name, base, loadOptions(c, reg, base))
 			if err != nil {
 				return err
 			}
@@ -244,6 +248,28 @@ func sessionLoadError(err error) error {
 		return exitf(ExitUsage, "%s", msg)
 	}
 	return exitf(ExitUsage, "%v", err)
+}
+
+// loadChosenGrimoire loads the grimoire a bead's label or config.yaml
+// named: from the grimoire directories, else a built-in; never a file of
+// the current directory.
+func loadChosenGrimoire(name, base string, opts workflow.LoadOptions) (*workflow.Definition, error) {
+	path, err := workflow.ResolveGrimoire(name, base)
+	if err == nil {
+		def, err := workflow.LoadFile(path, opts)
+		if err != nil {
+			return nil, exitf(ExitUsage, "%v", err)
+		}
+		return def, nil
+	}
+	if data, source, ok := builtin.Workflow(name); ok {
+		def, err := workflow.Parse(data, source, opts)
+		if err != nil {
+			return nil, exitf(ExitUsage, "%v", err)
+		}
+		return def, nil
+	}
+	return nil, exitf(ExitUsage, "%v (built-in grimoires: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
 }
 
 // loadDefinition resolves FILE|NAME (a file, .vibeteam/workflows/NAME.*, or

@@ -111,6 +111,32 @@ func Resolve(nameOrPath, baseDir string) (string, error) {
 	return "", nf
 }
 
+// grimoireDirs are where a grimoire chosen for a bead (by its label or
+// config.yaml) is looked up: by name, and nowhere else.
+var grimoireDirs = [][]string{
+	{".vibeteam", "grimoires"},
+	{".coven", "grimoires"},
+}
+
+// ResolveGrimoire finds the grimoire NAME in the grimoire directories under
+// baseDir only: never a file of the current directory, never a path (a
+// bead's label chose it, and anyone may write a label). A *NotFoundError
+// when it is not there (a built-in may still have the name).
+func ResolveGrimoire(name, baseDir string) (string, error) {
+	var tried []string
+	for _, d := range grimoireDirs {
+		dir := filepath.Join(append([]string{baseDir}, d...)...)
+		for _, ext := range workflowExts {
+			p := filepath.Join(dir, name+ext)
+			if isFile(p) {
+				return p, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	return "", &NotFoundError{Name: name, Tried: tried}
+}
+
 // isPathLike is an argument that names a file, not a workflow: it has a
 // path separator or an extension.
 func isPathLike(arg string) bool {
