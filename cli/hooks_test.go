@@ -172,3 +172,39 @@ func reviewAtTerminal(t *testing.T, p *beadProject) (*exec.Cmd, *expect.Console,
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.Close() })
 	return cmd, c, screen
 }
+
+// TestFilesACommitHookMadeAreNotCommitted: a pre-commit hook that leaves a
+// file behind; the next commit of the steps' work (a second merge) leaves
+// that file out, so it never lands on main.
+func TestFilesACommitHookMadeAreNotCommitted(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write("bead.json", `{"id":"bd-6","title":"Twice","status":"open"}`)
+	p.write(".vibeteam/grimoires/twice.yaml", `name: twice
+steps:
+  - name: first
+    type: script
+    command: echo a > a.txt
+  - name: merge1
+    type: merge
+    require_review: false
+  - name: second
+    type: script
+    command: echo b > b.txt
+  - name: merge2
+    type: merge
+    require_review: false
+`)
+	hook := filepath.Join(p.dir, ".git", "hooks", "pre-commit")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho made by pre-commit > hook-made.txt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := p.exec("run", "twice", "--bead-file", "bead.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	files := p.git("ls-tree", "-r", "--name-only", "main")
+	if strings.Contains(files, "hook-made.txt") || !strings.Contains(files, "a.txt") || !strings.Contains(files, "b.txt") {
+		t.Errorf("main has:\n%s", files)
+	}
+}

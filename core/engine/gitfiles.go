@@ -2,9 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // gitState is a working tree as an agent step found it: the commit it was
@@ -17,10 +21,33 @@ type gitState struct {
 	ok    bool
 }
 
+// gitTimeout bounds one git read of an agent step's working tree.
+const gitTimeout = 2 * time.Minute
+
 func git(dir string, args ...string) ([]byte, error) {
-	cmd := exec.Command("git", append([]string{"-c", "core.quotepath=off"}, args...)...)
+	return gitIn(dir, "", args...)
+}
+
+// gitIn runs git in dir with stdin, supervised as every command vibeteam
+// runs itself: a process group of its own (killed whole at the timeout),
+// and its output read at most 2 s after it exits, so a child it leaves
+// behind cannot hold the step.
+func gitIn(dir, stdin string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off"}, args...)...)
 	cmd.Dir = dir
-	return cmd.Output()
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.Output()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil
+	}
+	return out, err
 }
 
 // gitSnapshot reads dir's state; outside a git working tree it is empty and
@@ -61,10 +88,7 @@ func (s gitState) dirtyFiles() map[string]string {
 		}
 	}
 	if len(paths) > 0 {
-		cmd := exec.Command("git", "hash-object", "--stdin-paths")
-		cmd.Dir = s.dir
-		cmd.Stdin = strings.NewReader(strings.Join(paths, "\n") + "\n")
-		if hashes, err := cmd.Output(); err == nil {
+		if hashes, err := gitIn(s.dir, strings.Join(paths, "\n")+"\n", "hash-object", "--stdin-paths"); err == nil {
 			for i, h := range strings.Fields(string(hashes)) {
 				if i < len(paths) {
 					files[paths[i]] = h

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -45,7 +47,17 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 		return false, fmt.Errorf("the worktree %s has unresolved conflicts in %s: resolve them (edit, git add) before its work is committed",
 			wt.Path, strings.Join(paths, ", "))
 	}
-	if _, err := run(ctx, cmd{dir: wt.Path, args: []string{"add", "--all"}, keep: true}); err != nil {
+	// What the commit hooks of an earlier commit left (and no step has
+	// touched since) is not the steps' work.
+	hookFiles, err := r.hookFiles(ctx, wt)
+	if err != nil {
+		return false, err
+	}
+	add := []string{"add", "--all", "--", "."}
+	for _, p := range hookFiles {
+		add = append(add, ":(exclude,literal)"+p)
+	}
+	if _, err := run(ctx, cmd{dir: wt.Path, args: add, keep: true}); err != nil {
 		return false, err
 	}
 	_, err = git(ctx, wt.Path, "diff", "--cached", "--quiet", "HEAD", "--")
@@ -67,7 +79,101 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 	if _, err := run(ctx, cmd{dir: wt.Path, args: args, stdin: message, keep: true, hooks: true}); err != nil {
 		return false, err
 	}
+	// Everything was staged: a file untracked now was made by the hooks.
+	if err := r.noteHookFiles(ctx, wt); err != nil {
+		return true, err
+	}
 	return true, nil
+}
+
+// hookFilesName is the file, in the worktree's own git directory, that
+// lists the files the commit hooks made: "hash path" lines.
+const hookFilesName = "vibeteam-hook-files"
+
+func (r *Repo) hookFilesPath(ctx context.Context, wt *Worktree) (string, error) {
+	out, err := git(ctx, wt.Path, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(strings.TrimSpace(out), hookFilesName), nil
+}
+
+// noteHookFiles records the untracked files the commit's hooks left, with
+// their content, so that later commits leave them out.
+func (r *Repo) noteHookFiles(ctx context.Context, wt *Worktree) error {
+	out, err := git(ctx, wt.Path, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil || out == "" {
+		return err
+	}
+	paths := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+	hashes, err := run(ctx, cmd{dir: wt.Path, args: []string{"hash-object", "--stdin-paths"}, stdin: strings.Join(paths, "\n") + "\n"})
+	if err != nil {
+		return err
+	}
+	path, err := r.hookFilesPath(ctx, wt)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for i, h := range strings.Fields(hashes) {
+		if i < len(paths) {
+			b.WriteString(h + " " + paths[i] + "\n")
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(b.String())
+	return errors.Join(werr, f.Close())
+}
+
+// hookFiles are the files commit hooks made that are still as they made
+// them: a step that changed one since makes it its own work.
+func (r *Repo) hookFiles(ctx context.Context, wt *Worktree) ([]string, error) {
+	path, err := r.hookFilesPath(ctx, wt)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	made := map[string]string{}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		h, p, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if _, seen := made[p]; !seen {
+			paths = append(paths, p)
+		}
+		made[p] = h
+	}
+	var keep []string
+	var exist []string
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(wt.Path, p)); err == nil {
+			exist = append(exist, p)
+		}
+	}
+	if len(exist) == 0 {
+		return nil, nil
+	}
+	hashes, err := run(ctx, cmd{dir: wt.Path, args: []string{"hash-object", "--stdin-paths"}, stdin: strings.Join(exist, "\n") + "\n"})
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range strings.Fields(hashes) {
+		if i < len(exist) && made[exist[i]] == h {
+			keep = append(keep, exist[i])
+		}
+	}
+	return keep, nil
 }
 
 // onBranch checks that the worktree exists and has its branch checked out.

@@ -57,6 +57,13 @@ func gitEnv(extra ...string) []string {
 // gitWaitDelay is how long git's output is read after git itself exited.
 const gitWaitDelay = 2 * time.Second
 
+// How long one git command may run: a read, and a change that is not
+// interrupted (a commit with its hooks, a checkout update).
+const (
+	gitTimeout     = 5 * time.Minute
+	gitKeepTimeout = 30 * time.Minute
+)
+
 // cmd describes one git invocation.
 type cmd struct {
 	dir   string
@@ -84,6 +91,14 @@ func run(ctx context.Context, c cmd) (string, error) {
 	if c.keep {
 		ctx = context.WithoutCancel(ctx)
 	}
+	// Bounded all the same: a git that hangs (a hook of the commit, a
+	// lock held elsewhere) fails rather than holding the run for ever.
+	limit := gitTimeout
+	if c.keep {
+		limit = gitKeepTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	args := []string{"-c", "core.quotepath=off"}
 	if !c.hooks {
 		args = append(args, "-c", "core.hooksPath="+os.DevNull)
