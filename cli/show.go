@@ -206,13 +206,22 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 	}
 	if !running && s.Status != state.StatusCompleted {
 		fmt.Fprintln(out, "\nactions")
-		fmt.Fprintf(out, "  vibeteam resume %s                 run the step at %s again and go on\n", s.ID, safe(s.Cursor))
-		fmt.Fprintf(out, "  vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
+		if s.Cursor != "" {
+			fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", s.ID, safe(s.Cursor))
+		} else {
+			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", s.ID)
+		}
+		fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
 		if s.BlockedReason == "merge_conflict" {
 			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
-			fmt.Fprintf(out, "  vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
+			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
 		}
-		fmt.Fprintf(out, "  vibeteam log %s                    the step tree with outputs\n", s.ID)
+		if s.Bead != nil {
+			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: the bead goes back to open (--clean also removes its worktree)\n", s.ID)
+		} else {
+			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up\n", s.ID)
+		}
+		fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)
 	}
 }
 

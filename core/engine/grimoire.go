@@ -189,8 +189,36 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 	}
 	x.mu.Lock()
 	var context string
-	if r := x.sess.Runs[out.At.Key()]; r != nil {
+	if r := x.sess.Runs[out.At.Key()]; r != nil && strings.TrimSpace(r.Output) != "" {
 		context = blockedContext(r.Output)
+	} else {
+		// A loop out of iterations, or a step stopped without output: the
+		// last step run under its address, in walk order, that failed,
+		// else the last that printed anything.
+		at := out.At.Key()
+		var keys []string
+		for k, r := range x.sess.Runs {
+			if r.Type != workflow.StepLoop && strings.TrimSpace(r.Output) != "" && (at == "" || strings.HasPrefix(k, at+".")) {
+				keys = append(keys, k)
+			}
+		}
+		flow.SortKeys(keys)
+		pick := ""
+		for i := len(keys) - 1; i >= 0; i-- {
+			if x.sess.Runs[keys[i]].Status == string(flow.Failed) {
+				pick = keys[i]
+				break
+			}
+		}
+		if pick == "" && len(keys) > 0 {
+			pick = keys[len(keys)-1]
+		}
+		if r := x.sess.Runs[pick]; r != nil {
+			context = fmt.Sprintf("step %q (%s) %s:\n%s", r.Name, pick, r.Status, blockedContext(r.Output))
+		}
+	}
+	if strings.TrimSpace(context) == "" {
+		context = why // a template, a merge refused: the reason is all there is
 	}
 	x.sess.BlockedReason = reason
 	x.sess.BlockedStep = out.Step
