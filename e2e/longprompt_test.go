@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/e2e/fakegemini"
 	"github.com/vibeteam/vibeteam/e2e/fakeopenai"
 )
 
@@ -67,6 +68,33 @@ func TestCodexHeadlessLongPrompt(t *testing.T) {
 	}
 	if !whole {
 		t.Error("the model did not get the whole long prompt")
+	}
+	w.assertCreated()
+}
+
+// TestGeminiHeadlessLongPrompt: a 1 MiB prompt reaches gemini whole on its
+// stdin (no --prompt: gemini reads a piped stdin as its prompt).
+func TestGeminiHeadlessLongPrompt(t *testing.T) {
+	const marker = "END-OF-THE-LONG-PROMPT-9e41"
+	padding := strings.Repeat("This line only makes the prompt long. ", (1<<20)/38)
+	prompt := padding + createPrompt + " " + marker
+	whole := false
+	create := fakegemini.CreateFile()
+	script := func(c fakegemini.Call) fakegemini.Reply {
+		for _, text := range c.Request.UserTexts() {
+			if strings.Contains(text, marker) && strings.Contains(text, padding) {
+				whole = true
+			}
+		}
+		return create(c)
+	}
+	w := newGeminiWorld(t, script)
+	r := w.run("run", w.promptWorkflow("headless", prompt), "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	if !whole {
+		t.Error("the model did not get the whole 1 MiB prompt")
 	}
 	w.assertCreated()
 }
