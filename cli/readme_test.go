@@ -94,3 +94,27 @@ func TestReadmeGrimoireExample(t *testing.T) {
 		t.Errorf("report printed %q", got)
 	}
 }
+
+// The README's first workflow validates with the command it shows, the
+// agent CLIs standing in as the fake agent.
+func TestReadmeFirstWorkflowValidates(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n# review\\.yaml\n(.*?)```\n\n    vibeteam (validate review\\.yaml[^\n]*)\n").FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("the README shows no review.yaml with its validate command")
+	}
+	p := newProject(t)
+	p.write("review.yaml", m[1])
+	for _, name := range []string{"claude", "codex"} {
+		p.write(".vibeteam/adapters/"+name+".yaml", "name: "+name+"\ncommand: "+fakeAgent+"\nmodes:\n  headless: { prompt: { position: arg } }\n")
+	}
+	r := p.exec(strings.Fields(m[2])...)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "review.yaml: ok") {
+		t.Errorf("vibeteam %s:\n%s%s", m[2], r.stdout, r.stderr)
+	}
+}

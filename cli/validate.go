@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,13 +29,14 @@ func validateCommand(streams IO) *ucli.Command {
 everything run checks before it starts a task: structure, ids, adapters and
 their modes, prompts rendered with the --set variables (a missing one is an
 error), what an adapter's mode needs (a prompt for shell), and that each
-task's cwd exists. An adapter file (top-level command: or modes:) is checked
-as one.
+task's cwd exists, and, as run does, that each adapter's CLI is installed
+(with the command that installs a built-in one). An adapter file
+(top-level command: or modes:) is checked as one.
 
 Each problem is one line on stderr, file:line:col: field: message. A
-warning reads file:line:col: warning: field: message: an agent CLI that is
-not installed here is a warning (run makes it an error), as it may be
-installed where the workflow runs.
+warning reads file:line:col: warning: field: message. With --offline, an
+agent CLI that is not installed here is a warning instead of an error: the
+file is checked for a machine where it is installed (CI, another person's).
 
 --json prints one JSON array on stdout instead, [] when there is nothing to
 report; each problem is an object
@@ -47,6 +49,7 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 			&ucli.BoolFlag{Name: "headless", Usage: "validate as if run with --headless (every task needs a prompt)"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts, as run takes it (repeatable)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print the problems as one JSON array on stdout (see above)"},
+			&ucli.BoolFlag{Name: "offline", Usage: "an agent CLI that is not installed here is a warning, not an error (the file runs elsewhere)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
@@ -70,13 +73,19 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 				ForceHeadless: c.Bool("headless"),
 				Vars:          vars,
 				BaseDir:       base,
-				Commands:      workflow.CheckWarn,
+				Commands:      workflow.CheckError,
+			}
+			if c.Bool("offline") {
+				opts.Commands = workflow.CheckWarn
 			}
 			asJSON := c.Bool("json")
 			all := []problem{}
 			bad := 0
 			for _, arg := range c.Args().Slice() {
 				probs, summary := validateOne(arg, base, opts)
+				for i := range probs {
+					probs[i].Message = withInstallHint(probs[i].Message)
+				}
 				all = append(all, probs...)
 				failed := slices.ContainsFunc(probs, func(p problem) bool { return p.Severity == severityError })
 				if failed {
@@ -258,4 +267,27 @@ func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.
 		BaseDir:       base,
 		Commands:      workflow.CheckError,
 	}
+}
+
+// installCommands are the commands that install the CLIs of the built-in
+// adapters, by command name.
+var installCommands = map[string]string{
+	"claude":   "npm i -g @anthropic-ai/claude-code",
+	"codex":    "npm i -g @openai/codex",
+	"gemini":   "npm i -g @google/gemini-cli",
+	"opencode": "npm i -g opencode-ai",
+}
+
+// notInstalledRE matches the problem of an adapter CLI not found on PATH.
+var notInstalledRE = regexp.MustCompile(`^command "([^"]+)" (?:of adapter "[^"]+" )?is not installed \(not found on PATH\)$`)
+
+// withInstallHint adds the install command of a built-in adapter's CLI to
+// the problem that says it is not installed.
+func withInstallHint(msg string) string {
+	if m := notInstalledRE.FindStringSubmatch(msg); m != nil {
+		if install, ok := installCommands[m[1]]; ok {
+			return msg + "; install it: " + install
+		}
+	}
+	return msg
 }

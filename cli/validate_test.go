@@ -255,25 +255,39 @@ func TestValidateChecksWhatRunChecks(t *testing.T) {
 	}
 }
 
-// An agent CLI that is not installed is a warning for validate (the file
-// may run elsewhere) and an error for run, which is about to start it.
-func TestMissingCommandWarnsInValidateAndStopsRun(t *testing.T) {
+// An agent CLI that is not installed is an error for validate as for run,
+// which is about to start it, with the command that installs a built-in
+// one; with --offline it is a warning (the file runs on another machine).
+func TestMissingCommandFailsValidateAsRun(t *testing.T) {
 	p := newProject(t)
 	p.write(".vibeteam/adapters/ghost.yaml", "command: no-such-agent-anywhere\nmodes: { headless: {} }\n")
 	p.write("wf.yaml", "id: g\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: ghost, executionMode: headless, prompt: x }\n      - { id: b, adapter: ghost, executionMode: headless, prompt: y }\n")
-	want := `wf.yaml:5:27: warning: stages[0].tasks[0].adapter: command "no-such-agent-anywhere" of adapter "ghost" is not installed (not found on PATH)`
+	want := `wf.yaml:5:27: stages[0].tasks[0].adapter: command "no-such-agent-anywhere" of adapter "ghost" is not installed (not found on PATH)`
 	r := p.run("validate", "wf.yaml")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, want+"\n") || strings.Count(r.stderr, "not installed") != 1 || strings.Contains(r.stdout, "ok") {
+		t.Errorf("validate: one error for the two tasks expected\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	r = p.run("validate", "--offline", "wf.yaml")
 	wantCode(t, r, 0)
-	if strings.TrimSpace(r.stderr) != want || !strings.Contains(r.stdout, "wf.yaml: ok") {
-		t.Errorf("validate: one warning for the two tasks expected\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	if !strings.Contains(r.stderr, "wf.yaml:5:27: warning: stages[0].tasks[0].adapter: command") || !strings.Contains(r.stdout, "wf.yaml: ok") {
+		t.Errorf("validate --offline: a warning expected\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	r = p.run("run", "wf.yaml")
 	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, strings.Replace(want, "warning: ", "", 1)) {
+	if !strings.Contains(r.stderr, want) {
 		t.Errorf("run:\n%s", r.stderr)
 	}
 	if len(p.sessions()) != 0 {
 		t.Error("run created a session")
+	}
+	// A built-in adapter's CLI: the command that installs it.
+	p.write("claude.yaml", "id: c\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: claude, executionMode: headless, prompt: x }\n")
+	cmd := p.command("validate", "claude.yaml")
+	cmd.Env = append(cmd.Env, "PATH=/usr/bin:/bin")
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), `command "claude" of adapter "claude" is not installed (not found on PATH); install it: npm i -g @anthropic-ai/claude-code`) {
+		t.Errorf("validate without claude:\n%s", out)
 	}
 }
 
@@ -304,7 +318,7 @@ func TestValidateJSON(t *testing.T) {
 	p.write(".vibeteam/adapters/ghost.yaml", "command: no-such-agent-anywhere\nmodes: { headless: {} }\n")
 	p.write("warn.yaml", "id: w\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: ghost, executionMode: headless, prompt: x }\n")
 	p.write("ok.yaml", "id: ok\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake }\n")
-	r := p.run("validate", "--json", "bad.yaml", "warn.yaml", "ok.yaml")
+	r := p.run("validate", "--json", "--offline", "bad.yaml", "warn.yaml", "ok.yaml")
 	wantCode(t, r, 2)
 	var got []map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
