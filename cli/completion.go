@@ -62,8 +62,14 @@ func complete(streams IO, words []string) {
 	app := newApp(streams)
 	app.Setup()
 	cur := words[len(words)-1]
+	prefix := cur
+	if cur == "=" {
+		// bash, on "--flag=": readline replaces only the text after
+		// the "=", which is empty.
+		prefix = ""
+	}
 	for _, c := range completions(app, words[:len(words)-1], cur) {
-		if !strings.HasPrefix(c.value, cur) {
+		if !strings.HasPrefix(c.value, prefix) {
 			continue
 		}
 		if c.desc != "" {
@@ -79,8 +85,11 @@ func complete(streams IO, words []string) {
 // "--", the command's flags after its name and the global ones before.
 func completions(app *ucli.App, before []string, cur string) []candidate {
 	// bash splits "--flag=value" into "--flag", "=", "value" (= is in
-	// COMP_WORDBREAKS) and replaces only the word under the cursor.
-	afterEquals := cur == "=" // a value for "--flag=": keep the = in front
+	// COMP_WORDBREAKS), and readline replaces only the text after the "=":
+	// on "--flag=" the word under the cursor is "=", and the candidates
+	// are the bare values (with the "=" in front, the line would read
+	// "--flag==value").
+	afterEquals := cur == "="
 	if afterEquals {
 		cur = ""
 	}
@@ -120,9 +129,6 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 			continue
 		}
 		if i+1 == len(before) {
-			if afterEquals {
-				return flagValues(name, cur, "=")
-			}
 			return flagValues(name, cur, "")
 		}
 		i++

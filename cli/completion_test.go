@@ -95,6 +95,10 @@ func TestBashCompletion(t *testing.T) {
 		{words: []string{"run", "--au"}, want: []string{"--auto-approve"}},
 		{words: []string{"run", "--on-interaction", ""}, want: []string{"ask", "park", "fail"}},
 		{words: []string{"run", "--on-interaction", "=", "p"}, want: []string{"park"}},
+		// "--on-interaction=<TAB>": bash's words end with "=", and readline
+		// replaces the empty text after it: bare values, or the line
+		// would read "--on-interaction==park".
+		{words: []string{"run", "--on-interaction", "="}, want: []string{"ask", "park", "fail"}},
 		{words: []string{"run", "re"}, want: []string{"release", "review"}},
 		{words: []string{"run", "rev"}, want: []string{"review"}},
 		{words: []string{"run", ""}, has: []string{"review", "release", "demo", "local.yaml", "flows/"}, hasnt: []string{"notes.txt", ".vibeteam/"}},
