@@ -376,7 +376,8 @@ func (p *logPrinter) event(e state.Event) {
 		}
 		p.println(at + msg)
 	case events.SessionState:
-		p.println(at + in + "session state: " + safe(fieldStr(f, "state")))
+		// Derived from the task statuses, which are shown: it would say
+		// IDLE while a task still runs (--json keeps it).
 	case events.Error:
 		p.println(at + in + "error: " + safe(fieldStr(f, "error")))
 	case events.StageStarted:
@@ -494,7 +495,10 @@ func (p *logPrinter) event(e state.Event) {
 		}
 		p.println(at + in + msg)
 	case events.StateSeen:
-		p.println(at + in + "task " + task + ": screen state " + safe(fieldStr(f, "state")))
+		// A screen no state of the adapter matches has no name: nothing to say.
+		if st := fieldStr(f, "state"); st != "" {
+			p.println(at + in + "task " + task + ": screen state " + safe(st))
+		}
 	case events.QueueSent:
 		msg := "task " + task + ": sent a queued input"
 		if n, ok := fieldNum(f, "remaining"); ok {

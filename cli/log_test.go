@@ -192,6 +192,10 @@ func TestLogStageWorkflow(t *testing.T) {
 	f.emit(events.StageStarted, "", map[string]any{"stage": "code", "index": 0, "tasks": 2})
 	f.emit(events.TaskStatus, "a", map[string]any{"status": "RUNNING"})
 	f.emit(events.TaskStarted, "a", map[string]any{"name": "Coder", "adapter": "fake", "mode": "interactive", "pid": 7})
+	// Noise: the derived session state (IDLE while a task still runs)
+	// and a screen no state names are not printed.
+	f.emit(events.SessionState, "", map[string]any{"state": "IDLE"})
+	f.emit(events.StateSeen, "a", map[string]any{"state": "", "seq": 1})
 	f.emit(events.TaskStatus, "a", map[string]any{"status": "WAITING_FOR_USER", "reason": "interaction_menu"})
 	f.emit(events.TaskStatus, "a", map[string]any{"status": "RUNNING", "reason": "answered"})
 	f.emit(events.TaskStatus, "a", map[string]any{"status": "ERROR", "reason": "exit"})
@@ -208,7 +212,7 @@ stage 1 code: 2 task(s)
 task Coder (a) started (fake, interactive, pid 7)
 task Coder (a): WAITING_FOR_USER (interaction_menu)
 task Coder (a): RUNNING (answered)
-✗ task Coder (a) ERROR (exit 1) after 4s: exit code 1
+✗ task Coder (a) ERROR (exit 1) after 6s: exit code 1
 task b started (fake, headless, pid 8)
 ■ task b stopped (it runs again on resume) after 2s
 ✓ stage code done
@@ -312,7 +316,7 @@ func TestLogFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	if _, err := fh.WriteString(`{"time":"2026-11-23T10:00:09Z","event":"sess`); err != nil {
+	if _, err := fh.WriteString(`{"time":"2026-11-23T10:00:09Z","event":"err`); err != nil {
 		t.Fatal(err)
 	}
 	// log -f polls every 100ms: it sees the half line before the rest.
@@ -328,10 +332,10 @@ func TestLogFollow(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if _, err := fh.WriteString(`ion_state","session":"6f708192","state":"IDLE"}` + "\n"); err != nil {
+	if _, err := fh.WriteString(`or","session":"6f708192","error":"boom"}` + "\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return strings.Contains(out.String(), "session state: IDLE") })
+	waitFor(t, func() bool { return strings.Contains(out.String(), "error: boom") })
 	f.emit(events.SessionFinished, "", map[string]any{"status": "completed"})
 	if code := waitLogExit(t, done, out); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out.String())

@@ -153,8 +153,15 @@ func TestPauseAtTheTerminalQuitParks(t *testing.T) {
 	if code := waitExit(t, cmd, screen); code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", code, screen.String())
 	}
-	if s := p.only(); s.Status != state.StatusWaiting {
+	s := p.only()
+	if s.Status != state.StatusWaiting {
 		t.Errorf("status %s, want waiting", s.Status)
+	}
+	// A park reads as waiting, not as a failure.
+	r := p.exec("show", s.ID)
+	wantCode(t, r, 0)
+	if strings.Contains(r.stdout, "error") || !strings.Contains(r.stdout, "waiting: parked while waiting for a person") || !strings.Contains(r.stdout, "vibeteam resume "+s.ID) {
+		t.Errorf("show of a parked session:\n%s", r.stdout)
 	}
 }
 

@@ -20,6 +20,10 @@ type sessionSummary struct {
 	Status    string    `json:"status"`
 	Stage     int       `json:"stage"`  // current stage index
 	Stages    int       `json:"stages"` // number of stages
+	// Step is a grimoire's step where it is or stopped (it has no
+	// stages), by name; "" for a stage workflow.
+	Step     string `json:"step,omitempty"`
+	grimoire bool
 	Done      int       `json:"tasksDone"`
 	Tasks     int       `json:"tasks"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -45,6 +49,12 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	sum.BlockedReason, sum.Worktree = s.BlockedReason, s.Worktree
 	sum.Next = nextCommand(s, sum.Running)
 	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {
+		sum.grimoire = true
+		if r := s.Runs[s.Cursor]; r != nil {
+			sum.Step = r.Name
+		} else if s.BlockedStep != "" {
+			sum.Step = s.BlockedStep
+		}
 		// A grimoire's progress is its step runs (loops aside).
 		for _, r := range s.Runs {
 			if r.Type == workflow.StepLoop {
@@ -95,7 +105,7 @@ func sessionsCommand(streams IO) *ucli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS\tUPDATED\tGOAL")
+			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS/STEPS\tUPDATED\tGOAL")
 			for _, r := range rows {
 				status := safe(r.Status)
 				if r.BlockedReason != "" && r.Status == string(state.StatusBlocked) {
@@ -108,6 +118,13 @@ func sessionsCommand(streams IO) *ucli.Command {
 					status += " (no live process)"
 				}
 				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
+				if r.grimoire {
+					// A grimoire has steps, not stages: the one it is at.
+					stage = "-"
+					if r.Step != "" {
+						stage = "step " + fit(safe(r.Step), 24)
+					}
+				}
 				// Session files hold workflow text: safe before printing.
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), fit(safe(r.Goal), 50))
 			}

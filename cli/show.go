@@ -63,7 +63,13 @@ func showCommand(streams IO) *ucli.Command {
 					s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
 			}
 			if s.Error != "" {
-				fmt.Fprintf(out, "error     %s\n", safe(s.Error))
+				// A session parked for a person (:quit at the prompt,
+				// --on-interaction park) waits: no error of it.
+				label := "error    "
+				if s.Status == state.StatusWaiting {
+					label = "waiting  "
+				}
+				fmt.Fprintf(out, "%s %s\n", label, safe(s.Error))
 			}
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
 			if t := s.AgentTotals(); t.Runs > 0 {
@@ -99,7 +105,11 @@ func showCommand(streams IO) *ucli.Command {
 						continue
 					}
 					if rec.Error != "" {
-						fmt.Fprintf(out, "      error: %s\n", safe(rec.Error))
+						label := "error"
+						if s.TaskStatus[t.ID] == state.TaskWaitingForUser {
+							label = "waiting"
+						}
+						fmt.Fprintf(out, "      %s: %s\n", label, safe(rec.Error))
 					}
 					if rec.Agent != nil {
 						fmt.Fprintf(out, "      agent: %s\n", agentLine(rec.Agent))
@@ -123,6 +133,11 @@ func showCommand(streams IO) *ucli.Command {
 						fmt.Fprintf(out, "      log: %s\n", safe(rec.LogPath))
 					}
 				}
+			}
+			if !sum.Running && (s.Status == state.StatusWaiting || s.Status == state.StatusFailed) {
+				fmt.Fprintln(out, "\nactions")
+				fmt.Fprintf(out, "  resume  vibeteam resume %s   go on where it stopped (a waiting task is asked again)\n", s.ID)
+				fmt.Fprintf(out, "  cancel  vibeteam cancel %s   give it up\n", s.ID)
 			}
 			return nil
 		},
