@@ -14,16 +14,16 @@ import (
 
 // sessionSummary is one row of `vibeteam sessions --json`.
 type sessionSummary struct {
-	ID        string    `json:"id"`
-	Workflow  string    `json:"workflow"`
-	Goal      string    `json:"goal"`
-	Status    string    `json:"status"`
-	Stage     int       `json:"stage"`  // current stage index
-	Stages    int       `json:"stages"` // number of stages
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	Goal     string `json:"goal"`
+	Status   string `json:"status"`
+	Stage    int    `json:"stage"`  // current stage index
+	Stages   int    `json:"stages"` // number of stages
 	// Step is a grimoire's step where it is or stopped (it has no
 	// stages), by name; "" for a stage workflow.
-	Step     string `json:"step,omitempty"`
-	grimoire bool
+	Step      string `json:"step,omitempty"`
+	grimoire  bool
 	Done      int       `json:"tasksDone"`
 	Tasks     int       `json:"tasks"`
 	UpdatedAt time.Time `json:"updatedAt"`
