@@ -5,6 +5,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io"
 	"os"
@@ -92,10 +93,16 @@ func newApp(streams IO) *ucli.App {
 	app := &ucli.App{
 		Name:  "vibeteam",
 		Usage: "run AI coding agents as a team, one workflow per invocation",
-		Description: `vibeteam runs a stage workflow: stages in order, the tasks of a stage in
-parallel, each task an agent CLI (claude, codex, gemini, opencode, shell, or
-any adapter file in .vibeteam/adapters). Every state change is saved to
-.vibeteam/sessions/<id>.json, so any run can be resumed.
+		Description: `vibeteam runs one workflow per invocation, of either kind:
+  - a stage workflow: stages in order, the tasks of a stage in parallel, each
+    task an agent CLI (claude, codex, gemini, opencode, shell, or any adapter
+    file in .vibeteam/adapters);
+  - a grimoire: agent, script, loop, stage and merge steps in order, passing
+    results to each other (.vibeteam/grimoires/, coven's .coven/grimoires/),
+    alone or on a bead (an issue of bd, run --bead ID) in its own worktree.
+Built-in: ` + strings.Join(builtin.WorkflowNames(), ", ") + ` (vibeteam preview NAME shows one).
+Every state change is saved to .vibeteam/sessions/<id>.json, so any run can
+be resumed.
 
 Interactive tasks run in a pseudo-terminal; when one needs a person and no
 --auto-approve policy answers, vibeteam asks at the terminal (or parks the

@@ -35,3 +35,18 @@ func TestSessionsShowsAGrimoiresStep(t *testing.T) {
 		t.Errorf("sessions --json:\n%s", r.stdout)
 	}
 }
+
+// --help and help run mention grimoires and list the built-ins.
+func TestHelpMentionsGrimoires(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	for _, args := range [][]string{{"--help"}, {"help", "run"}, {"run", "--help"}} {
+		r := p.exec(args...)
+		wantCode(t, r, 0)
+		for _, want := range []string{"grimoire", ".vibeteam/grimoires/", "implement-bead", "spec-to-beads", "prepare-pr", "demo"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("vibeteam %s does not mention %q:\n%s", strings.Join(args, " "), want, r.stdout)
+			}
+		}
+	}
+}

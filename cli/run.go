@@ -43,8 +43,13 @@ func executionFlags() []ucli.Flag {
 func runCommand(streams IO) *ucli.Command {
 	return &ucli.Command{
 		Name:      "run",
-		Usage:     "run a workflow file, a named workflow (.vibeteam/workflows/NAME.yaml) or a built-in one (demo)",
+		Usage:     "run a workflow or grimoire: a file, a name (.vibeteam/workflows/, .vibeteam/grimoires/, .coven/grimoires/) or a built-in one",
 		ArgsUsage: "FILE|NAME",
+		Description: "A stage workflow runs its stages in order, the tasks of a stage in parallel; a grimoire runs\n" +
+			"its steps in order (agent, script, loop, stage, merge). With --bead ID, a grimoire works on\n" +
+			"that bead in its own git worktree; without FILE|NAME it is chosen for the bead.\n\n" +
+			"Built-in workflows and grimoires: " + strings.Join(builtin.WorkflowNames(), ", ") + "\n" +
+			"(vibeteam preview NAME shows what one would do).",
 		Flags: append(executionFlags(),
 			&ucli.StringFlag{Name: "bead", Usage: "grimoires: work on bead `ID` (bd show ID): in its own git worktree, its status following the run; without FILE|NAME the grimoire is chosen for the bead"},
 			&ucli.StringFlag{Name: "bead-file", Usage: "grimoires: the bead from `FILE`, JSON as bd show ID --json prints it (a worktree too, but no bd calls)"},
