@@ -124,23 +124,20 @@ func reap(pid int, wait bool) bool {
 	}
 }
 
-// children are this process's children, from every thread's
-// /proc/self/task/TID/children.
+// children are the children of this process's main thread. Orphans are
+// re-parented to a child subreaper's first live thread, which is the main
+// one (it never exits before the process does): every stray is there. The
+// other threads' children are processes this vibeteam started itself.
 func children() []int {
-	tasks, err := os.ReadDir("/proc/self/task")
+	pid := strconv.Itoa(os.Getpid())
+	b, err := os.ReadFile("/proc/self/task/" + pid + "/children")
 	if err != nil {
 		return nil
 	}
 	var pids []int
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
