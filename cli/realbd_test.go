@@ -99,3 +99,39 @@ func TestReadyListsAllButEpics(t *testing.T) {
 		}
 	}
 }
+
+// coven's .coven/grimoire-matchers.yaml routes a bead by its tags before
+// config.yaml's by-type rule; run and preview say which rule chose, and a
+// bad file is an error at its file:line, exit 2.
+func TestGrimoireMatchersRouteABead(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t,
+		bead("bd-1", "Auth fix", map[string]any{"issue_type": "bug", "labels": []any{"auth-flow"}}),
+		bead("bd-2", "Plain bug", map[string]any{"issue_type": "bug"}),
+	)
+	p.write(".coven/grimoire-matchers.yaml", "matchers:\n  - grimoire: one\n    any_tags: [\"auth*\"]\ndefault: implement-bead\n")
+	p.write(".vibeteam/config.yaml", "grimoires:\n  by_type: {bug: by-type}\n")
+	p.write(".vibeteam/grimoires/one.yaml", oneStepGrimoire)
+	p.write(".vibeteam/grimoires/by-type.yaml", strings.Replace(oneStepGrimoire, "name: one", "name: by-type", 1))
+	r := p.bdExec("preview", "--bead", "bd-1")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "bead bd-1: grimoire one (.coven/grimoire-matchers.yaml:2 matchers[0])") {
+		t.Errorf("preview does not say the matcher chose:\n%s", r.stdout)
+	}
+	r = p.bdExec("run", "--bead", "bd-1")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "grimoire one (.coven/grimoire-matchers.yaml:2 matchers[0])") {
+		t.Errorf("run does not say the matcher chose:\n%s", r.stderr)
+	}
+	r = p.bdExec("run", "--bead", "bd-2")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "grimoire by-type (.vibeteam/config.yaml grimoires.by_type.bug)") {
+		t.Errorf("by type:\n%s", r.stderr)
+	}
+	p.write(".coven/grimoire-matchers.yaml", "matchers:\n  - grimoire: one\n    any_tag: [auth]\n")
+	r = p.bdExec("run", "--bead", "bd-2")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, `.coven/grimoire-matchers.yaml:3:5: matchers[0]: unknown key "any_tag"`) {
+		t.Errorf("bad matchers file:\n%s", r.stderr)
+	}
+}

@@ -29,12 +29,20 @@ const DefaultGrimoire = "implement-bead"
 type Config struct {
 	ByType  map[string]string
 	Default string
+	// Matchers and MatchersDefault are grimoire-matchers.yaml's (see
+	// Matcher): .vibeteam's, else .coven's.
+	Matchers        []Matcher
+	MatchersDefault string
+	MatchersFile    string
 }
 
 // LoadConfig reads the base dir's config.yaml; a missing file is an empty
 // config. Problems are file:line:col errors.
 func LoadConfig(baseDir string) (Config, error) {
 	var cfg Config
+	if err := loadMatchers(baseDir, &cfg); err != nil {
+		return cfg, err
+	}
 	path := filepath.Join(baseDir, ConfigFile)
 	data, err := source.Read(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -142,13 +150,20 @@ func printable(s string) string {
 }
 
 // Select chooses the grimoire for a bead run without a name, and says
-// which rule chose it: the bead's grimoire:NAME label, then the config's
-// grimoire for the bead's issue_type, then the config's default, then
-// implement-bead. The name is not checked (see Choose).
+// which rule chose it: the bead's grimoire:NAME label, then the first
+// matcher of grimoire-matchers.yaml the bead meets (its labels and
+// priority), then the config's grimoire for the bead's issue_type, then
+// the config's default, then the matchers' default, then implement-bead.
+// The name is not checked (see Choose).
 func Select(b Bead, cfg Config) (name, rule string) {
 	for _, l := range b.Labels() {
 		if n, ok := strings.CutPrefix(l, "grimoire:"); ok && strings.TrimSpace(n) != "" {
 			return strings.TrimSpace(n), "label " + l
+		}
+	}
+	for _, m := range cfg.Matchers {
+		if m.Matches(b) {
+			return m.Grimoire, m.Rule()
 		}
 	}
 	if n := cfg.ByType[b.Type()]; n != "" && b.Type() != "" {
@@ -156,6 +171,9 @@ func Select(b Bead, cfg Config) (name, rule string) {
 	}
 	if cfg.Default != "" {
 		return cfg.Default, ConfigFile + " grimoires.default"
+	}
+	if cfg.MatchersDefault != "" {
+		return cfg.MatchersDefault, cfg.MatchersFile + " default"
 	}
 	return DefaultGrimoire, "the built-in default"
 }
