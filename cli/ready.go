@@ -37,6 +37,8 @@ func readyCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
+			// What bd says on stderr (a cut list, a notice) reaches the user.
+			client.Notice = func(l string) { fmt.Fprintf(streams.Err, "bd: %s\n", safe(l)) }
 			cfg, err := beads.LoadConfig(base)
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)

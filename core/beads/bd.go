@@ -28,6 +28,10 @@ type Client struct {
 	// Force closes the bead with bd close --force: the run was started
 	// despite its open blockers (run --force), which bd close refuses.
 	Force bool
+	// Notice, if set, is told each line bd wrote on stderr when it
+	// succeeded ("Showing 100 of 250 issues", a migration notice), which
+	// would otherwise be lost.
+	Notice func(line string)
 }
 
 // NewClient finds bd on PATH; ErrNoBD when it is not there.
@@ -110,6 +114,13 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	err := cmd.Run()
 	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
 		// ErrWaitDelay: bd succeeded; a child of its kept the pipe.
+		if c.Notice != nil {
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					c.Notice(l)
+				}
+			}
+		}
 		return stdout.Bytes(), nil
 	}
 	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1}

@@ -243,3 +243,17 @@ func TestRealBDUpdateJSON(t *testing.T) {
 		t.Errorf("update --json: %s (%v)", out, err)
 	}
 }
+
+// What bd says on stderr when it succeeds reaches Notice, line by line.
+func TestBDNoticesAreKept(t *testing.T) {
+	t.Parallel()
+	var got []string
+	c := &Client{Bin: "sh", Notice: func(l string) { got = append(got, l) }}
+	out, err := c.run(ctx(t), "-c", `echo 'Showing 100 of 105 issues' >&2; echo; echo 'second' >&2; echo '[]'`)
+	if err != nil || strings.TrimSpace(string(out)) != "[]" {
+		t.Fatalf("%q, %v", out, err)
+	}
+	if strings.Join(got, "|") != "Showing 100 of 105 issues|second" {
+		t.Errorf("notices %q", got)
+	}
+}
