@@ -282,13 +282,18 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 		rawLog = bufio.NewWriterSize(t.opts.RawLog, 64<<10)
 		defer rawLog.Flush()
 	}
+	// The quiet timer is armed once and, when it fires, re-armed for what
+	// is left of the quiet period since the last output: resetting it for
+	// every chunk of a stream costs more than the chunk's other work.
+	armed := false
 	for {
 		select {
 		case chunk, ok := <-t.chunks:
 			if !ok {
 				return
 			}
-			t.lastOut.Store(time.Now().UnixNano())
+			now := time.Now()
+			t.lastOut.Store(now.UnixNano())
 			if rawLog != nil {
 				_, _ = rawLog.Write(chunk)
 			}
@@ -303,15 +308,22 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 			b := chunk[:cap(chunk)]
 			t.pool.Put(&b)
 			pending = true
-			if t.opts.OnState != nil {
-				if now := time.Now(); now.Sub(lastCheck) >= t.opts.MaxInterval {
-					lastCheck = now
-					pending = false
-					t.check()
-				}
+			if t.opts.OnState != nil && now.Sub(lastCheck) >= t.opts.MaxInterval {
+				lastCheck = now
+				pending = false
+				t.check()
 			}
-			quiet.Reset(t.opts.Quiet)
+			if !armed {
+				quiet.Reset(t.opts.Quiet)
+				armed = true
+			}
 		case <-quiet.C:
+			armed = false
+			if left := t.opts.Quiet - time.Since(time.Unix(0, t.lastOut.Load())); left > 0 {
+				quiet.Reset(left) // output came since it was armed
+				armed = true
+				continue
+			}
 			if rawLog != nil {
 				_ = rawLog.Flush()
 			}
@@ -324,6 +336,7 @@ func (t *Terminal) consume(wg *sync.WaitGroup) {
 					// once it may be shown unfinished.
 					pending = true
 					quiet.Reset(syncHold)
+					armed = true
 				}
 			}
 		}
@@ -341,7 +354,9 @@ func (t *Terminal) appendBacklog(chunk []byte) {
 		return
 	}
 	if len(t.backlog)+len(chunk) > screenBacklog {
-		drop := len(t.backlog) + len(chunk) - screenBacklog
+		// Keep the newest half (at least): shifting the whole backlog for
+		// every chunk of a firehose would copy it over and over.
+		drop := max(len(t.backlog)+len(chunk)-screenBacklog, len(t.backlog)-screenBacklog/2)
 		t.backlog = append(t.backlog[:0], t.backlog[drop:]...)
 		t.dropped = true
 	}
