@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // display renders core events: a live board redrawn in place on a terminal,
@@ -37,10 +39,13 @@ type display struct {
 	events      io.Writer
 	eventsClose func() error
 
-	mu        sync.Mutex
-	stage     string
-	stageIdx  int
-	stageN    int
+	mu       sync.Mutex
+	stage    string
+	stageIdx int
+	stageN   int
+	// rank is each stage task's place in the file: the board follows it,
+	// not the order the tasks happened to start in.
+	rank      map[string]int
 	stageAt   time.Time
 	tasks     map[string]*taskView
 	order     []string // tasks of the current stage, in declared order
@@ -125,6 +130,7 @@ func (d *display) attach(ctrl *core.SessionController) {
 	sess := ctrl.Session()
 	d.sessionID = sess.ID
 	d.stageN = len(sess.WorkflowDefinition.Stages())
+	d.rank = taskRanks(sess.WorkflowDefinition)
 	d.mu.Unlock()
 	if d.streams.ErrTTY {
 		d.tickStop, d.tickDone = make(chan struct{}), make(chan struct{})
@@ -335,6 +341,17 @@ func (d *display) stepLine(f map[string]any) string {
 	}
 }
 
+// taskRanks is each stage task's place in its stage, as the file has it.
+func taskRanks(def *workflow.Definition) map[string]int {
+	rank := map[string]int{}
+	for _, st := range def.Stages() {
+		for i, t := range st.Tasks {
+			rank[t.ID] = i
+		}
+	}
+	return rank
+}
+
 func (d *display) view(id string) *taskView {
 	tv := d.tasks[id]
 	if tv == nil {
@@ -350,6 +367,15 @@ func (d *display) view(id string) *taskView {
 	}
 	if !found {
 		d.order = append(d.order, id)
+		// In the file's order; a task the file does not rank (a stage
+		// step's) keeps its place after the ranked ones.
+		rank := func(id string) int {
+			if r, ok := d.rank[id]; ok {
+				return r
+			}
+			return len(d.rank)
+		}
+		slices.SortStableFunc(d.order, func(a, b string) int { return rank(a) - rank(b) })
 	}
 	return tv
 }

@@ -2,12 +2,17 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mattn/go-runewidth"
+
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // The live board fits the terminal whatever its width: each task has one
@@ -177,4 +182,32 @@ func stripColour(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// The board lists a stage's tasks in the file's order, whichever started
+// first.
+func TestBoardFollowsTheFileOrder(t *testing.T) {
+	d, err := newDisplay(IO{ErrTTY: true, Out: io.Discard, Err: io.Discard}, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := workflow.Parse([]byte("id: w\nstages:\n  - id: s\n    tasks:\n      - {id: first, adapter: fake}\n      - {id: second, adapter: fake}\n      - {id: third, adapter: fake}\n"), "w.yaml", workflow.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.rank = taskRanks(def)
+	for _, id := range []string{"third", "first", "second"} {
+		d.handle(core.Event{Type: events.TaskStarted, Task: id, Fields: map[string]any{"name": id, "adapter": "fake", "mode": "headless"}})
+	}
+	var got []string
+	for _, r := range d.boardRowsLocked(200) {
+		for _, id := range []string{"first", "second", "third"} {
+			if strings.Contains(r.text, id) {
+				got = append(got, id)
+			}
+		}
+	}
+	if strings.Join(got, " ") != "first second third" {
+		t.Errorf("board order %v, want the file's", got)
+	}
 }
