@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDaemonWithACleanedEnvironmentIsStopped: a script step starts a
@@ -41,5 +44,48 @@ steps:
 	}
 	if !strings.Contains(r.stderr, "a daemon") {
 		t.Errorf("the run did not say it stopped a daemon:\n%s", r.stderr)
+	}
+}
+
+// TestNoProcessOutlivesItsTaskAsASubreaper is TestNoProcessOutlivesItsTask
+// through the vibeteam command, a child subreaper, where a task whose
+// group is empty is checked without reading /proc when nothing was
+// re-parented to vibeteam: what left the group must still be found.
+func TestNoProcessOutlivesItsTaskAsASubreaper(t *testing.T) {
+	for _, mode := range []string{"headless", "interactive"} {
+		t.Run(mode, func(t *testing.T) {
+			p := newProject(t)
+			marker := fmt.Sprintf("%d.%d", time.Now().UnixNano()%100000+1, os.Getpid())
+			p.write("wf.yaml", fmt.Sprintf(`id: esc
+stages:
+  - id: s
+    tasks:
+      - { id: a, adapter: shell, executionMode: %s, prompt: "setsid sh -c 'trap \"\" TERM; exec sleep %s' & setsid sleep %s & sleep 0.2" }
+      - { id: b, adapter: shell, executionMode: headless, prompt: "sleep 3" }
+`, mode, marker, marker))
+			cmd := p.command("run", "wf.yaml", "--grace", "500ms")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Wait() }()
+			// When a is DONE (b still runs, so nothing else stops them),
+			// what a left must be gone already.
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if ss := p.sessions(); len(ss) == 1 && ss[0].TaskStatus["a"] == "DONE" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("task a never ended")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if ss := p.sessions(); ss[0].TaskStatus["b"] == "DONE" {
+				t.Fatal("b ended too: the check proves nothing")
+			}
+			if left := survivors(marker); len(left) != 0 {
+				t.Errorf("%d process(es) outlived task a:\n%s", len(left), strings.Join(left, "\n"))
+			}
+		})
 	}
 }

@@ -168,8 +168,9 @@ func (r *reaper) signal(sig syscall.Signal, spare func() map[int]bool, termed ma
 	if termed == nil {
 		r.signalGroup(sig)
 	}
-	if r.tag == "" && r.pgid > 0 && isClosed(r.exited) && syscall.Kill(-r.pgid, 0) == syscall.ESRCH {
-		// Nothing is left in the group: no need to read /proc.
+	if r.pgid > 0 && isClosed(r.exited) && syscall.Kill(-r.pgid, 0) == syscall.ESRCH && (r.tag == "" || noOrphans()) {
+		// Nothing is left in the group, and (for a tag) nothing anywhere:
+		// no need to read /proc.
 		return 0
 	}
 	entries, err := os.ReadDir("/proc")

@@ -142,3 +142,21 @@ func children() []int {
 	}
 	return pids
 }
+
+// noOrphans reports whether nothing a task started can be alive outside
+// its (empty) process group: as a child subreaper, every such process, or
+// one of its ancestors, is a child of vibeteam's main thread once its own
+// parent is gone (alive or a zombie, until reaped); so when that thread's
+// only children are live task leaders, there is none. Without the
+// subreaper it cannot tell: false, and /proc is read.
+func noOrphans() bool {
+	if !subreaper.Load() {
+		return false
+	}
+	for _, pid := range children() {
+		if !liveLeader(pid) {
+			return false
+		}
+	}
+	return true
+}
