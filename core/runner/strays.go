@@ -47,7 +47,7 @@ func StopStrays(grace time.Duration) int {
 		return 0
 	}
 	self := os.Getpid()
-	me, ok := readStat(self)
+	me, ok := selfStat()
 	if !ok {
 		return 0
 	}
@@ -160,3 +160,7 @@ func noOrphans() bool {
 	}
 	return true
 }
+
+// selfStat is this process's own /proc stat, read once: its session and
+// process group do not change while it runs.
+var selfStat = sync.OnceValues(func() (procStat, bool) { return readStat(os.Getpid()) })
