@@ -94,3 +94,22 @@ func TestOnInteractionFailFailsTheTask(t *testing.T) {
 		t.Errorf("show disagrees with the failure:\n%s", show.stdout)
 	}
 }
+
+// A panel's lines are cut with … to a narrow terminal, not wrapped mid-word.
+func TestPanelLinesAreCutToTheWidth(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: narrow\nstages:\n  - id: s\n    tasks:\n      - { id: a, name: Asker, adapter: tui, pendingInputs: [\"ask\"] }\n")
+	v := startVTerm(t, p, 50, 30, "run", "wf.yaml")
+	screen := v.waitFor("the panel's hint", func(s []string) bool { return len(rowsWith(s, "── Enter: Enter")) == 1 && len(rowsWith(s, "reply ›")) == 1 })
+	hint := screen[rowsWith(screen, "── Enter: Enter")[0]]
+	if !strings.HasSuffix(strings.TrimRight(hint, " "), "…") {
+		t.Errorf("the hint line is not cut with …: %q\n%s", hint, v.dump())
+	}
+	if len(rowsWith(screen, ":quit")) != 0 {
+		t.Errorf("the hint line wrapped onto the next row\n%s", v.dump())
+	}
+	v.send("y\r")
+	if code := v.wait(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, v.dump())
+	}
+}

@@ -79,7 +79,7 @@ func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 	defer p.disp.release()
 	q, t := w.question.req.Question, p.tty
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n── question from task %s (%s) ──\n│ %s\n", w.label, safe(w.question.req.Adapter), safeLine(q.Text))
+	fmt.Fprintf(t, "\n%s\n│ %s\n", p.boxLine(fmt.Sprintf("── question from task %s (%s) ──", w.label, safe(w.question.req.Adapter))), safeLine(q.Text))
 	for i, o := range q.Options {
 		fmt.Fprintf(t, "│  %d. %s\n", i+1, safeLine(o))
 	}
@@ -87,7 +87,7 @@ func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 	if len(q.Options) > 0 {
 		hint = fmt.Sprintf("1-%d picks an answer, or type your own", len(q.Options))
 	}
-	fmt.Fprintf(t, "── %s; the agent's session continues with it · :later parks (vibeteam resume ID --answer TEXT)\n", hint)
+	fmt.Fprintln(t, p.boxLine(fmt.Sprintf("── %s; the agent's session continues with it · :later parks (vibeteam resume ID --answer TEXT)", hint)))
 	p.outMu.Unlock()
 	for {
 		p.outMu.Lock()
@@ -138,7 +138,7 @@ func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 	answer := func(a string) { w.permission.answer <- a }
 	tools := safe(strings.Join(r.Tools, ", "))
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n── permission: task %s (%s) was denied ──\n", w.label, safe(r.Adapter))
+	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── permission: task %s (%s) was denied ──", w.label, safe(r.Adapter))))
 	for _, d := range r.Denials {
 		line := d.Tool
 		if len(d.Input) > 0 {
@@ -149,7 +149,7 @@ func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 		}
 		fmt.Fprintf(t, "│ %s\n", safeLine(line))
 	}
-	fmt.Fprintf(t, "── o: allow once · a: allow %s for the run · d: deny (the task fails) · l: later (park; vibeteam resume ID --allow TOOL)\n", tools)
+	fmt.Fprintln(t, p.boxLine(fmt.Sprintf("── o: allow once · a: allow %s for the run · d: deny (the task fails) · l: later (park; vibeteam resume ID --allow TOOL)", tools)))
 	p.outMu.Unlock()
 	for {
 		p.outMu.Lock()
@@ -222,7 +222,7 @@ func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 	r, t := w.review.req, p.tty
 	answer := func(decision, reason string) { w.review.answer <- [2]string{decision, reason} }
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n── review: merge %s into %s ──\n", safe(r.Branch), safe(r.Base))
+	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── review: merge %s into %s ──", safe(r.Branch), safe(r.Base))))
 	if r.Bead != "" {
 		fmt.Fprintf(t, "bead %s: %s\n", safe(r.Bead), safe(r.Title))
 	}
@@ -234,7 +234,7 @@ func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 	for _, l := range strings.Split(strings.TrimRight(r.Stat, "\n"), "\n") {
 		fmt.Fprintf(t, "│ %s\n", safeLine(l))
 	}
-	fmt.Fprintln(t, "── a: approve and merge · r: reject · d: the diff (in a pager) · l: later (park; vibeteam resume ID --approve-merge)")
+	fmt.Fprintln(t, p.boxLine("── a: approve and merge · r: reject · d: the diff (in a pager) · l: later (park; vibeteam resume ID --approve-merge)"))
 	p.outMu.Unlock()
 	for {
 		p.outMu.Lock()
@@ -380,6 +380,11 @@ func (p *prompter) flushNotesLocked() {
 	p.notes = nil
 }
 
+// boxLine is a line of a box (a panel's frame, hint or screen excerpt),
+// cut with … to the terminal's width, as the board's lines are, rather
+// than wrapped by the terminal mid-word.
+func (p *prompter) boxLine(s string) string { return fit(s, p.width()-1) }
+
 // width is the terminal's width in columns (80 when unknown).
 func (p *prompter) width() int {
 	if fd, ok := ttyFd(p.tty); ok {
@@ -470,9 +475,9 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 	}()
 	t := p.tty
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n── %s needs you: %s ──\n", w.label, w.state)
+	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── %s needs you: %s ──", w.label, w.state)))
 	for _, l := range strings.Split(w.excerpt, "\n") {
-		fmt.Fprintf(t, "│ %s\n", safeLine(l))
+		fmt.Fprintln(t, p.boxLine("│ "+safeLine(l)))
 	}
 	p.mu.Lock()
 	var others []string
@@ -494,7 +499,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 		// Waiting since before this panel: announced here, asked next.
 		fmt.Fprintf(t, "\a(%s is waiting too; it is next)\n", strings.Join(others, ", "))
 	}
-	fmt.Fprintln(t, "── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit")
+	fmt.Fprintln(t, p.boxLine("── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit"))
 	p.outMu.Unlock()
 	for {
 		p.outMu.Lock()
