@@ -37,7 +37,9 @@ func TestSchemasUseOnlyStandardKeywords(t *testing.T) {
 					if !slices.Contains(draft07Keywords, k) {
 						t.Errorf("%s.schema.json%s: %q is not a draft-07 keyword: strict validators refuse it", name, path, k)
 					}
+					checkStrictTypes(t, name+".schema.json"+path, v)
 					switch k {
+					case "required":
 					case "properties", "patternProperties", "definitions", "dependencies":
 						walk(x, path+"/"+k, true)
 					case "enum", "const", "default", "examples":
@@ -52,5 +54,42 @@ func TestSchemasUseOnlyStandardKeywords(t *testing.T) {
 			}
 		}
 		walk(doc, "", false)
+	}
+}
+
+// typeKeywords are the keywords that apply to one type only: ajv's
+// strictTypes wants that type written beside them.
+var typeKeywords = map[string][]string{
+	"object": {"properties", "additionalProperties", "required", "patternProperties", "propertyNames", "minProperties", "maxProperties", "dependencies"},
+	"array":  {"items", "minItems", "maxItems", "uniqueItems", "contains", "additionalItems"},
+	"string": {"minLength", "maxLength", "pattern", "format"},
+	"number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+}
+
+// checkStrictTypes checks one schema object as ajv's strict mode does
+// (strict: true, as ajv --strict=true): no union type (a list under type),
+// a type-specific keyword only beside its type, and each required property
+// defined under properties.
+func checkStrictTypes(t *testing.T, where string, schema map[string]any) {
+	t.Helper()
+	typ, hasType := schema["type"]
+	if _, union := typ.([]any); union {
+		t.Errorf("%s: a union type %v: ajv's strict mode refuses it (use anyOf)", where, typ)
+		return
+	}
+	_, ref := schema["$ref"]
+	for ty, kws := range typeKeywords {
+		for _, kw := range kws {
+			if _, ok := schema[kw]; ok && !ref && (!hasType || typ != ty && !(ty == "number" && typ == "integer")) {
+				t.Errorf("%s: %q without type %q: ajv's strict mode refuses it", where, kw, ty)
+			}
+		}
+	}
+	req, _ := schema["required"].([]any)
+	props, _ := schema["properties"].(map[string]any)
+	for _, r := range req {
+		if _, ok := props[r.(string)]; !ok {
+			t.Errorf("%s: required %q is not under properties: ajv's strict mode refuses it", where, r)
+		}
 	}
 }
