@@ -39,9 +39,11 @@ func TestCovenStyleGrimoire(t *testing.T) {
 	p.copyTree("../testdata/coven")
 	p.write(".vibeteam/adapters/agent.yaml", "name: agent\ncommand: "+fakeAgent+"\nmodes:\n  headless:\n    args: []\n    prompt: { position: arg }\n")
 
-	r := p.exec("preview", "coven-style", "--bead-file", "bead.json")
+	// No name: coven's grimoire-matchers.yaml chooses by the bead's tags.
+	r := p.exec("preview", "--bead-file", "bead.json")
 	wantCode(t, r, 0)
 	for _, want := range []string{
+		"bead bd-5wf: grimoire coven-style (.coven/grimoire-matchers.yaml:3 matchers[0])",
 		"# Implement: Add greeting", "Say hello", "Type: feature, assignee: nobody",
 		"write=implemented.txt:FEATURE-implement-coven-style",
 		"optional (empty, with a warning, when the agent does not report it): .findings.outputs.issues",
@@ -51,8 +53,11 @@ func TestCovenStyleGrimoire(t *testing.T) {
 		}
 	}
 
-	r = p.exec("run", "coven-style", "--bead-file", "bead.json")
+	r = p.exec("run", "--bead-file", "bead.json")
 	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "grimoire coven-style (.coven/grimoire-matchers.yaml:3 matchers[0])") {
+		t.Errorf("run does not say the matcher chose:\n%s", r.stderr)
+	}
 	s := p.only()
 	if s.Status != state.StatusCompleted {
 		t.Fatalf("status %s: %s", s.Status, r.stderr)
@@ -70,7 +75,7 @@ func TestCovenStyleGrimoire(t *testing.T) {
 			report, _ = e.Fields["output"].(string)
 		}
 	}
-	if want := "ADD GREETING|Say hello|no design|grimoire:coven-style,ui|coven-style|success"; report != want {
+	if want := "ADD GREETING|Say hello|no design|ui,greeting|coven-style|success"; report != want {
 		t.Errorf("report printed %q, want %q", report, want)
 	}
 	warned := false

@@ -59,8 +59,8 @@ func runCommand(streams IO) *ucli.Command {
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
 			defer sigs.stop()
-			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" {
-				return exitf(ExitUsage, "run needs one workflow file or name, or --bead ID (see vibeteam run --help)")
+			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" && c.String("bead-file") == "" {
+				return exitf(ExitUsage, "run needs one workflow file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam run --help)")
 			}
 			base, err := baseDir(c)
 			if err != nil {
