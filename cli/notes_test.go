@@ -100,7 +100,9 @@ func TestPanelLinesAreCutToTheWidth(t *testing.T) {
 	p := newProject(t)
 	p.write("wf.yaml", "id: narrow\nstages:\n  - id: s\n    tasks:\n      - { id: a, name: Asker, adapter: tui, pendingInputs: [\"ask\"] }\n")
 	v := startVTerm(t, p, 50, 30, "run", "wf.yaml")
-	screen := v.waitFor("the panel's hint", func(s []string) bool { return len(rowsWith(s, "── Enter: Enter")) == 1 && len(rowsWith(s, "reply ›")) == 1 })
+	screen := v.waitFor("the panel's hint", func(s []string) bool {
+		return len(rowsWith(s, "── Enter: Enter")) == 1 && len(rowsWith(s, "reply ›")) == 1
+	})
 	hint := screen[rowsWith(screen, "── Enter: Enter")[0]]
 	if !strings.HasSuffix(strings.TrimRight(hint, " "), "…") {
 		t.Errorf("the hint line is not cut with …: %q\n%s", hint, v.dump())
