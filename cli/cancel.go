@@ -60,7 +60,14 @@ func cancelCommand(streams IO) *ucli.Command {
 				return sessionLoadError(err)
 			}
 			if sess.Status == state.StatusCompleted {
-				return exitf(ExitUsage, "session %s has completed; there is nothing to cancel", id)
+				if !c.Bool("clean") || sess.Worktree == "" {
+					return exitf(ExitUsage, "session %s has completed; there is nothing to cancel", id)
+				}
+				// Its work landed but its worktree could not be removed
+				// then: --clean removes what is left, so the bead can run
+				// again.
+				beadID, _ := sess.Bead["id"].(string)
+				return cleanWorktree(streams, base, sess, beadID, c.Bool("force"))
 			}
 			beadID, _ := sess.Bead["id"].(string)
 			// A merge may have landed before the stop took effect: then the
@@ -97,19 +104,24 @@ func cancelCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(streams.Err, "its worktree is kept: %s (branch %s); vibeteam cancel %s --clean removes them\n", safe(sess.Worktree), safe(sess.Branch), id)
 				return nil
 			}
-			ctx := context.Background()
-			repo, err := worktree.Open(ctx, base)
-			if err != nil {
-				return exitf(ExitFailed, "%v", err)
-			}
-			wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
-			if err := repo.Remove(ctx, wt, c.Bool("force")); err != nil {
-				return exitf(ExitFailed, "%v\n(the worktree and branch are kept; --force removes them with their unmerged commits)", err)
-			}
-			fmt.Fprintf(streams.Err, "removed the worktree %s and branch %s\n", safe(sess.Worktree), safe(sess.Branch))
-			return nil
+			return cleanWorktree(streams, base, sess, beadID, c.Bool("force"))
 		},
 	}
+}
+
+// cleanWorktree removes a session's worktree, branch and owner record.
+func cleanWorktree(streams IO, base string, sess *state.Session, beadID string, force bool) error {
+	ctx := context.Background()
+	repo, err := worktree.Open(ctx, base)
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
+	if err := repo.Remove(ctx, wt, force); err != nil {
+		return exitf(ExitFailed, "%v\n(the worktree and branch are kept; --force removes them with their unmerged commits)", err)
+	}
+	fmt.Fprintf(streams.Err, "removed the worktree %s and branch %s\n", safe(sess.Worktree), safe(sess.Branch))
+	return nil
 }
 
 // stopRunning asks the vibeteam that runs session id to stop (SIGTERM: it

@@ -136,3 +136,42 @@ func TestLabelChoosesOnlyFromTheGrimoireFolders(t *testing.T) {
 		t.Errorf("from .vibeteam/grimoires: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestCompletedSessionsLeftoversCanBeCleaned: a step after the merge
+// leaves a file, so the worktree is kept at the end (with a warning); the
+// bead is then owned by a completed session, and cancel --clean --force
+// frees it for the next run.
+func TestCompletedSessionsLeftoversCanBeCleaned(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t)
+	p.write("bead.json", `{"id":"bd-2","title":"Leftover","status":"open"}`)
+	p.write(".vibeteam/grimoires/left.yaml", `name: left
+steps:
+  - name: work
+    type: script
+    command: echo w > w.txt
+  - name: merge
+    type: merge
+    require_review: false
+  - name: after
+    type: script
+    command: echo scratch > scratch.txt
+`)
+	r := p.exec("run", "left", "--bead-file", "bead.json")
+	if r.code != 0 || !strings.Contains(r.stderr, "remove the worktree") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	id := p.only().ID
+	if r := p.exec("run", "left", "--bead-file", "bead.json"); r.code == 0 {
+		t.Fatalf("a second run on the bead while its worktree is kept: exit 0\n%s", r.stderr)
+	}
+	if r := p.exec("cancel", id, "--clean", "--force"); r.code != 0 {
+		t.Fatalf("cancel --clean --force of the completed session: exit %d\n%s", r.code, r.stderr)
+	}
+	if p.exists(".worktrees/bd-2") {
+		t.Error("the worktree is still there")
+	}
+	if r := p.exec("run", "left", "--bead-file", "bead.json"); r.code != 0 {
+		t.Errorf("the next run on the bead: exit %d\n%s", r.code, r.stderr)
+	}
+}
