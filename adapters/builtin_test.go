@@ -209,11 +209,11 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-idle-after-tool.golden", StateIdle, ""},
 		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
 		{"codex", "codex_splash.txt", "", ""}, // the argv prompt is not sent yet
-		{"codex", "codex_trust.txt", "interaction_trust", "\r"},
+		{"codex", "codex_trust.txt", "interaction_trust", "choose:Trust and continue"},
 		{"codex", "codex_idle.txt", StateIdle, ""},
 		{"codex", "codex_typing.txt", "", ""},
 		{"codex", "codex_working.txt", StateWorking, ""},
-		{"codex", "codex_approval.txt", "interaction_approval", "\r"},
+		{"codex", "codex_approval.txt", "interaction_approval", "choose:Yes, proceed"},
 		{"codex", "codex_idle_after_tool.txt", StateIdle, ""},
 		{"gemini", "gemini_trust.txt", "interaction_trust", ""}, // --skip-trust avoids it under --auto-approve
 		{"gemini", "gemini_idle_after_trust_restart.txt", StateIdle, ""},
