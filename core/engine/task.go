@@ -240,7 +240,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
 		"argv": argv, "pid": proc.Pid(), "cwd": spec.Dir,
 	})
-	warnUntested(host, cfg, t)
+	defer warnUntested(host, cfg, t)()
 
 	inputDone := make(chan struct{})
 	if mode == adapters.Headless && !lc.UsePTY {
@@ -540,13 +540,16 @@ var (
 
 // warnUntested reports, once per session and adapter, that the task's CLI
 // is not the version its adapter was tested with (newer or older), as a
-// warning the run prints on stderr. The version is asked once per process.
-func warnUntested(host taskHost, cfg taskSettings, t workflow.Task) {
+// warning the run prints on stderr. The version is asked once per process,
+// aside (gemini takes 2 s to print it), while the task runs; the function
+// returned waits for the answer when the task ends first, so the warning is
+// never lost nor emitted after the task.
+func warnUntested(host taskHost, cfg taskSettings, t workflow.Task) (wait func()) {
 	if cfg.Registry == nil {
-		return
+		return func() {}
 	}
 	if vc := cfg.Registry.VersionCheck(t.Adapter); vc == nil || vc.Tested == "" {
-		return
+		return func() {}
 	}
 	key := cfg.SessionID + "\x00" + t.Adapter
 	warnedMu.Lock()
@@ -554,14 +557,19 @@ func warnUntested(host taskHost, cfg taskSettings, t workflow.Task) {
 	warned[key] = true
 	warnedMu.Unlock()
 	if done {
-		return
+		return func() {}
 	}
-	v := cfg.Registry.ProbeVersion(t.Adapter, 5*time.Second)
-	if !v.Untested() {
-		return
-	}
-	host.emit(events.Warning, t.ID, map[string]any{
-		"warning": fmt.Sprintf("%s %s: %s", t.Adapter, v.String(), v.Risk()),
-		"adapter": t.Adapter, "version": v.Line, "tested": v.Tested,
-	})
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		v := cfg.Registry.ProbeVersion(t.Adapter, 5*time.Second)
+		if !v.Untested() {
+			return
+		}
+		host.emit(events.Warning, t.ID, map[string]any{
+			"warning": fmt.Sprintf("%s %s: %s", t.Adapter, v.String(), v.Risk()),
+			"adapter": t.Adapter, "version": v.Line, "tested": v.Tested,
+		})
+	}()
+	return func() { <-probed }
 }
