@@ -30,7 +30,7 @@ const bdTimeout = 30 * time.Second
 // beadForRun reads the bead of --bead ID (through bd) or --bead-file, and
 // refuses one with open blockers (unless --force) or one another live
 // session works on. nil without either flag.
-func beadForRun(c *ucli.Context, base string) (*runBead, error) {
+func beadForRun(c *ucli.Context, streams IO, base string) (*runBead, error) {
 	id, file := c.String("bead"), c.String("bead-file")
 	switch {
 	case id != "" && file != "":
@@ -49,7 +49,7 @@ func beadForRun(c *ucli.Context, base string) (*runBead, error) {
 		}
 		rb.fields, rb.source = b, file
 	} else {
-		client, b, err := showBead(base, id)
+		client, b, err := showBead(streams, base, id)
 		if err != nil {
 			return nil, err
 		}
@@ -78,11 +78,14 @@ func beadForRun(c *ucli.Context, base string) (*runBead, error) {
 
 // showBead reads bead id through bd (bd show ID --json), with bd's own
 // message when it fails, and returns the client for the run's updates.
-func showBead(base, id string) (*beads.Client, beads.Bead, error) {
+func showBead(streams IO, base, id string) (*beads.Client, beads.Bead, error) {
 	client, err := beads.NewClient(base)
 	if err != nil {
 		return nil, nil, exitf(ExitUsage, "%v", err)
 	}
+	// What bd says on stderr while it succeeds reaches the user (the run
+	// routes it through its events once it starts).
+	client.Notice = func(l string) { fmt.Fprintf(streams.Err, "bd: %s\n", safe(l)) }
 	ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
 	defer cancel()
 	b, err := client.Show(ctx, id)

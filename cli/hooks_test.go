@@ -208,3 +208,30 @@ steps:
 		t.Errorf("main has:\n%s", files)
 	}
 }
+
+// TestBDNoticesDuringARunAreKept: what bd writes on stderr while it
+// succeeds (a notice) reaches the user and the event log during a run.
+func TestBDNoticesDuringARunAreKept(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-9", "Noticed", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf(mergeGrimoireYAML, "false"))
+	cmd := p.command("run", "ship", "--bead", "bd-9")
+	cmd.Env = append(cmd.Env, "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+p.db, "FAKEBD_LOG="+p.log, "FAKEBD_NOTICE=Note: database migrated to v9")
+	r := runResult(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	// show (before the run), update and close (during it): each said so.
+	if n := strings.Count(r.stderr, "bd: Note: database migrated to v9"); n < 3 {
+		t.Errorf("%d notices shown, want one per bd call (3)\n%s", n, r.stderr)
+	}
+	warned := 0
+	for _, e := range p.events(p.only().ID) {
+		if e.Type == "warning" && strings.Contains(fmt.Sprint(e.Fields["warning"]), "database migrated") {
+			warned++
+		}
+	}
+	if warned < 2 {
+		t.Errorf("%d notices in the event log, want the run's (update, close)", warned)
+	}
+}

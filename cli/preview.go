@@ -156,7 +156,7 @@ func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, erro
 	case id == "":
 		return nil, nil
 	}
-	client, b, err := showBead(base, id)
+	client, b, err := showBead(streams, base, id)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func runCommand(streams IO) *ucli.Command {
 				return err
 			}
 			warnBrokenAdapters(streams.Err, reg)
-			bead, err := beadForRun(c, base)
+			bead, err := beadForRun(c, streams, base)
 			if err != nil {
 				return err
 			}

@@ -34,6 +34,10 @@ type Client struct {
 	Notice func(line string)
 }
 
+// SetNotice sets where bd's stderr notices go (Notice): the engine makes
+// them warning events of the run.
+func (c *Client) SetNotice(f func(line string)) { c.Notice = f }
+
 // NewClient finds bd on PATH; ErrNoBD when it is not there.
 func NewClient(dir string) (*Client, error) {
 	bin, err := exec.LookPath("bd")

@@ -78,6 +78,10 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 		// base dir, which is the user's own checkout.
 		return x.finish(state.StatusBlocked, "", fmt.Sprintf("the session works in the worktree %s of bead %s, which was not opened: nothing ran", x.sess.Worktree, beadID(x.sess.Bead)))
 	}
+	// What bd says on stderr during the run is a warning of the run.
+	if n, ok := x.opts.Beads.(interface{ SetNotice(func(string)) }); ok {
+		n.SetNotice(func(l string) { x.emit(events.Warning, "", map[string]any{"warning": "bd: " + l}) })
+	}
 	x.beadStatus(beadInProgress)
 	x.mu.Lock()
 	x.sess.WorkDir = g.dir

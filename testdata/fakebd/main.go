@@ -35,7 +35,10 @@
 // status.
 //
 // FAKEBD_FAIL=update,close (a comma list of commands) makes those fail:
-// exit 1, with a message on stderr. An unknown id fails as bd does. Calls
+// exit 1, with a message on stderr. FAKEBD_NOTICE=text writes text on
+// stderr at every call, as bd does with its notices (a migration, an
+// auto-import), which vibeteam must not lose. An unknown id fails as bd
+// does. Calls
 // are serialized with a lock beside the database, so that several at once
 // (parallel runs) lose no update.
 package main
@@ -69,6 +72,9 @@ func main() {
 		fail("no command given (try bd help)")
 	}
 	cmd := args[0]
+	if n := os.Getenv("FAKEBD_NOTICE"); n != "" {
+		fmt.Fprintln(os.Stderr, n)
+	}
 	if slices.Contains(strings.Split(os.Getenv("FAKEBD_FAIL"), ","), cmd) {
 		fail(cmd + " failed: database is locked (FAKEBD_FAIL)")
 	}
