@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -394,7 +391,7 @@ func checkAdapter(r *doctorReport, i adapters.Info, base string, timeout time.Du
 // compares its first line with the tested version.
 func (r *doctorReport) checkVersion(path string, v *adapters.VersionCheck, timeout time.Duration) {
 	argv := strings.Join(append([]string{r.Command}, v.Args...), " ")
-	line, err := askVersion(path, v.Args, timeout)
+	line, err := adapters.AskVersion(path, v.Args, timeout)
 	if err != nil {
 		msg := fmt.Sprintf("`%s` %v", argv, err)
 		if v.Tested != "" {
@@ -408,7 +405,7 @@ func (r *doctorReport) checkVersion(path string, v *adapters.VersionCheck, timeo
 		r.add(markNone, "version", "%s (no tested version recorded)", line)
 		return
 	}
-	ok := containsVersion(line, v.Tested)
+	ok := adapters.ContainsVersion(line, v.Tested)
 	r.VersionOK = &ok
 	if ok {
 		r.add(markOK, "version", "%s: ok", line)
@@ -452,99 +449,6 @@ func lookCommand(cmd, base string) (string, error) {
 		return "", fmt.Errorf("%s is not an executable file", p)
 	}
 	return p, nil
-}
-
-// askVersion runs path with args, with no stdin, in an empty temporary
-// directory and the environment as it is, and returns the first line it
-// printed (on stdout, else on stderr). It never waits more than timeout
-// (and a second for whatever the command left holding its output).
-func askVersion(path string, args []string, timeout time.Duration) (string, error) {
-	dir, err := os.MkdirTemp("", "vibeteam-doctor-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Dir = dir
-	var stdout, stderr cappedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Its own process group, killed as a whole on timeout: a CLI that is a
-	// wrapper script leaves nothing running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	line := firstLine(stdout.b)
-	if line == "" {
-		line = firstLine(stderr.b)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return "", fmt.Errorf("did not finish within %s", timeout)
-	case err != nil && line != "":
-		return "", fmt.Errorf("failed (%v): %s", err, line)
-	case err != nil:
-		return "", fmt.Errorf("failed: %v", err)
-	case line == "":
-		return "", errors.New("printed nothing")
-	}
-	return line, nil
-}
-
-// cappedBuffer keeps the first 64 KiB written to it, and takes the rest
-// without keeping it, so that the command never blocks on a full pipe.
-type cappedBuffer struct{ b []byte }
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if room := 64<<10 - len(c.b); room > 0 {
-		c.b = append(c.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
-
-// firstLine is the first line of out that is not blank, without terminal
-// escapes or control characters, at most 200 characters.
-func firstLine(out []byte) string {
-	for _, l := range strings.Split(ansiEscape.ReplaceAllString(string(out), ""), "\n") {
-		l = strings.TrimSpace(strings.Map(func(r rune) rune {
-			if r < 0x20 && r != '\t' || r == 0x7f {
-				return -1
-			}
-			return r
-		}, l))
-		if l == "" {
-			continue
-		}
-		if r := []rune(l); len(r) > 200 {
-			l = string(r[:200]) + "…"
-		}
-		return l
-	}
-	return ""
-}
-
-// containsVersion reports whether line holds version as a whole version:
-// "codex-cli 0.169.0" holds 0.169.0, but "2.1.197" does not hold 2.1.19
-// nor 2.1, nor "12.1.197" 2.1.197.
-func containsVersion(line, version string) bool {
-	isDigit := func(b byte) bool { return b >= '0' && b <= '9' }
-	for from := 0; ; {
-		i := strings.Index(line[from:], version)
-		if i < 0 {
-			return false
-		}
-		start, end := from+i, from+i+len(version)
-		before := start == 0 || !isDigit(line[start-1]) && line[start-1] != '.'
-		after := end == len(line) || !isDigit(line[end]) && !(line[end] == '.' && end+1 < len(line) && isDigit(line[end+1]))
-		if before && after {
-			return true
-		}
-		from = start + 1
-	}
 }
 
 // printDoctor writes the text report: for FILE, which adapters it uses, then

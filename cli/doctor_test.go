@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vibeteam/vibeteam/adapters"
 )
 
 // versionAdapter writes an adapter file NAME whose command is a script
@@ -460,8 +462,8 @@ func TestContainsVersion(t *testing.T) {
 		{"1.0 then 11.0", "1.0", true},
 		{"", "1.0", false},
 	} {
-		if got := containsVersion(c.line, c.version); got != c.want {
-			t.Errorf("containsVersion(%q, %q) = %v", c.line, c.version, got)
+		if got := adapters.ContainsVersion(c.line, c.version); got != c.want {
+			t.Errorf("ContainsVersion(%q, %q) = %v", c.line, c.version, got)
 		}
 	}
 }
