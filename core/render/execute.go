@@ -219,23 +219,9 @@ func (r *run) optionalOutput(t *template.Template, err error) bool {
 		return false
 	}
 	node, dotIsTop := findNode(t, m[1], key)
-	var cur any = r.data
-	var path []string
-	where := ""
-	switch {
-	case strings.HasPrefix(node, ".") && dotIsTop:
-		path = strings.Split(node[1:], ".")
-	case strings.HasPrefix(node, "$."):
-		path = strings.Split(node[2:], ".")
-	default:
-		sm := stepChainRE.FindStringSubmatch(node)
-		if sm == nil {
-			return false
-		}
-		name, _ := strconv.Unquote(sm[1])
-		cur = r.data[name]
-		where = fmt.Sprintf("(step %q)", name)
-		path = strings.Split(sm[2][1:], ".")
+	cur, path, where, ok := r.fieldChain(node, dotIsTop)
+	if !ok {
+		return false
 	}
 	// parent is the map at path[:i], grand the one at path[:i-1].
 	var grand, parent map[string]any

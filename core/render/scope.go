@@ -345,26 +345,31 @@ func placeError(step, field, text string, err error) error {
 // (step "run-tests").outptu
 var stepChainRE = regexp.MustCompile(`^\(step ("(?:[^"\\]|\\.)*")\)((?:\.[^.]+)+)$`)
 
+// fieldChain reads node, the template text of a field chain (".tests.output",
+// "$.bead.title", `(step "run-tests").output`): the value it starts from,
+// the keys it then follows, and, for a step named with (step ...), how to
+// name it in a message. ok is false for a chain of another form.
+func (r *run) fieldChain(node string, dotIsTop bool) (root any, path []string, where string, ok bool) {
+	switch {
+	case strings.HasPrefix(node, ".") && dotIsTop:
+		return r.data, strings.Split(node[1:], "."), "", true
+	case strings.HasPrefix(node, "$."):
+		return r.data, strings.Split(node[2:], "."), "", true
+	}
+	m := stepChainRE.FindStringSubmatch(node)
+	if m == nil {
+		return nil, nil, "", false
+	}
+	name, _ := strconv.Unquote(m[1])
+	return r.data[name], strings.Split(m[2][1:], "."), fmt.Sprintf("(step %q)", name), true
+}
+
 // missing explains a missing key found at node (the template text of the
 // field chain, ".tests.outptu"): which object lacked it and what it has.
 func (r *run) missing(node, key string, dotIsTop bool) string {
-	var root any = r.data
-	var path []string
-	where := ""
-	switch {
-	case strings.HasPrefix(node, ".") && dotIsTop:
-		path = strings.Split(node[1:], ".")
-	case strings.HasPrefix(node, "$."):
-		path = strings.Split(node[2:], ".")
-	default:
-		m := stepChainRE.FindStringSubmatch(node)
-		if m == nil {
-			return fmt.Sprintf("no key %q in <%s>", key, node)
-		}
-		name, _ := strconv.Unquote(m[1])
-		root = r.data[name]
-		where = fmt.Sprintf("(step %q)", name)
-		path = strings.Split(m[2][1:], ".")
+	root, path, where, ok := r.fieldChain(node, dotIsTop)
+	if !ok {
+		return fmt.Sprintf("no key %q in <%s>", key, node)
 	}
 	cur := root
 	for i, seg := range path {
