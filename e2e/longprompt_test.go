@@ -15,16 +15,14 @@ import (
 // argument may be (128 KiB), reaches claude -p whole on its stdin, and the
 // run goes on as any other.
 func TestClaudeHeadlessLongPrompt(t *testing.T) {
-	const marker = "END-OF-THE-LONG-PROMPT-7f3a"
-	padding := strings.Repeat("This line only makes the prompt long. ", (1<<20)/38)
-	prompt := padding + createPrompt + " " + marker
+	prompt, arrived := longPrompt(1 << 20)
 	whole := false
 	script := func(c fakeanthropic.Call) fakeanthropic.Reply {
 		switch {
 		case fakeanthropic.IsSideRequest(c.Request):
 			return fakeanthropic.Text("Create a file")
-		case c.HasLast && c.Last.Type == "text" && strings.Contains(c.Last.Text, marker):
-			whole = len(c.Last.Text) >= len(prompt) && strings.Contains(c.Last.Text, padding)
+		case c.HasLast && c.Last.Type == "text" && arrived(c.Last.Text):
+			whole = true
 			return fakeanthropic.Bash("touch "+fakeanthropic.CreatedFile, "Create a file")
 		case c.HasLast && c.Last.Type == "tool_result":
 			return fakeanthropic.Text(fakeanthropic.DoneText)
@@ -46,16 +44,15 @@ func TestClaudeHeadlessLongPrompt(t *testing.T) {
 // TestCodexHeadlessLongPrompt: a 900 KiB prompt reaches codex exec whole
 // on its stdin.
 func TestCodexHeadlessLongPrompt(t *testing.T) {
-	const marker = "END-OF-THE-LONG-PROMPT-c0d3"
+
 	// codex 0.169 exits 1 on a 1 MiB prompt (a limit of its own, before
 	// any request): 900 KiB, still far over one argument.
-	padding := strings.Repeat("This line only makes the prompt long. ", (900<<10)/38)
-	prompt := padding + createPrompt + " " + marker
+	prompt, arrived := longPrompt(900 << 10)
 	whole := false
 	create := fakeopenai.CreateFile(false)
 	script := func(c fakeopenai.Call) fakeopenai.Reply {
 		for _, text := range c.Request.UserTexts() {
-			if strings.Contains(text, marker) && strings.Contains(text, padding) {
+			if arrived(text) {
 				whole = true
 			}
 		}
@@ -75,14 +72,12 @@ func TestCodexHeadlessLongPrompt(t *testing.T) {
 // TestGeminiHeadlessLongPrompt: a 1 MiB prompt reaches gemini whole on its
 // stdin (no --prompt: gemini reads a piped stdin as its prompt).
 func TestGeminiHeadlessLongPrompt(t *testing.T) {
-	const marker = "END-OF-THE-LONG-PROMPT-9e41"
-	padding := strings.Repeat("This line only makes the prompt long. ", (1<<20)/38)
-	prompt := padding + createPrompt + " " + marker
+	prompt, arrived := longPrompt(1 << 20)
 	whole := false
 	create := fakegemini.CreateFile()
 	script := func(c fakegemini.Call) fakegemini.Reply {
 		for _, text := range c.Request.UserTexts() {
-			if strings.Contains(text, marker) && strings.Contains(text, padding) {
+			if arrived(text) {
 				whole = true
 			}
 		}
@@ -97,4 +92,13 @@ func TestGeminiHeadlessLongPrompt(t *testing.T) {
 		t.Error("the model did not get the whole 1 MiB prompt")
 	}
 	w.assertCreated()
+}
+
+// longPrompt is a prompt of about size bytes that asks for the file to be
+// created, and a test that a text holds all of it.
+func longPrompt(size int) (prompt string, arrived func(text string) bool) {
+	const marker = "END-OF-THE-LONG-PROMPT-7f3a"
+	padding := strings.Repeat("This line only makes the prompt long. ", size/38)
+	prompt = padding + createPrompt + " " + marker
+	return prompt, func(text string) bool { return strings.Contains(text, prompt) }
 }
