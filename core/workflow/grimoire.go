@@ -26,10 +26,10 @@ import (
 // agent's adapter keys keep the camelCase of stage tasks, since they are the
 // same thing).
 var (
-	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets"}
+	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets", "budget"}
 	commonStepKeys = []string{"name", "type", "when", "timeout", "output"}
 	stepTypeKeys   = map[string][]string{
-		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp"},
+		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
 		StepMerge:  {"require_review"},
@@ -84,6 +84,8 @@ func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
 			def.MCP = p.mcp(kv.Val, "mcp")
 		case "secrets":
 			def.Secrets = p.secrets(kv.Val)
+		case "budget":
+			def.Budget = p.budget(kv.Val, "budget")
 		default:
 			p.unknownGrimoireKey(kv.Key, "", grimoireKeys)
 		}
@@ -189,6 +191,8 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 		s.Agent.OnFail = p.text(val, f)
 	case "agent.mcp":
 		s.Agent.MCP = p.mcp(val, f)
+	case "agent.budget":
+		s.Agent.Budget = p.budget(val, f)
 	case "script.command":
 		s.Script.Command = p.text(val, f)
 	case "script.on_fail":

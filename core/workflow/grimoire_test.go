@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/budget"
 )
 
 // ghead is a grimoire up to its first step, whose mapping starts at line 3,
@@ -62,12 +64,14 @@ func everyKey() *Definition {
 	return &Definition{
 		Kind: KindGrimoire, ID: "every-key", Description: "Implement, test until green, review",
 		Timeout: Duration(time.Hour), Source: "testdata/grimoires/every-key.yaml",
+		Budget: &budget.Limit{Tokens: 1000000, CostUSD: 5},
 		Steps: []Step{
 			{Type: StepAgent, Name: "implement", When: "true", Timeout: Duration(20 * time.Minute), Output: "implementation",
 				Agent: &AgentStep{
 					Spell:   "implement",
 					Input:   []Input{{Name: "focus", Value: "{{.bead.title}}"}, {Name: "notes", Value: "keep it small"}},
 					Adapter: "codex", ExecutionMode: ModeInteractive, ExtraArgs: []string{"--model", "o3"}, OnFail: OnFailBlock,
+					Budget: &budget.Limit{Tokens: 200000},
 				}},
 			{Type: StepLoop, Name: "quality", Timeout: Duration(time.Hour), Loop: &LoopStep{
 				MaxIterations: 3, OnMaxIterations: OnMaxExit,
@@ -117,11 +121,11 @@ func TestParseGrimoireEveryKey(t *testing.T) {
 		{"implement input.focus", def.Steps[0].PosOf("input.focus"), Pos{File: file, Line: 10, Col: 14}},
 		{"implement input[0]", def.Steps[0].Agent.Input[0].Pos, Pos{File: file, Line: 10, Col: 14}},
 		{"implement timeout", def.Steps[0].PosOf("timeout"), Pos{File: file, Line: 17, Col: 14}},
-		{"quality", def.Steps[1].Pos, Pos{File: file, Line: 19, Col: 5}},
-		{"fix", fix.Pos, Pos{File: file, Line: 31, Col: 9}},
-		{"fix when", fix.PosOf("when"), Pos{File: file, Line: 36, Col: 15}},
+		{"quality", def.Steps[1].Pos, Pos{File: file, Line: 20, Col: 5}},
+		{"fix", fix.Pos, Pos{File: file, Line: 32, Col: 9}},
+		{"fix when", fix.PosOf("when"), Pos{File: file, Line: 37, Col: 15}},
 		{"fix unwritten key", fix.PosOf("adapter"), fix.Pos},
-		{"review task", def.Steps[1].Loop.Steps[2].Tasks[1].Pos, Pos{File: file, Line: 45, Col: 13}},
+		{"review task", def.Steps[1].Loop.Steps[2].Tasks[1].Pos, Pos{File: file, Line: 46, Col: 13}},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: Pos = %+v, want %+v", c.what, c.got, c.want)

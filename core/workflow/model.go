@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
@@ -82,8 +83,11 @@ type Definition struct {
 	// Timeout limits the whole run of a grimoire (DefaultGrimoireTimeout
 	// when not written). Zero for stage workflows: they have none.
 	Timeout Duration `json:"timeout,omitempty"`
-	Source  string   `json:"source,omitempty"` // the file it was loaded from, if any
-	Steps   []Step   `json:"steps"`
+	// Budget limits what the agents of a grimoire's run may spend, all
+	// together; nil: no limit of its own.
+	Budget *budget.Limit `json:"budget,omitempty"`
+	Source string        `json:"source,omitempty"` // the file it was loaded from, if any
+	Steps  []Step        `json:"steps"`
 	// MCP are the MCP servers every agent of the workflow gets (a task or
 	// an agent step adds its own; on a name both have, its own wins).
 	MCP []MCPServer `json:"mcp,omitempty"`
@@ -169,6 +173,9 @@ type AgentStep struct {
 	OnFail        string   `json:"on_fail"` // continue | block
 	// MCP are the step's own MCP servers, added to the grimoire's.
 	MCP []MCPServer `json:"mcp,omitempty"`
+	// Budget limits what one run of the step's agent may spend; the
+	// grimoire's and the run's budgets apply too.
+	Budget *budget.Limit `json:"budget,omitempty"`
 }
 
 // InlineSpell is true when Spell is the text of the spell rather than a name.
