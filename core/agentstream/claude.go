@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,6 +18,12 @@ type claudeParser struct {
 	// errTexts keeps what an erroring tool_result said: the result line's
 	// permission_denials carry no message, the tool_result does.
 	errTexts map[string]string
+	// calls is the usage of each API call (by message id) so far: claude
+	// repeats a call's usage on each of its content blocks' lines, and
+	// only the result says the run's total, so the total until then is
+	// their sum (a budget is checked on it while the run goes on).
+	calls     map[string]Tokens
+	callOrder []string
 }
 
 type claudeLine struct {
@@ -28,6 +35,8 @@ type claudeLine struct {
 	Message    *struct {
 		// A string when claude replays the user's prompt, blocks otherwise.
 		Content json.RawMessage `json:"content"`
+		ID      string          `json:"id"`
+		Usage   *claudeUsage    `json:"usage"`
 	} `json:"message"`
 
 	IsError           bool              `json:"is_error"`
@@ -106,6 +115,7 @@ func (p *claudeParser) blocks(l claudeLine) []claudeBlock {
 }
 
 func (p *claudeParser) assistant(l claudeLine) []Event {
+	p.noteCall(l)
 	var evs []Event
 	for _, b := range p.blocks(l) {
 		switch b.Type {
@@ -230,7 +240,35 @@ func claudeErrorText(l claudeLine) string {
 	return "claude reported an error"
 }
 
-func (p *claudeParser) Summary() Summary { return cloneSummary(p.sum) }
+func (p *claudeParser) Summary() Summary {
+	s := cloneSummary(p.sum)
+	if !p.sum.HasResult {
+		for _, id := range p.callOrder {
+			s.Tokens.Add(p.calls[id])
+		}
+	}
+	return s
+}
+
+// noteCall keeps the usage of the API call an assistant line is part of;
+// a later line of the same call says it again, or more.
+func (p *claudeParser) noteCall(l claudeLine) {
+	if l.Message == nil || l.Message.Usage == nil {
+		return
+	}
+	id := l.Message.ID
+	if id == "" {
+		id = "line-" + strconv.Itoa(len(p.callOrder))
+	}
+	if p.calls == nil {
+		p.calls = map[string]Tokens{}
+	}
+	if _, ok := p.calls[id]; !ok {
+		p.callOrder = append(p.callOrder, id)
+	}
+	u := l.Message.Usage
+	p.calls[id] = Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+}
 
 // decodeMCPServers skips a server entry of an odd shape rather than the
 // whole init line, which also carries the session id.
