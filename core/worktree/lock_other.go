@@ -16,6 +16,10 @@ var (
 )
 
 func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
+	return lockFileWaiting(ctx, path, nil)
+}
+
+func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), *os.File, error) {
 	locksMu.Lock()
 	ch, ok := locks[path]
 	if !ok {
@@ -23,6 +27,14 @@ func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
 		locks[path] = ch
 	}
 	locksMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil, nil
+	default:
+	}
+	if waiting != nil {
+		waiting()
+	}
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil, nil

@@ -15,6 +15,12 @@ import (
 // exclude each other as two processes do; the kernel drops it when the
 // process dies, so a crash never leaves the repository locked.
 func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
+	return lockFileWaiting(ctx, path, nil)
+}
+
+// lockFileWaiting is lockFile, calling waiting (when not nil) when the
+// lock is held by another and it waits.
+func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), *os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the lock %s: %w", path, err)
@@ -32,6 +38,9 @@ func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
 	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
 		f.Close()
 		return nil, nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if waiting != nil {
+		waiting()
 	}
 	// Held by another run: wait in the background, so that a cancelled
 	// context stops the wait (the lock, if it comes, is then let go).

@@ -14,13 +14,23 @@ import (
 //   - Conflicts: the branch and the base conflict; nothing was changed;
 //   - Refused: git refused to update the checkout where the base branch is
 //     checked out (its local changes would be overwritten, a rebase in
-//     progress, ...); Refused is git's message; nothing was changed.
+//     progress, ...); Refused is git's message; nothing was changed;
+//   - GateRed: the gate failed on the merge commit Commit; nothing was
+//     changed;
+//   - Moving: the base moved during every try of the merge; nothing was
+//     changed; Moving says so.
+//
+// Attempts is how many times the merge was computed (more than once when
+// the base moved while it was being checked).
 type MergeResult struct {
 	Merged    bool
 	UpToDate  bool
 	Commit    string
 	Conflicts []Conflict
 	Refused   string
+	GateRed   bool
+	Moving    string
+	Attempts  int
 }
 
 // Conflict is one conflicting file: the <<<<<<< ... >>>>>>> hunks of the
@@ -40,10 +50,17 @@ const (
 )
 
 // Merge merges the worktree's branch into its base branch as a merge
+// commit (--no-ff) with message, without a gate: MergeWith with none.
+func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeResult, error) {
+	return r.MergeWith(ctx, wt, message, MergeOptions{})
+}
+
+// MergeWith merges the worktree's branch into its base branch as a merge
 // commit (--no-ff) with message. The merge is first computed in the object
 // store (git merge-tree --write-tree), touching nothing; a conflict is
 // returned as Conflicts. A clean merge becomes a commit whose parents are
-// the base and the branch, then:
+// the base and the branch; with a gate, the gate checks that commit (see
+// Gate); then:
 //   - when the base branch is checked out nowhere, only its ref moves
 //     (git update-ref, compare-and-swap on the old commit);
 //   - when it is checked out in a worktree (usually the user's checkout),
@@ -53,9 +70,16 @@ const (
 //     changes (or untracked or ignored files) would be overwritten; that
 //     refusal is returned as Refused.
 //
-// Merge holds the repository's vibeteam lock, so concurrent merges of
-// different beads into one base follow each other.
-func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeResult, error) {
+// When the base moved since the merge was computed (a commit by the user,
+// made while a gate ran), the merge is computed again on the new base, and
+// its gate runs again, up to opts.Tries times.
+//
+// Merges of a repository form one queue, across processes: MergeWith
+// holds the merge queue's lock from the computation to the landing (gate
+// included), and the repository's lock only while it changes refs or
+// worktrees, so a long gate does not hold up the creation of other beads'
+// worktrees.
+func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts MergeOptions) (MergeResult, error) {
 	var res MergeResult
 	if wt == nil || wt.Branch == "" || wt.Base == "" {
 		return res, errors.New("no worktree")
@@ -66,57 +90,124 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 	if err := r.checkMergeTree(ctx); err != nil {
 		return res, err
 	}
-	ctx, unlock, err := r.lock(ctx)
+	unlock, err := r.queue(ctx, opts.Queued)
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
+	if opts.Gate != nil {
+		// Holding the queue, no gate runs: a gate worktree still there
+		// was left by a vibeteam that was killed.
+		r.removeStaleGates(ctx)
+	}
+	tries := opts.Tries
+	if tries <= 0 {
+		tries = DefaultGateTries
+	}
+	for attempt := 1; ; attempt++ {
+		m, res, err := r.prepare(ctx, wt, message)
+		if err != nil || m == nil {
+			return res, err
+		}
+		if opts.Gate != nil {
+			green, err := r.gate(ctx, opts.Gate, GateTry{Attempt: attempt, Base: wt.Base, Branch: wt.Branch, BaseCommit: m.old, Tip: m.tip, Commit: m.commit})
+			if err != nil {
+				return MergeResult{}, err
+			}
+			if !green {
+				return MergeResult{GateRed: true, Commit: m.commit, Attempts: attempt}, nil
+			}
+		}
+		res, moved, err := r.land(ctx, wt, m)
+		if err != nil || !moved {
+			res.Attempts = attempt
+			return res, err
+		}
+		if attempt >= tries {
+			return MergeResult{Moving: fmt.Sprintf("branch %s moved while each of %d merges of %s was being checked; nothing was merged: run it again when %s is quieter", wt.Base, attempt, wt.Branch, wt.Base), Attempts: attempt}, nil
+		}
+	}
+}
 
+// pending is a merge computed but not landed: the merge commit of the
+// branch's tip on the base's old commit.
+type pending struct {
+	old, tip, commit string
+}
+
+// prepare computes the merge: the merge commit, or (m nil) a result that
+// needs no landing: up to date, conflicts, refused.
+func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pending, MergeResult, error) {
+	var res MergeResult
 	baseRef, branchRef := "refs/heads/"+wt.Base, "refs/heads/"+wt.Branch
 	old, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	if !ok {
-		return res, fmt.Errorf("base branch %s does not exist", wt.Base)
+		return nil, res, fmt.Errorf("base branch %s does not exist", wt.Base)
 	}
 	tip, ok, err := revParse(ctx, r.Top, branchRef+"^{commit}")
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	if !ok {
-		return res, fmt.Errorf("branch %s does not exist", wt.Branch)
+		return nil, res, fmt.Errorf("branch %s does not exist", wt.Branch)
 	}
 	if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
-		return res, err
+		return nil, res, err
 	} else if done {
-		return MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
+		return nil, MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
 	}
 	if why := r.busy(baseRef); why != "" {
-		return MergeResult{Refused: why}, nil
+		return nil, MergeResult{Refused: why}, nil
 	}
 
 	tree, conflicts, err := r.mergeTree(ctx, old, tip, wt.Base, wt.Branch)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	if len(conflicts) > 0 {
-		return MergeResult{Conflicts: conflicts}, nil
+		return nil, MergeResult{Conflicts: conflicts}, nil
 	}
 
 	id, err := identity(ctx, r.Top)
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
 	out, err := run(ctx, cmd{dir: r.Top, args: append(id, "commit-tree", tree, "-p", old, "-p", tip, "-F", "-"), stdin: message})
 	if err != nil {
-		return res, err
+		return nil, res, err
 	}
-	commit := strings.TrimSpace(out)
+	return &pending{old: old, tip: tip, commit: strings.TrimSpace(out)}, res, nil
+}
+
+// land moves the base branch to the merge commit m, under the
+// repository's lock. moved is true, and nothing was changed, when the base
+// is no longer where the merge was computed from.
+func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult, bool, error) {
+	var res MergeResult
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return res, false, err
+	}
+	defer unlock()
+	baseRef := "refs/heads/" + wt.Base
+	old, commit := m.old, m.commit
+	if now, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}"); err != nil {
+		return res, false, err
+	} else if !ok {
+		return res, false, fmt.Errorf("base branch %s does not exist", wt.Base)
+	} else if now != old {
+		return res, true, nil
+	}
+	if why := r.busy(baseRef); why != "" {
+		return MergeResult{Refused: why}, false, nil
+	}
 
 	list, err := r.worktrees(ctx)
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	holders := findBranch(list, baseRef)
 	if len(holders) > 1 {
@@ -124,24 +215,27 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 		for _, h := range holders {
 			paths = append(paths, h.Path)
 		}
-		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in several worktrees (%s): merge by hand", wt.Base, strings.Join(paths, ", "))}, nil
+		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in several worktrees (%s): merge by hand", wt.Base, strings.Join(paths, ", "))}, false, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return res, err
+		return res, false, err
 	}
 	reflog := "vibeteam: merge " + wt.Branch
 	if len(holders) == 0 {
 		// Checked out nowhere: move the ref, if it is still where the merge
 		// was computed from.
 		if _, err := run(ctx, cmd{dir: r.Top, args: []string{"update-ref", "-m", reflog, baseRef, commit, old}, keep: true}); err != nil {
-			return res, err
+			if now, _, rerr := revParse(context.WithoutCancel(ctx), r.Top, baseRef+"^{commit}"); rerr == nil && now != old && now != commit {
+				return res, true, nil // moved by someone who does not queue (the user)
+			}
+			return res, false, err
 		}
-		return MergeResult{Merged: true, Commit: commit}, nil
+		return MergeResult{Merged: true, Commit: commit}, false, nil
 	}
 
 	h := holders[0]
 	if h.Prunable {
-		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in %s, which is gone: run git worktree prune", wt.Base, h.Path)}, nil
+		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in %s, which is gone: run git worktree prune", wt.Base, h.Path)}, false, nil
 	}
 	// The merge commit has the base as its first parent, so for the
 	// checkout it is a fast-forward: git updates index and files from the
@@ -152,7 +246,7 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 	// branch moved since (a commit by the user), it is no longer a
 	// fast-forward and git refuses too.
 	if cur, err := git(ctx, h.Path, "symbolic-ref", "--quiet", "HEAD"); err != nil || strings.TrimSpace(cur) != baseRef {
-		return MergeResult{Refused: fmt.Sprintf("the checkout %s switched away from %s while merging; nothing was changed: merge again", h.Path, wt.Base)}, nil
+		return MergeResult{Refused: fmt.Sprintf("the checkout %s switched away from %s while merging; nothing was changed: merge again", h.Path, wt.Base)}, false, nil
 	}
 	_, err = run(ctx, cmd{
 		dir:  h.Path,
@@ -164,24 +258,28 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 	if err != nil {
 		// A fast-forward moves the branch to the merge commit or leaves
 		// it: anywhere else, git refused (the base may also have moved
-		// under it, a commit by the user: no longer a fast-forward).
+		// under it, a commit by the user: no longer a fast-forward, and
+		// the merge is computed again).
 		if rerr == nil && now != commit {
+			if now != old {
+				return res, true, nil
+			}
 			var ge *GitError
 			msg := err.Error()
 			if errors.As(err, &ge) && strings.TrimSpace(ge.Stderr) != "" {
 				msg = strings.TrimSpace(ge.Stderr)
 			}
-			return MergeResult{Refused: msg}, nil
+			return MergeResult{Refused: msg}, false, nil
 		}
-		return res, err
+		return res, false, err
 	}
 	if rerr != nil {
-		return res, rerr
+		return res, false, rerr
 	}
 	if now != commit {
-		return res, fmt.Errorf("git merge in %s left %s at %s, not at the merge commit %s", h.Path, wt.Base, now, commit)
+		return res, false, fmt.Errorf("git merge in %s left %s at %s, not at the merge commit %s", h.Path, wt.Base, now, commit)
 	}
-	return MergeResult{Merged: true, Commit: commit}, nil
+	return MergeResult{Merged: true, Commit: commit}, false, nil
 }
 
 // mergeTree computes the merge of tip into old without touching any ref,
