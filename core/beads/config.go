@@ -26,9 +26,14 @@ const DefaultGrimoire = "implement-bead"
 //	grimoires:
 //	  by_type: {feature: implement-bead, bug: fix-bug}
 //	  default: implement-bead
+//	notify: notify-send vibeteam "$(jq -r .next)"
 type Config struct {
 	ByType  map[string]string
 	Default string
+	// Notify is the command run when a session ends or needs a person
+	// (run --notify sets it for one run): sh -c, the event as JSON on
+	// its stdin.
+	Notify string
 	// Matchers and MatchersDefault are grimoire-matchers.yaml's (see
 	// Matcher): .vibeteam's, else .coven's.
 	Matchers        []Matcher
@@ -75,7 +80,11 @@ func LoadConfig(baseDir string) (Config, error) {
 		}
 		return s, ok
 	}
-	w.Fields(doc.Content[0], "", "", []string{"grimoires"}, func(kv yamlnode.Pair) {
+	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify"}, func(kv yamlnode.Pair) {
+		if kv.Key.Value == "notify" {
+			cfg.Notify, _ = w.String(kv.Val, "notify")
+			return
+		}
 		w.Fields(kv.Val, "grimoires", "", []string{"by_type", "default"}, func(kv yamlnode.Pair) {
 			switch kv.Key.Value {
 			case "default":

@@ -82,7 +82,7 @@ func TestConfigMoreErrors(t *testing.T) {
 		"grimoires:\n  by_type:\n    bug: [x]\n":   `.vibeteam/config.yaml:3:10: grimoires.by_type.bug: must be a string`,
 		"grimoires:\n  by_tpye: {}\n":              `.vibeteam/config.yaml:2:3: grimoires: unknown key "by_tpye" (did you mean "by_type"?)`,
 		"grimoires:\n  default: a\n  default: b\n": `.vibeteam/config.yaml:3:3: grimoires: duplicate key "default"`,
-		"agents: {}\n":                             `.vibeteam/config.yaml:1:1: unknown key "agents" (known: grimoires)`,
+		"agents: {}\n":                             `.vibeteam/config.yaml:1:1: unknown key "agents"`,
 	} {
 		_, err := LoadConfig(writeConfig(t, text))
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
