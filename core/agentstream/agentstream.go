@@ -91,6 +91,9 @@ type Summary struct {
 	CostUSD   float64  `json:"cost_usd,omitempty"`
 	ToolCalls int      `json:"tool_calls,omitempty"`
 	Denials   []Denial `json:"denials,omitempty"`
+	// Limit is set when the run stopped on a usage or rate limit (IsError
+	// is then set too): the run is not a failure of the task, it waits.
+	Limit *Limit `json:"limit,omitempty"`
 }
 
 // DeniedTools are the names of the tools the run was denied, each once.

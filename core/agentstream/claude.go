@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,9 @@ type claudeParser struct {
 	// errTexts keeps what an erroring tool_result said: the result line's
 	// permission_denials carry no message, the tool_result does.
 	errTexts map[string]string
+	// rejected is the last limit claude said refused a call (a
+	// rate_limit_event, or the refused call's message): its reset time.
+	rejected *claudeRateLimit
 	// calls is the usage of each API call (by message id) so far: claude
 	// repeats a call's usage on each of its content blocks' lines, and
 	// only the result says the run's total, so the total until then is
@@ -46,6 +50,24 @@ type claudeLine struct {
 	Usage             *claudeUsage      `json:"usage"`
 	PermissionDenials []json.RawMessage `json:"permission_denials"`
 	Errors            []json.RawMessage `json:"errors"`
+
+	// A usage or rate limit: rate_limit_event's rate_limit_info; on the
+	// refused call's assistant message and on the result, api_error
+	// ("usage_limit_reached"), api_error_status (429), api_error_type
+	// ("rate_limit_error") and api_error_params.rate_limit_info.
+	RateLimitInfo  *claudeRateLimit `json:"rate_limit_info"`
+	APIError       string           `json:"api_error"`
+	APIErrorStatus int              `json:"api_error_status"`
+	APIErrorType   string           `json:"api_error_type"`
+	APIErrorParams *struct {
+		RateLimitInfo *claudeRateLimit `json:"rate_limit_info"`
+	} `json:"api_error_params"`
+}
+
+type claudeRateLimit struct {
+	Status        string `json:"status"`   // allowed | allowed_warning | rejected
+	ResetsAt      int64  `json:"resetsAt"` // unix seconds
+	RateLimitType string `json:"rateLimitType"`
 }
 
 type claudeBlock struct {
@@ -85,8 +107,20 @@ func (p *claudeParser) Feed(line []byte) []Event {
 		}
 		p.sum.SessionID = l.SessionID
 		return []Event{{Kind: Init, SessionID: l.SessionID, Model: l.Model, MCPServers: decodeMCPServers(l.MCPServers)}}
+	case "rate_limit_event":
+		if r := l.RateLimitInfo; r != nil {
+			if r.Status == "rejected" {
+				p.rejected = r
+			} else {
+				p.rejected = nil // the limit is past: a later error is another
+			}
+		}
+		return nil
 	case "assistant":
 		p.noteSession(l.SessionID)
+		if l.APIErrorParams != nil && l.APIErrorParams.RateLimitInfo != nil {
+			p.rejected = l.APIErrorParams.RateLimitInfo
+		}
 		return p.assistant(l)
 	case "user":
 		p.noteSession(l.SessionID)
@@ -192,6 +226,7 @@ func (p *claudeParser) result(l claudeLine) []Event {
 	if l.IsError || strings.HasPrefix(l.Subtype, "error") {
 		p.sum.IsError = true
 		p.sum.Error = claudeErrorText(l)
+		p.sum.Limit = p.limit(l)
 	}
 	for _, raw := range l.PermissionDenials {
 		var d claudeDenial
@@ -218,6 +253,29 @@ func (p *claudeParser) result(l claudeLine) []Event {
 	}
 	p.sum.Tokens = t
 	return []Event{{Kind: Usage, Tokens: &t}}
+}
+
+// limit is the usage or rate limit a failed run stopped on, nil if the
+// failure was another.
+func (p *claudeParser) limit(l claudeLine) *Limit {
+	lim, ok := LimitText(p.sum.Error, time.Now())
+	marked := l.APIError == "usage_limit_reached" || l.APIErrorStatus == 429 || l.APIErrorType == "rate_limit_error"
+	if !ok && !marked {
+		return nil
+	}
+	if lim == nil {
+		lim = &Limit{Message: p.sum.Error}
+	}
+	if r := p.rejected; r != nil {
+		lim.Kind = r.RateLimitType
+		if r.ResetsAt > 0 {
+			// claude's own number beats the time read from its words,
+			// which it writes to the hour.
+			t := time.Unix(r.ResetsAt, 0).UTC()
+			lim.ResetAt = &t
+		}
+	}
+	return lim
 }
 
 func claudeErrorText(l claudeLine) string {

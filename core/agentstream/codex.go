@@ -3,6 +3,7 @@ package agentstream
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // codexParser reads codex exec --json.
@@ -103,6 +104,9 @@ func (p *codexParser) Feed(line []byte) []Event {
 		p.sum.Error = "turn failed"
 		if l.Error != nil && l.Error.Message != "" {
 			p.sum.Error = l.Error.Message
+		}
+		if lim, ok := LimitText(p.sum.Error, time.Now()); ok {
+			p.sum.Limit = lim
 		}
 	case "error":
 		return []Event{{Kind: Error, Text: l.Message}}

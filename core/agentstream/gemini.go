@@ -3,6 +3,7 @@ package agentstream
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // geminiParser reads gemini -p --output-format stream-json.
@@ -115,6 +116,9 @@ func (p *geminiParser) result(l geminiLine) []Event {
 		p.sum.Error = "gemini reported an error"
 		if msg, ok := errorMessageText(l.Error); ok && msg != "" {
 			p.sum.Error = msg
+		}
+		if lim, ok := LimitText(p.sum.Error, time.Now()); ok {
+			p.sum.Limit = lim
 		}
 	}
 	if l.Stats == nil {

@@ -3,6 +3,7 @@ package agentstream
 import (
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // opencodeParser reads opencode run --format json.
@@ -128,7 +129,9 @@ func (p *opencodeParser) fail(raw json.RawMessage) []Event {
 	var e struct {
 		Name string `json:"name"`
 		Data struct {
-			Message string `json:"message"`
+			Message      string `json:"message"`
+			StatusCode   int    `json:"statusCode"`
+			ResponseBody string `json:"responseBody"`
 		} `json:"data"`
 	}
 	msg := ""
@@ -146,6 +149,16 @@ func (p *opencodeParser) fail(raw json.RawMessage) []Event {
 	}
 	p.sum.IsError = true
 	p.sum.Error = msg
+	// opencode retries a 429 by itself, for as long as it takes; what it
+	// reports is a limit the provider refused for good (a spend cap,
+	// insufficient_quota), said in the message or the response's body.
+	if lim, ok := LimitText(msg+"\n"+e.Data.ResponseBody, time.Now()); ok || e.Data.StatusCode == 429 {
+		if lim == nil {
+			lim = &Limit{}
+		}
+		lim.Message = msg
+		p.sum.Limit = lim
+	}
 	return []Event{{Kind: Error, Text: msg}}
 }
 
