@@ -267,6 +267,9 @@ type Session struct {
 	// journaled before git is asked to make it; a resume finds it open
 	// when a kill came in between, and checks with git what happened.
 	Intent *GitIntent `json:"intent,omitempty"`
+	// Backlog is set on the session of a `run --ready`: it runs beads,
+	// each in a session of its own, instead of a workflow.
+	Backlog *Backlog `json:"backlog,omitempty"`
 
 	// Damage is what reading the session found cut short or unreadable in
 	// its journal and skipped; never saved.
