@@ -267,6 +267,9 @@ type Session struct {
 	// journaled before git is asked to make it; a resume finds it open
 	// when a kill came in between, and checks with git what happened.
 	Intent *GitIntent `json:"intent,omitempty"`
+	// Limit is the usage or rate limit the session stopped on (status
+	// limited), or waits out; nil otherwise.
+	Limit *Limit `json:"limit,omitempty"`
 	// Backlog is set on the session of a `run --ready`: it runs beads,
 	// each in a session of its own, instead of a workflow.
 	Backlog *Backlog `json:"backlog,omitempty"`

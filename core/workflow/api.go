@@ -65,4 +65,9 @@ type LoadOptions struct {
 	// Commands is how an adapter whose command is not installed is
 	// reported; it needs an AdapterSet that is a CommandSet.
 	Commands Check
+	// DefaultGate, when not nil, is the project's default merge gate
+	// (config.yaml merge.gate; "" none): a merge step without a gate of
+	// its own gets it (unless gate: false), and gate: true without one is
+	// an error. nil leaves gates as written.
+	DefaultGate *string
 }

@@ -32,7 +32,7 @@ var (
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
-		StepMerge:  {"require_review"},
+		StepMerge:  {"require_review", "gate", "gate_timeout"},
 		StepStage:  {"tasks"},
 	}
 )
@@ -220,6 +220,25 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 		} else {
 			p.Pos[f] = p.At(v)
 		}
+	case "merge.gate":
+		// A command, or true (the project's default gate) or false (none,
+		// whatever the default).
+		v := p.Deref(val)
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+			if b, ok := p.Bool(v, f); ok {
+				s.Merge.GateDefault, s.Merge.NoGate = b, !b
+			}
+			return
+		}
+		if cmd, ok := p.String(v, f); ok {
+			if strings.TrimSpace(cmd) == "" {
+				p.Fail(v, f, "must be a command, true (the default gate of %s) or false (none)", configFile)
+				return
+			}
+			s.Merge.Gate = cmd
+		}
+	case "merge.gate_timeout":
+		s.Merge.GateTimeout = p.duration(val, f)
 	case "stage.tasks":
 		s.Tasks = p.tasks(val, f)
 	}
@@ -447,8 +466,11 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 		c.oneOf(sf+".on_max_iterations", l.OnMaxIterations, spos, OnMaxBlock, OnMaxExit, OnMaxContinue)
 		c.gsteps(l.Steps, lf, root, true)
 	case StepMerge:
-		// Nothing to check beyond require_review: that it needs a bead (a
-		// worktree to merge) is for run to say.
+		// That it needs a bead (a worktree to merge) is for run to say.
+		if m := s.Merge; m != nil && m.GateDefault && c.opts.DefaultGate != nil && *c.opts.DefaultGate == "" {
+			gf := sf + ".gate"
+			c.add(c.at(gf, spos), gf, fmt.Sprintf("gate: true runs the project's default gate, and %s sets none (merge: {gate: COMMAND}); write the command here, or set it there", configFile))
+		}
 	case StepStage:
 		kf := sf + ".tasks"
 		switch {

@@ -222,7 +222,26 @@ type LoopStep struct {
 // not written (the loader sets it; a MergeStep built in code must too).
 type MergeStep struct {
 	RequireReview bool `json:"require_review"`
+	// Gate is a shell command (sh -c) that checks the exact merged result
+	// before the base branch moves: it runs in a temporary worktree at the
+	// merge commit; a non-zero exit blocks the bead and the base keeps
+	// what it had. "" none. gate: true (GateDefault) is the project's
+	// default gate (config.yaml merge.gate), which Normalize puts here;
+	// gate: false (NoGate) is none, whatever the default.
+	Gate        string `json:"gate,omitempty"`
+	GateDefault bool   `json:"gate_default,omitempty"`
+	NoGate      bool   `json:"no_gate,omitempty"`
+	// GateTimeout bounds one run of the gate (DefaultGateTimeout when a
+	// gate is set and none is written).
+	GateTimeout Duration `json:"gate_timeout,omitempty"`
 }
+
+// DefaultGateTimeout bounds a gate's run when its merge step does not.
+const DefaultGateTimeout = Duration(30 * time.Minute)
+
+// configFile is the project's settings file (core/beads.ConfigFile),
+// where the default gate is set.
+const configFile = ".vibeteam/config.yaml"
 
 // Task is one agent process.
 // ShellAdapter is the built-in adapter that runs a task's prompt as a shell

@@ -103,6 +103,13 @@ func normalizeSteps(steps []Step, opts LoadOptions) {
 			if s.Merge == nil {
 				s.Merge = &MergeStep{RequireReview: true}
 			}
+			m := s.Merge
+			if opts.DefaultGate != nil && m.Gate == "" && !m.NoGate {
+				m.Gate = *opts.DefaultGate
+			}
+			if m.Gate != "" && m.GateTimeout == 0 {
+				m.GateTimeout = DefaultGateTimeout
+			}
 		}
 	}
 }
