@@ -27,6 +27,8 @@ const DefaultGrimoire = "implement-bead"
 //	  by_type: {feature: implement-bead, bug: fix-bug}
 //	  default: implement-bead
 //	notify: notify-send vibeteam "$(jq -r .next)"
+//	merge:
+//	  gate: go test ./...
 type Config struct {
 	ByType  map[string]string
 	Default string
@@ -34,6 +36,9 @@ type Config struct {
 	// (run --notify sets it for one run): sh -c, the event as JSON on
 	// its stdin.
 	Notify string
+	// Gate is the default merge gate: the command a merge step without a
+	// gate of its own (or with gate: true) runs on the merged result.
+	Gate string
 	// Matchers and MatchersDefault are grimoire-matchers.yaml's (see
 	// Matcher): .vibeteam's, else .coven's.
 	Matchers        []Matcher
@@ -80,9 +85,19 @@ func LoadConfig(baseDir string) (Config, error) {
 		}
 		return s, ok
 	}
-	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify"}, func(kv yamlnode.Pair) {
+	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify", "merge"}, func(kv yamlnode.Pair) {
 		if kv.Key.Value == "notify" {
 			cfg.Notify, _ = w.String(kv.Val, "notify")
+			return
+		}
+		if kv.Key.Value == "merge" {
+			w.Fields(kv.Val, "merge", "", []string{"gate"}, func(kv yamlnode.Pair) {
+				if g, ok := w.String(kv.Val, "merge.gate"); ok && strings.TrimSpace(g) == "" {
+					w.Fail(kv.Val, "merge.gate", yamlnode.MsgNotEmpty)
+				} else {
+					cfg.Gate = g
+				}
+			})
 			return
 		}
 		w.Fields(kv.Val, "grimoires", "", []string{"by_type", "default"}, func(kv yamlnode.Pair) {

@@ -170,3 +170,23 @@ func TestGrimoireNamesAreNames(t *testing.T) {
 		}
 	}
 }
+
+// merge.gate is the default merge gate: a command, not empty.
+func TestConfigGate(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfig(writeConfig(t, "merge:\n  gate: go test ./...\n"))
+	if err != nil || cfg.Gate != "go test ./..." {
+		t.Fatalf("%+v, %v", cfg, err)
+	}
+	for text, want := range map[string]string{
+		"merge:\n  gate: \"\"\n":  `.vibeteam/config.yaml:2:9: merge.gate: must not be empty`,
+		"merge:\n  gate: true\n":  `.vibeteam/config.yaml:2:9: merge.gate: must be a string`,
+		"merge:\n  gates: make\n": `.vibeteam/config.yaml:2:3: merge: unknown key "gates" (did you mean "gate"?)`,
+		"merge: make check\n":     `.vibeteam/config.yaml:1:8: merge: must be a mapping`,
+	} {
+		_, err := LoadConfig(writeConfig(t, text))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %s…", text, err, want)
+		}
+	}
+}
