@@ -72,6 +72,9 @@ func Main(args []string, streams IO) int {
 		complete(streams, args[2:])
 		return ExitOK
 	}
+	// Secrets are the sessions' of this invocation (several in a backlog
+	// run), never a previous in-process one's.
+	state.SetSecrets(nil)
 	app := newApp(streams)
 	err := app.Run(interspersed(args, app))
 	if err == nil {

@@ -26,9 +26,12 @@ const detachKey = 0x1d
 // prompter asks the person at the controlling terminal about tasks that
 // wait, one at a time, oldest first.
 type prompter struct {
-	tty  *os.File
-	disp *display
-	ctrl *core.SessionController
+	tty    *os.File
+	screen promptScreen
+	ctrl   *core.SessionController
+	// ctrls are the sessions of a backlog run, by id: a waiting task is
+	// answered through its own session's controller.
+	ctrls map[string]*core.SessionController
 
 	mu         sync.Mutex
 	queue      []waitingTask
@@ -52,8 +55,16 @@ type promptNote struct{ line, waiting string }
 // maxNotes bounds the notes kept while the terminal is attached to an agent.
 const maxNotes = 200
 
+// promptScreen is what draws beside the prompter (the board): hidden
+// while a person is asked.
+type promptScreen interface {
+	hold()
+	release()
+}
+
 type waitingTask struct {
 	id, label, state, excerpt string // label and state are safe to print
+	session                   string // the task's session (several in a backlog run)
 	review                    *reviewAsk
 	permission                *permissionAsk
 	question                  *questionAsk
@@ -75,8 +86,8 @@ func (p *prompter) question(ctx context.Context, req core.QuestionRequest) strin
 // askQuestion shows the agent's question and its suggested answers and
 // reads the person's: an option's number, or their own words.
 func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
-	p.disp.hold()
-	defer p.disp.release()
+	p.screen.hold()
+	defer p.screen.release()
 	q, t := w.question.req.Question, p.tty
 	p.outMu.Lock()
 	fmt.Fprintf(t, "\n%s\n│ %s\n", p.boxLine(fmt.Sprintf("── question from task %s (%s) ──", w.label, safe(w.question.req.Adapter))), safeLine(q.Text))
@@ -132,8 +143,8 @@ func (p *prompter) permission(ctx context.Context, req core.PermissionRequest) s
 // askPermission shows what a headless agent was denied and reads the
 // person's answer.
 func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
-	p.disp.hold()
-	defer p.disp.release()
+	p.screen.hold()
+	defer p.screen.release()
 	r, t := w.permission.req, p.tty
 	answer := func(a string) { w.permission.answer <- a }
 	tools := safe(strings.Join(r.Tools, ", "))
@@ -217,8 +228,8 @@ func awaitAnswer[T any](ctx context.Context, p *prompter, w waitingTask, ch <-ch
 
 // askReview shows a merge for review and reads the person's decision.
 func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
-	p.disp.hold()
-	defer p.disp.release()
+	p.screen.hold()
+	defer p.screen.release()
 	r, t := w.review.req, p.tty
 	answer := func(decision, reason string) { w.review.answer <- [2]string{decision, reason} }
 	p.outMu.Lock()
@@ -311,19 +322,41 @@ func ttyFd(f *os.File) (int, bool) {
 }
 
 func newPrompter(tty *os.File, disp *display) *prompter {
-	return &prompter{tty: tty, disp: disp, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &prompter{tty: tty, wake: make(chan struct{}, 1), done: make(chan struct{}), ctrls: map[string]*core.SessionController{}}
+	if disp != nil {
+		p.screen = disp
+	}
+	return p
+}
+
+// addController lets the prompter answer the tasks of one more session
+// (a backlog run's bead).
+func (p *prompter) addController(ctrl *core.SessionController) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ctrls[ctrl.ID] = ctrl
+}
+
+// controller is the controller of the waiting task's session.
+func (p *prompter) controller(w waitingTask) *core.SessionController {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.ctrls[w.session]; ok {
+		return c
+	}
+	return p.ctrl
 }
 
 // enqueue is called from the event handler when a task starts waiting;
 // label names the task (safe to print).
 func (p *prompter) enqueue(e core.Event, label string) {
-	w := waitingTask{id: e.Task, label: label, state: safe(fmt.Sprint(e.Fields["state"])), excerpt: fmt.Sprint(e.Fields["excerpt"])}
+	w := waitingTask{id: e.Task, session: e.Session, label: label, state: safe(fmt.Sprint(e.Fields["state"])), excerpt: fmt.Sprint(e.Fields["excerpt"])}
 	if why, ok := e.Fields["why"].(string); ok && why != "" {
 		w.state += " (" + safe(why) + ")"
 	}
 	p.mu.Lock()
 	for i, q := range p.queue {
-		if q.id == w.id {
+		if q.id == w.id && q.session == w.session {
 			p.queue[i] = w
 			p.mu.Unlock()
 			return
@@ -443,7 +476,7 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 			}
 			continue
 		}
-		if ctrl.TaskStatus(w.id) != state.TaskWaitingForUser {
+		if p.controller(w).TaskStatus(w.id) != state.TaskWaitingForUser {
 			p.setAsking("")
 			continue
 		}
@@ -464,8 +497,8 @@ func (p *prompter) setAsking(id string) {
 // ask shows the panel and applies one answer. It returns false when the
 // terminal is gone.
 func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
-	p.disp.hold()
-	defer p.disp.release()
+	p.screen.hold()
+	defer p.screen.release()
 	// Notes that came in while the reply was applied are shown before the
 	// board comes back.
 	defer func() {
@@ -519,12 +552,12 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 				// End of input (Ctrl-D) or a terminal gone: nobody will
 				// answer, so park rather than wait for ever.
 				fmt.Fprintln(t, "\n(no more input: parking the session)")
-				p.ctrl.Park(w.id, "the terminal's input ended at a pause")
+				p.controller(w).Park(w.id, "the terminal's input ended at a pause")
 			}
 			return false
 		}
 		line = strings.TrimRight(line, "\r\n")
-		ex := p.ctrl
+		ex := p.controller(w)
 		var sendErr error
 		switch line {
 		case "":
@@ -568,7 +601,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 
 // attach hands the task's terminal to the person until Ctrl-].
 func (p *prompter) attach(w waitingTask) error {
-	ex := p.ctrl
+	ex := p.controller(w)
 	pt, err := ex.Terminal(w.id)
 	if err != nil {
 		return err

@@ -50,16 +50,19 @@ func runCommand(streams IO) *ucli.Command {
 			"that bead in its own git worktree; without FILE|NAME it is chosen for the bead.\n\n" +
 			"Built-in workflows and grimoires: " + strings.Join(builtin.WorkflowNames(), ", ") + "\n" +
 			"(vibeteam preview NAME shows what one would do).",
-		Flags: append(executionFlags(),
+		Flags: append(append(executionFlags(),
 			&ucli.StringFlag{Name: "bead", Usage: "grimoires: work on bead `ID` (bd show ID): in its own git worktree, its status following the run; without FILE|NAME the grimoire is chosen for the bead"},
 			&ucli.StringFlag{Name: "bead-file", Usage: "grimoires: the bead from `FILE`, JSON as bd show ID --json prints it (a worktree too, but no bd calls)"},
 			&ucli.StringFlag{Name: "base", Usage: "with a bead: the `BRANCH` its worktree starts from and merges back into (default: the current branch)"},
 			&ucli.BoolFlag{Name: "force", Usage: "with --bead: run even when the bead has open blockers"},
-		),
+		), backlogFlags()...),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
 			defer sigs.stop()
-			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" && c.String("bead-file") == "" {
+			if err := checkBacklogFlags(c); err != nil {
+				return err
+			}
+			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" && c.String("bead-file") == "" && !c.Bool("ready") {
 				return exitf(ExitUsage, "run needs one workflow file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam run --help)")
 			}
 			base, err := baseDir(c)
@@ -71,6 +74,13 @@ func runCommand(streams IO) *ucli.Command {
 				return err
 			}
 			warnBrokenAdapters(streams.Err, reg)
+			if c.Bool("ready") {
+				vars, err := render.ParseSets(c.StringSlice("set"))
+				if err != nil {
+					return exitf(ExitUsage, "%v", err)
+				}
+				return runBacklog(c, streams, sigs, base, reg, vars)
+			}
 			bead, err := beadForRun(c, streams, base)
 			if err != nil {
 				return err
@@ -163,6 +173,9 @@ func resumeCommand(streams IO) *ucli.Command {
 			if sess.Status == state.StatusCompleted {
 				fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
 				return nil
+			}
+			if sess.Backlog != nil {
+				return resumeBacklog(c, streams, sigs, base, reg, sess)
 			}
 			vars, err := render.ParseSets(c.StringSlice("set"))
 			if err != nil {

@@ -43,6 +43,10 @@ func showCommand(streams IO) *ucli.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(s)
 			}
+			if s.Backlog != nil {
+				showBacklog(streams.Out, mgr, s)
+				return nil
+			}
 			out := streams.Out
 			sum := summarize(mgr, s)
 			status := string(s.Status)

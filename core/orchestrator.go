@@ -69,6 +69,10 @@ type RunOptions struct {
 	// Allow, on resume, allows tools to the agents that were denied them:
 	// each such task continues its agent's own session with them allowed.
 	Allow []string
+	// SessionID, on run, is the id the new session takes (one made with
+	// state.Manager.NewID and recorded elsewhere first, as a backlog run
+	// does); "" makes a new one.
+	SessionID string
 }
 
 // Orchestrator starts and resumes sessions: each gets a controller of its
@@ -89,9 +93,14 @@ func NewOrchestrator(registry *adapters.Registry, onEvent func(Event)) *Orchestr
 // with the returned controller.
 func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*SessionController, error) {
 	mgr := state.NewManager(opts.BaseDir)
-	id, err := mgr.NewID()
-	if err != nil {
-		return nil, err
+	id := opts.SessionID
+	if id == "" {
+		var err error
+		if id, err = mgr.NewID(); err != nil {
+			return nil, err
+		}
+	} else if mgr.Exists(id) {
+		return nil, fmt.Errorf("session %s exists already", id)
 	}
 	lock, err := mgr.Lock(id)
 	if err != nil {
@@ -180,7 +189,7 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 
 func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
 	// From here on, every file of the session writes its secrets as ***.
-	state.SetSecrets(secretValues(sess))
+	state.AddSecrets(secretValues(sess))
 	elog, err := state.OpenEventLog(mgr.EventLogPath(sess.ID))
 	if err != nil {
 		_ = lock.Release()

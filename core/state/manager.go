@@ -161,6 +161,15 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	return syncDir(dir)
 }
 
+// Exists reports whether a session file id is on disk.
+func (m *Manager) Exists(id string) bool {
+	if !validID(id) {
+		return false
+	}
+	_, err := os.Lstat(m.SessionPath(id))
+	return err == nil
+}
+
 // Load reads the session id. An unknown id yields a *NotFoundError.
 func (m *Manager) Load(id string) (*Session, error) {
 	if !validID(id) {
@@ -202,6 +211,9 @@ func (s *Session) Check() error {
 		return fmt.Errorf("written in session format v%d by a newer vibeteam; this one reads up to v%d", s.Version, FormatVersion)
 	case s.Version < 0:
 		return fmt.Errorf("bad format version %d", s.Version)
+	}
+	if s.Backlog != nil {
+		return nil
 	}
 	if s.WorkflowDefinition == nil {
 		return errors.New("no workflowDefinition")

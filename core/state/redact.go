@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,19 @@ func SetSecrets(values []string) {
 	// Longest first: a secret that holds another goes whole.
 	sort.Slice(vs, func(i, j int) bool { return len(vs[i]) > len(vs[j]) })
 	secrets.Store(&vs)
+}
+
+// AddSecrets adds values to the secrets redacted, keeping those set
+// before: several sessions run in one process (a backlog run) each redact
+// every session's secrets.
+func AddSecrets(values []string) {
+	all := slices.Clone(secretValues())
+	for _, v := range values {
+		if !slices.Contains(all, v) {
+			all = append(all, v)
+		}
+	}
+	SetSecrets(all)
 }
 
 func secretValues() []string {

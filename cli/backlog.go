@@ -1,0 +1,656 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/backlog"
+	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/core/worktree"
+)
+
+// backlogFlags are run's flags for a whole backlog at once.
+func backlogFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.BoolFlag{Name: "ready", Usage: "work every ready bead (bd ready), each in its own worktree and session, picking up the beads their blockers' closing makes ready; with FILE|NAME every bead runs that grimoire, else each gets its own"},
+		&ucli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 2, Usage: "with --ready: run at most `N` beads at once"},
+		&ucli.StringSliceFlag{Name: "label", Usage: "with --ready: only the beads that have label `L` (repeatable: all of them)"},
+		&ucli.IntFlag{Name: "limit", Usage: "with --ready: take at most `K` beads (0: all)"},
+	}
+}
+
+// backlogRun is one `run --ready`, or its resume.
+type backlogRun struct {
+	c       *ucli.Context
+	streams IO
+	base    string
+	reg     *adapters.Registry
+	client  *beads.Client
+	mgr     *state.Manager
+	sess    *state.Session
+	board   *backlogBoard
+	vars    map[string]string
+
+	mu      sync.Mutex // guards sess.Backlog's records
+	saveErr error
+
+	// prepared are the beads' fields and definitions, by bead id.
+	prepMu   sync.Mutex
+	fields   map[string]map[string]any
+	defs     map[string]*workflow.Definition
+	grimoire *workflow.Definition // the one GRIMOIRE given, if any
+
+	ctrlMu sync.Mutex
+	ctrls  map[string]*core.SessionController // running beads' sessions
+}
+
+// checkBacklogFlags refuses the flags that do not go with --ready, and
+// the --ready flags without it.
+func checkBacklogFlags(c *ucli.Context) error {
+	if !c.Bool("ready") {
+		for _, f := range []string{"jobs", "label", "limit"} {
+			if c.IsSet(f) {
+				return exitf(ExitUsage, "--%s goes with --ready", f)
+			}
+		}
+		return nil
+	}
+	for _, f := range []string{"bead", "bead-file", "force"} {
+		if c.IsSet(f) {
+			return exitf(ExitUsage, "--ready works the beads bd calls ready; --%s is for one bead", f)
+		}
+	}
+	if c.NArg() > 1 {
+		return exitf(ExitUsage, "run --ready takes at most one grimoire (FILE|NAME); without one each bead gets its own")
+	}
+	if c.Int("jobs") < 1 {
+		return exitf(ExitUsage, "--jobs must be at least 1, not %d", c.Int("jobs"))
+	}
+	if c.Int("limit") < 0 {
+		return exitf(ExitUsage, "--limit must be 0 (all) or more, not %d", c.Int("limit"))
+	}
+	return nil
+}
+
+// runBacklog is `run [GRIMOIRE] --ready`.
+func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg *adapters.Registry, vars map[string]string) error {
+	br, err := newBacklogRun(c, streams, base, reg, vars)
+	if err != nil {
+		return err
+	}
+	if name := c.Args().First(); name != "" {
+		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
+		if err != nil {
+			return err
+		}
+		if def.Kind != workflow.KindGrimoire {
+			return exitf(ExitUsage, "run --ready runs a grimoire on each bead; %s is a stage workflow", def.Source)
+		}
+		br.grimoire = def
+	}
+	id, err := br.mgr.NewID()
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	lock, err := br.mgr.Lock(id)
+	if err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	defer lock.Release()
+	name := "backlog"
+	if br.grimoire != nil {
+		name = "backlog: " + br.grimoire.ID
+	}
+	br.sess = &state.Session{
+		ID: id, Workflow: name, Status: state.StatusRunning, BaseDir: base, StartTime: time.Now(), Vars: vars,
+		Tasks: map[string]*state.TaskRecord{}, TaskStatus: map[string]state.TaskStatus{}, History: []state.HistoryEntry{},
+		Backlog: &state.Backlog{Jobs: c.Int("jobs"), Labels: c.StringSlice("label"), Limit: c.Int("limit"), Base: c.String("base")},
+	}
+	if br.grimoire != nil {
+		br.sess.Backlog.Grimoire = c.Args().First()
+	}
+	if err := br.mgr.Save(br.sess); err != nil {
+		return exitf(ExitFailed, "%v", err)
+	}
+	return br.execute(sigs, nil)
+}
+
+// resumeBacklog continues a backlog session: the beads it left running
+// resume first (and, at a terminal, those waiting for a person are asked
+// again), then it goes on with the ready ones.
+func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg *adapters.Registry, sess *state.Session) error {
+	br, err := newBacklogRun(c, streams, base, reg, sess.Vars)
+	if err != nil {
+		return err
+	}
+	lock, err := br.mgr.Lock(sess.ID)
+	if err != nil {
+		return exitf(ExitUsage, "%v", err)
+	}
+	defer lock.Release()
+	sess.Status, sess.EndTime, sess.Error = state.StatusRunning, nil, ""
+	br.sess = sess
+	if name := sess.Backlog.Grimoire; name != "" {
+		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
+		if err != nil {
+			return err
+		}
+		br.grimoire = def
+	}
+	var again []*state.BacklogBead
+	atTTY := br.board.prompter != nil
+	for _, b := range sess.Backlog.Beads {
+		switch {
+		case backlog.Unfinished(b.Status):
+			again = append(again, b)
+		case atTTY && (b.Status == string(state.StatusWaiting) || b.Status == string(state.StatusPendingMerge)):
+			again = append(again, b)
+		}
+	}
+	return br.execute(sigs, again)
+}
+
+func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Registry, vars map[string]string) (*backlogRun, error) {
+	if err := warnOpenDirs(streams, base); err != nil {
+		return nil, err
+	}
+	client, err := beads.NewClient(base)
+	if err != nil {
+		return nil, exitf(ExitUsage, "run --ready asks bd which beads are ready: %v", err)
+	}
+	br := &backlogRun{
+		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
+		mgr:    state.NewManager(base),
+		fields: map[string]map[string]any{}, defs: map[string]*workflow.Definition{},
+		ctrls: map[string]*core.SessionController{},
+	}
+	br.board, err = newBacklogBoard(streams, c.String("events"), &br.mu)
+	if err != nil {
+		return nil, exitf(ExitUsage, "%v", err)
+	}
+	client.Notice = func(l string) { br.board.line("bd: " + safe(l)) }
+	if mode := c.String("on-interaction"); mode == core.InteractionAsk && !c.Bool("headless") {
+		if tty, err := ttyOf(streams); err == nil {
+			br.board.prompter = newPrompter(tty, nil)
+			br.board.prompter.screen = br.board
+		}
+	}
+	return br, nil
+}
+
+// execute schedules the backlog to its end and says how it went.
+func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) error {
+	defer br.board.close()
+	if s := sigs.attach(); s != nil {
+		br.sess.Status = state.StatusCancelled
+		_ = br.mgr.Save(br.sess)
+		return exitf(interruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
+	}
+	bl := br.sess.Backlog
+	br.board.start(br.sess)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runDone := make(chan struct{})
+	watcherDone := make(chan struct{})
+	go func() {
+		defer close(watcherDone)
+		stopping := false
+		for {
+			select {
+			case s := <-sigs.C:
+				if !stopping {
+					stopping = true
+					br.board.line(fmt.Sprintf("%s: stopping every bead and saving the sessions (again to kill them now)", s))
+					cancel()
+				} else {
+					br.board.line("killing every task now")
+					br.ctrlMu.Lock()
+					for _, ctrl := range br.ctrls {
+						ctrl.Kill()
+					}
+					br.ctrlMu.Unlock()
+				}
+			case <-runDone:
+				return
+			}
+		}
+	}()
+	var promptDone chan struct{}
+	if p := br.board.prompter; p != nil {
+		promptDone = p.done
+		go p.run(ctx, nil)
+	}
+	sched := backlog.New(bl, backlog.Config{
+		Jobs:    bl.Jobs,
+		Limit:   bl.Limit,
+		Ready:   br.ready,
+		Prepare: br.prepare,
+		Run:     br.runBead,
+		Changed: br.changed,
+		Lock:    &br.mu,
+	})
+	err := sched.Run(ctx, again)
+	cancel()
+	close(runDone)
+	<-watcherDone
+	if promptDone != nil {
+		<-promptDone
+	}
+	br.board.finish()
+
+	br.mu.Lock()
+	failed, parked, completed := 0, 0, 0
+	for _, b := range bl.Beads {
+		switch b.Status {
+		case string(state.StatusCompleted):
+			completed++
+		case string(state.StatusFailed):
+			failed++
+		case state.BeadSkipped:
+		case string(state.StatusCancelled), string(state.StatusRunning), state.BeadStarting:
+		default:
+			parked++
+		}
+	}
+	now := time.Now()
+	sess := br.sess
+	sess.EndTime = &now
+	sig := sigs.got()
+	switch {
+	case sig != nil:
+		sess.Status = state.StatusCancelled
+	case err != nil:
+		sess.Status, sess.Error = state.StatusFailed, err.Error()
+	case failed > 0:
+		sess.Status = state.StatusFailed
+	case parked > 0:
+		sess.Status = state.StatusWaiting
+	default:
+		sess.Status = state.StatusCompleted
+	}
+	saveErr := br.mgr.Save(sess)
+	if saveErr == nil {
+		saveErr = br.saveErr
+	}
+	summary := backlogSummary(bl)
+	br.mu.Unlock()
+
+	fmt.Fprint(br.streams.Err, summary)
+	if keep := br.c.Int("keep-sessions"); keep > 0 {
+		_ = br.mgr.Prune(max(keep, len(bl.Beads)+1))
+	}
+	id := sess.ID
+	switch {
+	case saveErr != nil:
+		return exitf(ExitFailed, "backlog %s: %v", id, saveErr)
+	case sig != nil:
+		return exitf(interruptCode(sig), "interrupted; backlog %s saved, continue with: vibeteam resume %s", id, id)
+	case err != nil:
+		return exitf(ExitFailed, "backlog %s: %v", id, err)
+	case len(bl.Beads) == 0:
+		fmt.Fprintf(br.streams.Err, "no bead is ready; backlog %s completed\n", id)
+		return nil
+	case failed > 0:
+		return exitf(ExitFailed, "backlog %s: %d of %d bead(s) failed; details: vibeteam show %s", id, failed, len(bl.Beads), id)
+	case parked > 0:
+		return exitf(ExitParked, "backlog %s: %d bead(s) wait for a person (blocked, a review, a question or a usage limit); see vibeteam show %s, then vibeteam resume %s", id, parked, id, id)
+	}
+	fmt.Fprintf(br.streams.Err, "backlog %s completed: %d bead(s) (%s); details: vibeteam show %s\n", id, completed, time.Since(sess.StartTime).Round(10*time.Millisecond), id)
+	return nil
+}
+
+// changed saves the backlog (under br.mu) and redraws the board.
+func (br *backlogRun) changed() {
+	if err := br.mgr.Save(br.sess); err != nil {
+		br.saveErr = err
+	} else if br.saveErr != nil {
+		// A later write made it whole again.
+		br.saveErr = nil
+	}
+	br.board.changedLocked()
+}
+
+// ready are the ready beads the run may take: bd's order, epics left out
+// (they are worked through their children), and only those with every
+// --label.
+func (br *backlogRun) ready(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, bdTimeout)
+	defer cancel()
+	list, err := br.client.Ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, b := range list {
+		if b.Type() == "epic" {
+			continue
+		}
+		labels := b.Labels()
+		if !allIn(br.sess.Backlog.Labels, labels) {
+			continue
+		}
+		ids = append(ids, b.ID())
+	}
+	return ids, nil
+}
+
+func allIn(want, have []string) bool {
+	for _, l := range want {
+		if !slices.Contains(have, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// prepare reads a bead (bd show), chooses and loads its grimoire, and
+// names its session.
+func (br *backlogRun) prepare(ctx context.Context, id string) (*state.BacklogBead, error) {
+	fields, def, rule, err := br.load(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	session, err := br.mgr.NewID()
+	if err != nil {
+		return nil, err
+	}
+	b := &state.BacklogBead{
+		ID: id, Title: beads.Bead(fields).Title(), Grimoire: def.ID, Rule: rule, Session: session,
+		Adapters: grimoireAdapters(def),
+	}
+	if br.grimoire != nil {
+		b.Grimoire = br.sess.Backlog.Grimoire
+	}
+	return b, nil
+}
+
+// load reads bead id and its grimoire: the run's, the one named (a
+// resume), or the one chosen for it.
+func (br *backlogRun) load(ctx context.Context, id, named string) (map[string]any, *workflow.Definition, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, bdTimeout)
+	defer cancel()
+	b, err := br.client.Show(ctx, id)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fields := map[string]any(b)
+	var def *workflow.Definition
+	var rule string
+	switch {
+	case br.grimoire != nil:
+		def, rule = br.grimoire, "given"
+	case named != "":
+		if def, err = loadChosenGrimoire(named, br.base, loadOptions(br.c, br.reg, br.base)); err != nil {
+			return nil, nil, "", errors.New(exitMessage(err))
+		}
+		rule = "chosen before"
+	default:
+		var name string
+		if name, rule, err = selectGrimoire(br.base, fields); err != nil {
+			return nil, nil, "", errors.New(exitMessage(err))
+		}
+		if def, err = loadChosenGrimoire(name, br.base, loadOptions(br.c, br.reg, br.base)); err != nil {
+			return nil, nil, "", errors.New(exitMessage(err))
+		}
+	}
+	if def.Kind != workflow.KindGrimoire {
+		return nil, nil, "", fmt.Errorf("%s is a stage workflow, not a grimoire", def.Source)
+	}
+	br.prepMu.Lock()
+	br.fields[id], br.defs[id] = fields, def
+	br.prepMu.Unlock()
+	return fields, def, rule, nil
+}
+
+// grimoireAdapters are the agent CLIs a grimoire's agent steps run.
+func grimoireAdapters(def *workflow.Definition) []string {
+	var list []string
+	add := func(a string) {
+		if a == "" {
+			a = workflow.DefaultAgentAdapter
+		}
+		if a != workflow.ShellAdapter && !slices.Contains(list, a) {
+			list = append(list, a)
+		}
+	}
+	for s := range def.AllSteps() {
+		if s.Agent != nil {
+			add(s.Agent.Adapter)
+		}
+		for _, t := range s.Tasks {
+			add(t.Adapter)
+		}
+	}
+	slices.Sort(list)
+	return list
+}
+
+// runBead runs (or continues) one bead's session to its end, as run
+// --bead would, and records how it ended.
+func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume bool) {
+	ctrl, err := br.startBead(ctx, b, resume)
+	if err != nil {
+		br.mu.Lock()
+		var owned *worktree.OwnedError
+		var locked *state.LockedError
+		switch {
+		case errors.Is(err, core.ErrAlreadyCompleted):
+			b.Status = string(state.StatusCompleted)
+		case errors.As(err, &owned), errors.As(err, &locked):
+			b.Status, b.Reason = state.BeadSkipped, err.Error()
+		default:
+			b.Status, b.Reason = string(state.StatusFailed), err.Error()
+		}
+		br.mu.Unlock()
+		br.board.beadEnded(b)
+		return
+	}
+	br.ctrlMu.Lock()
+	br.ctrls[b.ID] = ctrl
+	br.ctrlMu.Unlock()
+	if p := br.board.prompter; p != nil {
+		p.addController(ctrl)
+	}
+	out, err := ctrl.Run(ctx)
+	br.ctrlMu.Lock()
+	delete(br.ctrls, b.ID)
+	br.ctrlMu.Unlock()
+	sess := ctrl.Session()
+	br.mu.Lock()
+	b.Status, b.Reason = string(out.Status), ""
+	if err != nil {
+		b.Status, b.Reason = string(state.StatusFailed), err.Error()
+	}
+	switch out.Status {
+	case state.StatusBlocked:
+		b.Reason = sess.BlockedReason
+	case state.StatusFailed:
+		if b.Reason == "" {
+			b.Reason = firstLine(sess.Error)
+		}
+		if b.Reason == "" && out.FailedTask != "" {
+			b.Reason = "task " + out.FailedTask + " failed"
+		}
+	}
+	t := sess.AgentTotals()
+	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD
+	br.mu.Unlock()
+	br.board.beadEnded(b)
+}
+
+// startBead makes the bead's session controller: a new session under the
+// id the backlog recorded, or the existing one resumed.
+func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
+	opts := runOptions(br.c, br.base, br.vars)
+	opts.KeepSessions = 0 // the backlog prunes once, at its end
+	opts.Interaction = core.InteractionPark
+	if p := br.board.prompter; p != nil {
+		opts.Interaction = core.InteractionAsk
+		opts.Review, opts.Permission, opts.Question = p.review, p.permission, p.question
+	}
+	orch := core.NewOrchestrator(br.reg, func(e core.Event) { br.board.event(b, e) })
+	if resume && br.mgr.Exists(b.Session) {
+		sess, err := br.mgr.Load(b.Session)
+		if err != nil {
+			return nil, err
+		}
+		if sess.Status == state.StatusCompleted {
+			return nil, core.ErrAlreadyCompleted
+		}
+		if err := resumeBead(sess, &opts); err != nil {
+			return nil, err
+		}
+		return orch.Resume(b.Session, opts)
+	}
+	br.prepMu.Lock()
+	fields, def := br.fields[b.ID], br.defs[b.ID]
+	br.prepMu.Unlock()
+	if def == nil {
+		// A resume of a bead whose session was never made.
+		var err error
+		if fields, def, _, err = br.load(ctx, b.ID, b.Grimoire); err != nil {
+			return nil, err
+		}
+	}
+	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", br.client
+	opts.Workspace = openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base)
+	opts.SessionID = b.Session
+	opts.SourceDigest = fileDigest(def.Source)
+	br.board.line(fmt.Sprintf("bead %s: grimoire %s (%s), session %s", safe(b.ID), safe(b.Grimoire), safe(b.Rule), b.Session))
+	return orch.Start(def, opts)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// exitMessage is an error's message without the exit code it carries.
+func exitMessage(err error) string {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.msg != "" {
+		return ee.msg
+	}
+	return err.Error()
+}
+
+// showBacklog is `show` of a backlog session: its settings and its beads,
+// each with its state, tokens, cost and session.
+func showBacklog(out io.Writer, mgr *state.Manager, s *state.Session) {
+	bl := s.Backlog
+	status := string(s.Status)
+	if mgr.Running(s.ID) {
+		status += " (running)"
+	}
+	fmt.Fprintf(out, "session   %s\nworkflow  %s\nstatus    %s\nstarted   %s\nupdated   %s\n", safe(s.ID), safe(s.Workflow), status,
+		s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
+	what := fmt.Sprintf("%d at once", bl.Jobs)
+	if len(bl.Labels) > 0 {
+		what += ", labels " + safe(strings.Join(bl.Labels, ","))
+	}
+	if bl.Limit > 0 {
+		what += fmt.Sprintf(", at most %d", bl.Limit)
+	}
+	fmt.Fprintf(out, "beads     %s\n", what)
+	if s.Error != "" {
+		fmt.Fprintf(out, "error     %s\n", safe(s.Error))
+	}
+	fmt.Fprint(out, backlogSummary(bl))
+	if s.Status != state.StatusCompleted {
+		fmt.Fprintf(out, "next      vibeteam resume %s\n", s.ID)
+	}
+}
+
+// backlogSummary is the table of a backlog's beads.
+func backlogSummary(bl *state.Backlog) string {
+	var b strings.Builder
+	var tokens int64
+	var cost float64
+	for _, bd := range bl.Beads {
+		tokens += bd.Tokens
+		cost += bd.CostUSD
+		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
+			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
+		if bd.Reason != "" {
+			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 100))
+		}
+		if bd.Session != "" && bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped {
+			fmt.Fprintf(&b, "      session %s\n", bd.Session)
+		}
+	}
+	fmt.Fprintf(&b, "  %d bead(s), %s\n", len(bl.Beads), spend(tokens, cost))
+	return b.String()
+}
+
+// spend is tokens and cost, short.
+func spend(tokens int64, usd float64) string {
+	return count(tokens) + " tok" + cost(usd)
+}
+
+// beadElapsed is how long a bead ran (runs).
+func beadElapsed(b *state.BacklogBead, now time.Time) string {
+	if b.StartedAt == nil {
+		return ""
+	}
+	end := now
+	if b.EndedAt != nil {
+		end = *b.EndedAt
+	}
+	d := end.Sub(*b.StartedAt)
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// beadGlyphStatus maps a bead's status to the board's glyph vocabulary.
+func beadGlyphStatus(status string) string {
+	switch status {
+	case string(state.StatusCompleted):
+		return "DONE"
+	case string(state.StatusFailed):
+		return "ERROR"
+	case string(state.StatusRunning), state.BeadStarting:
+		return "RUNNING"
+	case state.BeadSkipped, string(state.StatusCancelled):
+		return "PENDING"
+	}
+	return "WAITING_FOR_USER"
+}
+
+// writeEventLine writes e, tagged with its bead, as one JSONL line.
+func writeEventLine(w io.Writer, bead string, e core.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	b = state.RedactJSON(b, false)
+	if bead != "" && len(b) > 1 && b[0] == '{' {
+		tag, _ := json.Marshal(bead)
+		b = append(append([]byte(`{"bead":`), tag...), append([]byte{','}, b[1:]...)...)
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// stepOf is the step an event says a bead is at.
+func stepOf(e core.Event) (string, bool) {
+	if e.Type != events.WorkflowStepStarted {
+		return "", false
+	}
+	name, _ := e.Fields["name"].(string)
+	return name, name != ""
+}

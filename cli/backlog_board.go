@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-runewidth"
+	"golang.org/x/term"
+
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// backlogBoard shows a backlog run: at a terminal, one line per bead (id,
+// title, step, state, elapsed, tokens and cost) and a line of totals,
+// redrawn in place and cut to the width; without one, a timestamped line
+// for each bead that starts, changes step or ends.
+type backlogBoard struct {
+	streams IO
+	// mu is the backlog's lock (backlogRun.mu): the records it draws.
+	mu   *sync.Mutex
+	sess *state.Session
+
+	outMu       sync.Mutex // orders writes to the terminal
+	drawn       []int      // widths of the lines on screen
+	held        bool
+	heldOut     []string
+	finished    bool
+	width       func() int
+	events      io.Writer
+	eventsClose func() error
+	prompter    *prompter
+
+	tickStop, tickDone chan struct{}
+}
+
+func newBacklogBoard(streams IO, eventsFile string, mu *sync.Mutex) (*backlogBoard, error) {
+	b := &backlogBoard{streams: streams, mu: mu, width: func() int { return 0 }}
+	if f, ok := streams.Err.(interface{ Fd() uintptr }); ok && streams.ErrTTY {
+		b.width = func() int {
+			cols, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return cols
+		}
+	}
+	switch eventsFile {
+	case "":
+	case "-":
+		b.events = streams.Out
+	default:
+		f, err := os.OpenFile(eventsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--events: %w", err)
+		}
+		b.events, b.eventsClose = f, f.Close
+	}
+	return b, nil
+}
+
+// start says the run began and, at a terminal, starts the redraws.
+func (b *backlogBoard) start(sess *state.Session) {
+	b.mu.Lock()
+	b.sess = sess
+	bl := sess.Backlog
+	what := "each bead's own grimoire"
+	if bl.Grimoire != "" {
+		what = "grimoire " + safe(bl.Grimoire)
+	}
+	msg := fmt.Sprintf("backlog %s: the ready beads, %d at once, %s", sess.ID, bl.Jobs, what)
+	if len(bl.Labels) > 0 {
+		msg += ", labels " + safe(strings.Join(bl.Labels, ","))
+	}
+	if bl.Limit > 0 {
+		msg += fmt.Sprintf(", at most %d", bl.Limit)
+	}
+	b.mu.Unlock()
+	b.line(msg)
+	if b.streams.ErrTTY {
+		b.tickStop, b.tickDone = make(chan struct{}), make(chan struct{})
+		go b.tick()
+	}
+}
+
+func (b *backlogBoard) tick() {
+	defer close(b.tickDone)
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.tickStop:
+			return
+		case <-t.C:
+		case <-winch:
+		}
+		b.redraw()
+	}
+}
+
+// finish stops the redraws and leaves the last board on screen.
+func (b *backlogBoard) finish() {
+	if b.tickStop != nil {
+		close(b.tickStop)
+		<-b.tickDone
+		b.tickStop = nil
+	}
+	b.outMu.Lock()
+	b.clearLocked()
+	b.finished = true
+	b.outMu.Unlock()
+}
+
+func (b *backlogBoard) close() {
+	if b.eventsClose != nil {
+		_ = b.eventsClose()
+	}
+}
+
+// hold and release give the terminal to the prompter and back.
+func (b *backlogBoard) hold() {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	b.clearLocked()
+	b.held = true
+}
+
+func (b *backlogBoard) release() {
+	b.outMu.Lock()
+	b.held = false
+	for _, l := range b.heldOut {
+		fmt.Fprintln(b.streams.Err, l)
+	}
+	b.heldOut = nil
+	b.outMu.Unlock()
+	b.redraw()
+}
+
+// line prints a line above the board (safe text only), timestamped.
+func (b *backlogBoard) line(msg string) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	l := time.Now().Format("15:04:05") + " " + msg
+	if b.held {
+		if len(b.heldOut) < maxHeldLines {
+			b.heldOut = append(b.heldOut, l)
+		}
+		return
+	}
+	b.clearLocked()
+	fmt.Fprintln(b.streams.Err, l)
+}
+
+// changedLocked is called with the backlog locked after a change.
+func (b *backlogBoard) changedLocked() {}
+
+// event takes one event of a bead's session: its step for the board, its
+// ends as lines, everything to --events.
+func (b *backlogBoard) event(bd *state.BacklogBead, e core.Event) {
+	if b.events != nil {
+		b.outMu.Lock()
+		writeEventLine(b.events, bd.ID, e)
+		b.outMu.Unlock()
+	}
+	if step, ok := stepOf(e); ok {
+		b.mu.Lock()
+		bd.Step = step
+		b.mu.Unlock()
+		if !b.streams.ErrTTY {
+			b.line(fmt.Sprintf("%s ▸ %s", safe(bd.ID), safe(step)))
+		}
+	}
+	switch e.Type {
+	case events.SessionStarted, events.SessionResumed:
+		b.mu.Lock()
+		if bd.Status == state.BeadStarting || bd.Status == string(state.StatusCancelled) {
+			bd.Status = string(state.StatusRunning)
+		}
+		b.mu.Unlock()
+	case events.Interaction:
+		if b.prompter != nil {
+			b.prompter.enqueue(e, safe(bd.ID)+" "+safe(e.Task))
+		}
+	case events.Merged:
+		b.line(fmt.Sprintf("%s merged %s into %s (%s)", safe(bd.ID), safe(fmt.Sprint(e.Fields["branch"])), safe(fmt.Sprint(e.Fields["base"])), safe(fmt.Sprint(e.Fields["commit"]))))
+	case events.Warning:
+		b.line(fmt.Sprintf("%s warning: %s", safe(bd.ID), safe(fmt.Sprint(e.Fields["warning"]))))
+	case events.Error:
+		b.line(fmt.Sprintf("%s error: %s", safe(bd.ID), safe(fmt.Sprint(e.Fields["error"]))))
+	}
+}
+
+// beadEnded says how a bead's run ended.
+func (b *backlogBoard) beadEnded(bd *state.BacklogBead) {
+	b.mu.Lock()
+	msg := fmt.Sprintf("%s %s %s", glyphChar(beadGlyphStatus(bd.Status)), safe(bd.ID), safe(bd.Status))
+	if bd.Reason != "" {
+		msg += ": " + safe(firstLine(bd.Reason))
+	}
+	if bd.StartedAt != nil {
+		msg += " after " + beadElapsed(bd, time.Now())
+	}
+	b.mu.Unlock()
+	b.line(msg)
+}
+
+// redraw draws the board in place (at a terminal).
+func (b *backlogBoard) redraw() {
+	if !b.streams.ErrTTY {
+		return
+	}
+	b.mu.Lock()
+	lines := b.rows(b.width())
+	b.mu.Unlock()
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if b.held || b.finished {
+		return
+	}
+	b.clearLocked()
+	var sb strings.Builder
+	for _, l := range lines {
+		sb.WriteString(l + "\n")
+		b.drawn = append(b.drawn, runewidth.StringWidth(l))
+	}
+	_, _ = io.WriteString(b.streams.Err, sb.String())
+}
+
+// rows are the board's lines, cut to cols (0: unknown, 80).
+func (b *backlogBoard) rows(cols int) []string {
+	if b.sess == nil {
+		return nil
+	}
+	if cols <= 0 {
+		cols = 80
+	}
+	now := time.Now()
+	var lines []string
+	var tokens int64
+	var cost float64
+	counts := map[string]int{}
+	for _, bd := range b.sess.Backlog.Beads {
+		tokens += bd.Tokens
+		cost += bd.CostUSD
+		counts[bd.Status]++
+		step := bd.Step
+		if bd.Status != string(state.StatusRunning) && bd.Status != state.BeadStarting {
+			step = ""
+		}
+		l := fmt.Sprintf("%s %-10s %-13s %-12s %7s %12s  %s", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 10), fit(safe(bd.Status), 13),
+			fit(safe(step), 12), beadElapsed(bd, now), spend(bd.Tokens, bd.CostUSD), safe(bd.Title))
+		lines = append(lines, fit(l, cols-1))
+	}
+	var parts []string
+	for _, st := range []string{string(state.StatusRunning), state.BeadStarting, string(state.StatusCompleted), string(state.StatusFailed), string(state.StatusBlocked), string(state.StatusPendingMerge), string(state.StatusWaiting), "limited", state.BeadSkipped} {
+		if n := counts[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	total := fmt.Sprintf("Σ %d bead(s): %s · %s · %s", len(b.sess.Backlog.Beads), strings.Join(parts, ", "), spend(tokens, cost), now.Sub(b.sess.StartTime).Round(time.Second))
+	return append(lines, fit(total, cols-1))
+}
+
+// clearLocked erases the board drawn (outMu held).
+func (b *backlogBoard) clearLocked() {
+	if !b.streams.ErrTTY || len(b.drawn) == 0 {
+		return
+	}
+	cols, rows := b.width(), 0
+	for _, w := range b.drawn {
+		n := 1
+		if cols > 0 && w > cols {
+			n = (w + cols - 1) / cols
+		}
+		rows += n
+	}
+	fmt.Fprintf(b.streams.Err, "\r\x1b[%dA\x1b[J", rows)
+	b.drawn = nil
+}

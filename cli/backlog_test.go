@@ -1,0 +1,269 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// backlogGrimoire records, in $LOG (outside the repository), when each
+// bead's work starts and ends and which beads' files its worktree holds,
+// so a test can see concurrency and order.
+const backlogGrimoire = `name: ship
+steps:
+  - name: work
+    type: script
+    command: |
+      echo "start {{.bead.id}} $(ls *.txt 2>/dev/null | tr '\n' ' ')" >> {{.log}}
+      sleep {{.pause}}
+      echo {{.bead.id}} > {{.bead.id}}.txt
+      echo "end {{.bead.id}}" >> {{.log}}
+  - name: merge
+    type: merge
+    require_review: false
+`
+
+func blocks(id string) map[string]any {
+	return map[string]any{"dependencies": []any{map[string]any{"id": id, "status": "open", "dependency_type": "blocks"}}}
+}
+
+func newBacklogProject(t *testing.T, beads ...map[string]any) (*beadProject, string) {
+	t.Helper()
+	p := newBeadProject(t, beads...)
+	p.write(".vibeteam/grimoires/ship.yaml", backlogGrimoire)
+	p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
+	return p, filepath.Join(t.TempDir(), "work.log")
+}
+
+// workLog is the grimoire's log: one "start ID files..." or "end ID" line
+// each.
+func workLog(t *testing.T, path string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var lines [][]string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l != "" {
+			lines = append(lines, strings.Fields(l))
+		}
+	}
+	return lines
+}
+
+// maxConcurrent is the most beads whose work overlapped.
+func maxConcurrent(lines [][]string) int {
+	n, most := 0, 0
+	for _, l := range lines {
+		switch l[0] {
+		case "start":
+			n++
+		case "end":
+			n--
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// mergesOf counts the merge commits on main of each bead.
+func (p *beadProject) mergesOf() map[string]int {
+	counts := map[string]int{}
+	for _, l := range strings.Split(p.git("log", "main", "--merges", "--format=%b"), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "Bead "); ok {
+			id, _, _ := strings.Cut(rest, ",")
+			counts[id]++
+		}
+	}
+	return counts
+}
+
+func (p *beadProject) backlogSession() *state.Session {
+	p.t.Helper()
+	for _, s := range p.sessions() {
+		if s.Backlog != nil {
+			return s
+		}
+	}
+	p.t.Fatal("no backlog session")
+	return nil
+}
+
+func TestReadyRunsTheBacklogInParallelAndPicksUpUnblockedBeads(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil),
+		bead("bd-4", "Four", nil), bead("bd-5", "Five", nil),
+		bead("bd-6", "After one", blocks("bd-1")),
+	)
+	r := p.bdExec("run", "--ready", "--jobs", "3", "--headless", "--set", "log="+logPath, "--set", "pause=0.4")
+	wantCode(t, r, 0)
+	lines := workLog(t, logPath)
+	if n := maxConcurrent(lines); n > 3 || n < 2 {
+		t.Errorf("%d beads worked at once, want 2 or 3 (--jobs 3):\n%v", n, lines)
+	}
+	merges := p.mergesOf()
+	for _, id := range []string{"bd-1", "bd-2", "bd-3", "bd-4", "bd-5", "bd-6"} {
+		if merges[id] != 1 {
+			t.Errorf("%s landed %d times on main, want once (%v)\n%s", id, merges[id], merges, r.stderr)
+		}
+	}
+	// The dependant started after its blocker landed: its worktree, made
+	// from main, had the blocker's file.
+	for _, l := range lines {
+		if l[0] == "start" && l[1] == "bd-6" && !slices.Contains(l[2:], "bd-1.txt") {
+			t.Errorf("bd-6 started before bd-1 landed: %v", l)
+		}
+	}
+	bl := p.backlogSession()
+	if bl.Status != state.StatusCompleted || len(bl.Backlog.Beads) != 6 {
+		t.Fatalf("backlog session: %s, %d beads", bl.Status, len(bl.Backlog.Beads))
+	}
+	for _, b := range bl.Backlog.Beads {
+		if b.Status != string(state.StatusCompleted) || b.Grimoire != "ship" || b.Session == "" {
+			t.Errorf("bead %+v", b)
+		}
+	}
+	out := p.bdExec("show", bl.ID)
+	wantCode(t, out, 0)
+	for _, want := range []string{"bd-6", "After one", "completed", "6 bead(s)"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("show lacks %q:\n%s", want, out.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "grimoire ship (") {
+		t.Errorf("the run does not say which grimoire each bead got:\n%s", r.stderr)
+	}
+}
+
+func TestTwoReadyRunsOnDisjointLabels(t *testing.T) {
+	t.Parallel()
+	var list []map[string]any
+	for _, id := range []string{"a-1", "a-2", "a-3", "b-1", "b-2", "b-3"} {
+		list = append(list, bead(id, "bead "+id, map[string]any{"labels": []any{"team-" + id[:1]}}))
+	}
+	p, logPath := newBacklogProject(t, list...)
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	start := func(label string) (*bytes.Buffer, func() int) {
+		cmd := p.command("run", "--ready", "--label", "team-"+label, "--jobs", "2", "--headless", "--set", "log="+logPath, "--set", "pause=0.2")
+		cmd.Env = append(cmd.Env, env...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return &errb, func() int {
+			_ = cmd.Wait()
+			return cmd.ProcessState.ExitCode()
+		}
+	}
+	errA, waitA := start("a")
+	errB, waitB := start("b")
+	if code := waitA(); code != 0 {
+		t.Errorf("run a: exit %d\n%s", code, errA)
+	}
+	if code := waitB(); code != 0 {
+		t.Errorf("run b: exit %d\n%s", code, errB)
+	}
+	merges := p.mergesOf()
+	for _, b := range list {
+		if id := b["id"].(string); merges[id] != 1 {
+			t.Errorf("%s landed %d times", id, merges[id])
+		}
+	}
+	for _, s := range p.sessions() {
+		if s.Backlog == nil {
+			continue
+		}
+		label := s.Backlog.Labels[0]
+		for _, b := range s.Backlog.Beads {
+			if "team-"+b.ID[:1] != label {
+				t.Errorf("the run on %s took %s", label, b.ID)
+			}
+		}
+	}
+}
+
+func TestReadyKilledThenResumed(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil),
+		bead("bd-4", "After one", blocks("bd-1")),
+	)
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	cmd := p.command("run", "--ready", "--jobs", "2", "--headless", "--set", "log="+logPath, "--set", "pause=1")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Killed, with every process of its group, while two beads work.
+	waitFor(t, func() bool { return maxConcurrent(workLog(t, logPath)) >= 2 })
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	bl := p.backlogSession()
+	if bl.Status != state.StatusRunning || len(bl.Backlog.Beads) < 2 {
+		t.Fatalf("after the kill: %s, %d beads\n%s", bl.Status, len(bl.Backlog.Beads), errb.String())
+	}
+	resume := p.command("resume", bl.ID, "--headless")
+	resume.Env = append(resume.Env, env...)
+	r := runResult(t, resume)
+	wantCode(t, r, 0)
+	merges := p.mergesOf()
+	for _, id := range []string{"bd-1", "bd-2", "bd-3", "bd-4"} {
+		if merges[id] != 1 {
+			t.Errorf("%s landed %d times, want once (%v)\n%s", id, merges[id], merges, r.stderr)
+		}
+	}
+	bl = p.sessionByID(bl.ID)
+	if bl.Status != state.StatusCompleted || len(bl.Backlog.Beads) != 4 {
+		t.Errorf("after resume: %s, %d beads\n%s", bl.Status, len(bl.Backlog.Beads), r.stderr)
+	}
+	if out := p.git("worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Errorf("worktrees left:\n%s", out)
+	}
+}
+
+func TestReadyInterruptedStopsEveryBead(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	cmd := p.command("run", "--ready", "--headless", "--set", "log="+logPath, "--set", "pause=30")
+	cmd.Env = append(cmd.Env, env...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return maxConcurrent(workLog(t, logPath)) >= 2 })
+	began := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", code, errb.String())
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("stopping took %s", took)
+	}
+	bl := p.backlogSession()
+	if bl.Status != state.StatusCancelled {
+		t.Errorf("backlog %s", bl.Status)
+	}
+	for _, b := range bl.Backlog.Beads {
+		s := p.sessionByID(b.Session)
+		if s.Status != state.StatusCancelled {
+			t.Errorf("bead %s session %s", b.ID, s.Status)
+		}
+	}
+}
