@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// BenchmarkBacklog100 is `run --ready --jobs 8` over 100 independent
+// beads, each an agent step of a fast fake agent (200 ms) and a merge.
+// The ideal is the agents' time spread over 8 plus the merges one after
+// the other (they share one queue), a merge's own time being what it
+// takes when nothing waits (measured on 5 beads run one at a time: in the
+// big run a merge step's time includes its wait in the queue); x-ideal is
+// the wall time over it (target ≤ 1.3). merges/s is the merges landed
+// per second of the run.
+func BenchmarkBacklog100(b *testing.B) {
+	for _, gate := range []bool{false, true} {
+		name := "plain"
+		if gate {
+			name = "gate"
+		}
+		b.Run(name, func(b *testing.B) {
+			var wall, ideal, perMerge time.Duration
+			var merges float64
+			for i := 0; i < b.N; i++ {
+				_, _, m, mt := backlogOnce(b, 5, 1, gate)
+				merge := mt / time.Duration(m)
+				w, agents, m, _ := backlogOnce(b, 100, 8, gate)
+				wall += w
+				ideal += agents/8 + time.Duration(m)*merge
+				perMerge += merge
+				merges += m
+			}
+			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "ms/run")
+			b.ReportMetric(float64(ideal.Milliseconds())/float64(b.N), "ideal-ms")
+			b.ReportMetric(float64(perMerge.Milliseconds())/float64(b.N), "ms/merge")
+			b.ReportMetric(float64(wall)/float64(ideal), "x-ideal")
+			b.ReportMetric(merges/wall.Seconds(), "merges/s")
+		})
+	}
+}
+
+// backlogOnce runs n beads with jobs at once: the wall time, the time the
+// agent steps took in all, the merges, and the time the merge steps took
+// in all.
+func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Duration, merges float64, mergeTime time.Duration) {
+	b.Helper()
+	dir := b.TempDir()
+	write := func(rel, content string) {
+		full := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(".vibeteam/adapters/fake.yaml", fmt.Sprintf("name: fake\ncommand: %s\nmodes:\n  headless:\n    args: [--mode=headless]\n    prompt: { position: arg }\n", fakeAgent))
+	gateLine := ""
+	if gate {
+		gateLine = "    gate: true\n"
+		write(".vibeteam/config.yaml", "grimoires:\n  default: ship\nmerge:\n  gate: test -f README\n")
+	} else {
+		write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
+	}
+	write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: work\n    type: agent\n    adapter: fake\n    spell: |\n      sleep=200ms write={{.bead.id}}.txt:done\n  - name: merge\n    type: merge\n    require_review: false\n"+gateLine)
+	write("README", "hello\n")
+	db := map[string]any{}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("bd-%d", i)
+		db[id] = map[string]any{"id": id, "title": "bead " + id, "status": "open", "issue_type": "task", "priority": 2}
+	}
+	data, _ := json.Marshal(db)
+	dbPath := filepath.Join(b.TempDir(), "beads.json")
+	if err := os.WriteFile(dbPath, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "root"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	cmd := exec.Command(vibeteam, "--base-dir", dir, "run", "--ready", "--jobs", fmt.Sprint(jobs), "--headless")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+dbPath)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	wall = time.Since(start)
+	if err != nil {
+		b.Fatalf("run --ready: %v\n%s", err, out)
+	}
+	mgr := state.NewManager(dir)
+	list, err := mgr.List()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range list {
+		for _, r := range s.Runs {
+			d := time.Duration(r.DurationMS) * time.Millisecond
+			switch r.Type {
+			case "agent":
+				agents += d
+			case "merge":
+				mergeTime += d
+				if r.Status == "done" {
+					merges++
+				}
+			}
+		}
+	}
+	if int(merges) != n {
+		b.Fatalf("%v merges of %d beads\n%s", merges, n, strings.TrimSpace(string(out)))
+	}
+	return wall, agents, merges, mergeTime
+}
