@@ -25,8 +25,9 @@ func readyCommand(streams IO) *ucli.Command {
 	return &ucli.Command{
 		Name:  "ready",
 		Usage: "list the beads ready to work on (bd ready), each with the grimoire vibeteam run --bead would use",
-		Description: "To work on several beads at once, run one vibeteam per bead; each gets its own worktree:\n\n" +
-			"   vibeteam ready --json | jq -r '.[].id' | xargs -P 4 -I{} vibeteam run --bead {} --headless",
+		Description: "To work on them all, N at once, each in its own worktree, picking up the beads their blockers'\n" +
+			"closing makes ready:\n\n" +
+			"   vibeteam run --ready --jobs 4",
 		Flags: []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
 		Action: func(c *ucli.Context) error {
 			base, err := baseDir(c)
