@@ -49,6 +49,13 @@ const (
 	QuestionReason = engine.QuestionReason
 )
 
+// A budget spent: why a session is blocked (Session.BlockedReason), and
+// why its agent's task ended (TaskRecord.Reason).
+const (
+	BlockedBudget = engine.BlockedBudget
+	BudgetReason  = engine.BudgetReason
+)
+
 // RenderPrompts renders a stage workflow's task prompts with vars, so a
 // missing variable is reported before anything starts.
 func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string]string, error) {

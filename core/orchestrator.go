@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -69,6 +70,15 @@ type RunOptions struct {
 	// Allow, on resume, allows tools to the agents that were denied them:
 	// each such task continues its agent's own session with them allowed.
 	Allow []string
+	// MaxSpend is what the run may spend (--max-cost, --max-tokens),
+	// besides the grimoire's and its steps' budgets; it is kept in the
+	// session, and a resume without one keeps the one recorded.
+	MaxSpend budget.Limit
+	// Budget, when set, is a meter the session's spend counts against
+	// too: one shared by every session a backlog run starts, so that its
+	// limit holds for them all. The spend a resumed session recorded is
+	// added to it as the session starts running.
+	Budget *budget.Meter
 	// SessionID, on run, is the id the new session takes (one made with
 	// state.Manager.NewID and recorded elsewhere first, as a backlog run
 	// does); "" makes a new one.
@@ -188,6 +198,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 }
 
 func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
+	if !opts.MaxSpend.IsZero() {
+		limit := opts.MaxSpend
+		sess.RunBudget = &limit
+	}
 	// From here on, every file of the session writes its secrets as ***.
 	state.AddSecrets(secretValues(sess))
 	elog, err := state.OpenEventLog(mgr.EventLogPath(sess.ID))
@@ -230,6 +244,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		Interaction:   opts.Interaction,
 		KeepGoing:     opts.KeepGoing,
 		Strict:        opts.Strict,
+		Budget:        opts.Budget,
 		Emit:          c.emit,
 	})
 	if err := mgr.Save(sess); err != nil {

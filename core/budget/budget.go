@@ -41,6 +41,7 @@ func (l Limit) String() string {
 type Meter struct {
 	parent *Meter
 	limit  Limit
+	name   string // which budget it is, in what Exceeded says
 
 	mu     sync.Mutex
 	tokens int64
@@ -50,6 +51,13 @@ type Meter struct {
 // NewMeter returns a meter with limit under parent (nil for none).
 func NewMeter(limit Limit, parent *Meter) *Meter {
 	return &Meter{parent: parent, limit: limit}
+}
+
+// Named gives m a name (such as "the step's budget") that Exceeded
+// reports with what was spent; call it before m is shared.
+func (m *Meter) Named(name string) *Meter {
+	m.name = name
+	return m
 }
 
 // Add records spend on m and every meter above it.
@@ -89,17 +97,24 @@ func (m *Meter) Parent() *Meter {
 }
 
 // Exceeded reports whether m's limit or one above it is reached, and what
-// was spent of which: "cost $1.23 of $1.00", "tokens 51,200 of 50,000".
-// Reaching a limit counts: a budget of 50,000 tokens is spent at 50,000.
+// was spent of which: "cost $1.23 of $1.00", "tokens 51,200 of 50,000",
+// followed by the meter's name in parentheses when it has one. Reaching a
+// limit counts: a budget of 50,000 tokens is spent at 50,000.
 func (m *Meter) Exceeded() (what string, over bool) {
 	for ; m != nil; m = m.parent {
 		tokens, cost := m.Spent()
 		switch {
 		case m.limit.CostUSD > 0 && cost >= m.limit.CostUSD:
-			return fmt.Sprintf("cost %s of %s", Dollars(cost), Dollars(m.limit.CostUSD)), true
+			what = fmt.Sprintf("cost %s of %s", Dollars(cost), Dollars(m.limit.CostUSD))
 		case m.limit.Tokens > 0 && tokens >= m.limit.Tokens:
-			return fmt.Sprintf("tokens %s of %s", Count(tokens), Count(m.limit.Tokens)), true
+			what = fmt.Sprintf("tokens %s of %s", Count(tokens), Count(m.limit.Tokens))
+		default:
+			continue
 		}
+		if m.name != "" {
+			what += " (" + m.name + ")"
+		}
+		return what, true
 	}
 	return "", false
 }

@@ -25,9 +25,10 @@ func TestMeterCountsAgainstItsParents(t *testing.T) {
 	}
 	// Another session of the same run spends its own share; the run's
 	// limit stops both.
+	run.Named("the run's budget")
 	other := NewMeter(Limit{}, run)
 	other.Add(10, 0.65)
-	if what, over := other.Exceeded(); !over || what != "cost $1.05 of $1.00" {
+	if what, over := other.Exceeded(); !over || what != "cost $1.05 of $1.00 (the run's budget)" {
 		t.Fatalf("other: %q %v", what, over)
 	}
 	if tok, cost := run.Spent(); tok != 1010 || cost < 1.049 || cost > 1.051 {

@@ -32,6 +32,7 @@ type agentStream struct {
 	parser  agentstream.Parser
 	lines   agentstream.Lines
 	inDelta bool // a streamed message is being written: the next line starts anew
+	spend   streamSpend
 }
 
 func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
@@ -58,6 +59,7 @@ func (s *agentStream) finish() (agentstream.Summary, string) {
 		text.WriteString("\n")
 		s.inDelta = false
 	}
+	s.meterLocked()
 	return s.parser.Summary(), text.String()
 }
 
@@ -72,6 +74,9 @@ func (s *agentStream) feedLocked(line []byte, text *strings.Builder) {
 	}
 	for _, ev := range evs {
 		s.emitLocked(ev, text)
+	}
+	if len(evs) > 0 {
+		s.meterLocked()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/runner"
@@ -75,6 +76,9 @@ type Options struct {
 	// Processes starts the headless processes of script steps and tasks
 	// (nil: real ones, through the runner); engine tests give fakes.
 	Processes ProcessStarter
+	// Budget is a meter the session's spend counts against besides its
+	// own budgets (a backlog's, shared by its sessions); nil: none.
+	Budget *budget.Meter
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a
@@ -124,6 +128,8 @@ type Executor struct {
 	// writeErr is a write of the session that failed, journal line and
 	// whole snapshot alike: the run stops, and ends failed naming it.
 	writeErr error
+	// meter adds up what the session's agents spend, under its budgets.
+	meter *budget.Meter
 }
 
 // New returns an executor for sess (new or reloaded for resume).
@@ -153,7 +159,7 @@ func New(sess *state.Session, opts Options) *Executor {
 			}
 		}
 	}
-	return &Executor{opts: opts, sess: sess, active: map[string]*taskRun{}}
+	return &Executor{opts: opts, sess: sess, active: map[string]*taskRun{}, meter: sessionMeter(sess, opts.Budget)}
 }
 
 // Session returns the session; read it only when the executor is not running
@@ -216,6 +222,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	}
 	x.compactLocked()
 	x.mu.Unlock()
+	ctx = x.startMetering(ctx)
 
 	if grimoire {
 		return x.runGrimoire(ctx), nil

@@ -31,6 +31,7 @@ const (
 	BlockedMergeConflict = "merge_conflict"
 	BlockedMergeRefused  = "merge_refused"  // git would overwrite local changes in the base checkout
 	BlockedMergeRejected = "merge_rejected" // a person rejected the merge
+	BlockedBudget        = "budget"         // a budget was spent: the agent was stopped, or not started
 )
 
 // grimoire is one run of a grimoire: the scope its templates see and the
@@ -185,7 +186,7 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 	case strings.HasPrefix(out.Reason, "template: "):
 		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
 	default:
-		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected} {
+		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget} {
 			if rest, ok := strings.CutPrefix(out.Reason, r+": "); ok {
 				reason, why = r, rest
 			}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
 
 	"github.com/vibeteam/vibeteam/core/flow"
@@ -27,6 +28,11 @@ func (r *stageRunner) Run(ctx context.Context, st *workflow.Step, at flow.Addr) 
 		return flow.Result{Status: flow.Waiting, Reason: string(parked)}
 	case ctx.Err() != nil:
 		return flow.Result{Status: flow.Stopped, Reason: "interrupted"}
+	case failed != "" && r.x.taskReason(failed) == BudgetReason:
+		r.x.mu.Lock()
+		r.x.sess.BlockedReason = BlockedBudget
+		r.x.mu.Unlock()
+		return flow.Result{Status: flow.Blocked, Reason: fmt.Sprintf("task %q: %s", failed, reason)}
 	case failed != "":
 		r.failedTask = failed
 		return flow.Result{Status: flow.Failed, Reason: reason}

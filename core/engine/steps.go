@@ -250,7 +250,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	x.mu.Unlock()
 	before := gitSnapshot(g.dir)
 	out := &tailBuffer{limit: captureLimit}
-	ok, why := runTask(ctx, x, task, prompt, func(string, string) {}, out)
+	ok, why := runTask(stepMetered(ctx, step), x, task, prompt, func(string, string) {}, out)
 	x.mu.Lock()
 	logPath := ""
 	if rec := x.sess.Tasks[task.ID]; rec != nil {
@@ -277,6 +277,9 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		return res
 	case !ok && ctx.Err() != nil:
 		return stopped(ctx, res)
+	case !ok && rec != nil && rec.Reason == BudgetReason:
+		res.Status, res.Reason = flow.Blocked, BlockedBudget+": "+why
+		return res
 	case !ok:
 		res.Status, res.Reason = flow.Failed, why
 		if res.ExitCode == 0 {
@@ -373,6 +376,8 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 		res.Status, res.Reason = flow.Waiting, "a task needs a person"
 	case ctx.Err() != nil:
 		return stopped(ctx, res)
+	case failedTask != "" && x.taskReason(failedTask) == BudgetReason:
+		res.Status, res.Reason = flow.Blocked, fmt.Sprintf("%s: task %q: %s", BlockedBudget, strings.TrimSuffix(failedTask, suffix), reason)
 	case failedTask != "":
 		res.Status, res.Reason, res.ExitCode = flow.Failed, fmt.Sprintf("task %q: %s", strings.TrimSuffix(failedTask, suffix), reason), 1
 	default:

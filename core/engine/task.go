@@ -40,6 +40,7 @@ type taskRun struct {
 	completeCause string
 
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
+	overBudget chan string   // what was spent, once a budget is: the agent is stopped
 
 	stream *agentStream // a headless agent's structured output; nil for text
 	// next, set when a person allowed a denial or answered a question at
@@ -115,6 +116,12 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	if err != nil {
 		return fail(startFailedReason, err.Error())
 	}
+	meter := meterOf(ctx)
+	if what, over := meter.Exceeded(); over && mode == adapters.Headless && !lc.UsePTY && agentstream.New(lc.Output) != nil {
+		// An agent that reports its spend does not start on a budget
+		// already spent (a cost claude gave at the end of the last run).
+		return fail(BudgetReason, refuseForBudget(host, t.ID, meter, what))
+	}
 	spec := runner.Spec{
 		Command: lc.Command,
 		Args:    lc.Args,
@@ -175,6 +182,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
 		lastOutput: make(chan struct{}, 1),
+		overBudget: make(chan string, 1),
 		replies:    make(chan reply, 16),
 	}
 	if mode == adapters.Headless && !lc.UsePTY {
@@ -185,6 +193,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 				b.SetBaseline(prev.Agent.Tokens)
 			}
 			tr.stream = newAgentStream(host, t.ID, p)
+			tr.meterStream(meter, lc.Output)
 			if lc.Output == adapters.OutputCodexJSON {
 				tr.codexHome, tr.startedAt = codexHome(spec.Env), time.Now()
 			}
@@ -504,6 +513,11 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			if idleTimer != nil {
 				idleTimer.Reset(inactivity)
 			}
+		case what := <-tr.overBudget:
+			if tr.endedOnItsOwn() {
+				continue // judged as it ended; the next agent does not start
+			}
+			return tr.stopForBudget(what, finish)
 		case <-ctx.Done():
 			select {
 			case <-tr.proc.Done():

@@ -58,6 +58,11 @@ const (
 	AgentQuestion   = "agent.question"    // kind (permission | choice | text), text, options: the agent's final message asks the person
 )
 
+// BudgetSpent: a budget was spent (what: "cost $1.02 of $1.00 (the
+// grimoire's budget)"; tokens, cost_usd: what the agents under the task's
+// meter spent); its agent was stopped (stopped: true) or not started.
+const BudgetSpent = "budget.spent"
+
 // Grimoire events (see the field structs below).
 const (
 	WorkflowStarted       = "workflow.started"

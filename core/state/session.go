@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/core/budget"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -249,7 +250,10 @@ type Session struct {
 	Tasks       map[string]*TaskRecord `json:"tasks"`
 	// Agents adds up what the agents' structured output reported (tokens,
 	// cost, tool calls), as of the last snapshot; nil when none did.
-	Agents             *AgentTotals         `json:"agents,omitempty"`
+	Agents *AgentTotals `json:"agents,omitempty"`
+	// RunBudget is what the run may spend besides the grimoire's budget
+	// (run --max-cost, --max-tokens); a resume keeps it unless given again.
+	RunBudget          *budget.Limit        `json:"runBudget,omitempty"`
 	History            []HistoryEntry       `json:"history"`
 	Vars               map[string]string    `json:"vars,omitempty"`
 	WorkflowDefinition *workflow.Definition `json:"workflowDefinition"`
