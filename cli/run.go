@@ -25,7 +25,7 @@ var baseDirFlag = &ucli.StringFlag{Name: "base-dir", Usage: "project directory h
 
 // executionFlags are shared by run and resume.
 func executionFlags() []ucli.Flag {
-	return []ucli.Flag{
+	return append([]ucli.Flag{
 		baseDirFlag,
 		&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts (repeatable)"},
 		&ucli.BoolFlag{Name: "auto-approve", Usage: "append each adapter's autoPolicy.injectArgs and answer prompts with its handlers"},
@@ -37,7 +37,9 @@ func executionFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "strict", Usage: "fail a task whose MCP server's command is not there (by default a warning, and the agent runs without it)"},
 		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
-	}
+		&ucli.Float64Flag{Name: "max-cost", Usage: "stop the agents once the run has cost `USD` in all (where the agent CLI reports a cost: claude, opencode); the step blocks, reason budget", Action: positiveCost},
+		&ucli.Int64Flag{Name: "max-tokens", Usage: "stop the agents once the run has used `N` input and output tokens in all; the step blocks, reason budget", Action: positiveTokens},
+	}, notifyFlags()...)
 }
 
 func runCommand(streams IO) *ucli.Command {
@@ -250,6 +252,7 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 		Interaction:   c.String("on-interaction"),
 		KeepGoing:     c.Bool("keep-going"),
 		Strict:        c.Bool("strict"),
+		MaxSpend:      maxSpend(c),
 	}
 }
 
@@ -319,6 +322,10 @@ func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 // display, and maps the outcome to an exit code.
 func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
 	if err := warnOpenDirs(streams, opts.BaseDir); err != nil {
+		return err
+	}
+	notify, err := notifierFor(c, opts.BaseDir, func(w string) { fmt.Fprintln(streams.Err, "warning: "+w) })
+	if err != nil {
 		return err
 	}
 	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
@@ -416,6 +423,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		// session; the exit says it was the signal, as at any other moment.
 		return exitf(interruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
 	}
+	notify.session(sess, "")
 	switch out.Status {
 	case state.StatusCompleted:
 		took := time.Since(sess.StartTime).Round(10 * time.Millisecond)

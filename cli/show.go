@@ -80,6 +80,7 @@ func showCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(out, "agents    %s in, %s out (cache %s read, %s written), %d tool call(s)%s, over %d run(s)\n",
 					count(t.Tokens.Input), count(t.Tokens.Output), count(t.Tokens.CacheRead), count(t.Tokens.CacheWrite), t.ToolCalls, cost(t.CostUSD), t.Runs)
 			}
+			showBudgets(out, s)
 			if s.WorkflowDefinition.Kind == workflow.KindGrimoire {
 				showGrimoire(out, s, sum.Running)
 				return nil
