@@ -76,7 +76,7 @@ func Main(args []string, streams IO) int {
 	// run), never a previous in-process one's.
 	state.SetSecrets(nil)
 	app := newApp(streams)
-	err := app.Run(interspersed(args, app))
+	err := app.Run(interspersed(expandWaitLimits(args), app))
 	if err == nil {
 		return ExitOK
 	}

@@ -286,6 +286,10 @@ func (d *display) handle(e core.Event) {
 		}
 	case events.Error:
 		d.printLocked(d.stamp() + "error: " + safe(fmt.Sprint(f["error"])))
+	case events.AgentLimited:
+		d.printLocked(d.stamp() + d.paint("33", "■") + " " + limitEventLine(f, time.Now()))
+	case events.AgentLimitResumed:
+		d.printLocked(fmt.Sprintf("%s%s usage limit reset: the agent's session continues", d.stamp(), safe(fmt.Sprint(f["adapter"]))))
 	case events.Warning:
 		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
 	case events.MergePending:

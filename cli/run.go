@@ -36,6 +36,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: "keep-going", Aliases: []string{"k"}, Usage: "let the other tasks of a stage finish when one fails (by default the first failure stops them; they re-run on resume)"},
 		&ucli.BoolFlag{Name: "strict", Usage: "fail a task whose MCP server's command is not there (by default a warning, and the agent runs without it)"},
 		&ucli.StringFlag{Name: "on-interaction", Value: "ask", Usage: "when a task needs a person, `MODE` is ask (at the terminal; park when there is none), park (exit 3) or fail (exit 1)"},
+		waitLimitsFlag,
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
 		&ucli.Float64Flag{Name: "max-cost", Usage: "stop the agents once the run has cost `USD` in all (where the agent CLI reports a cost: claude, opencode); the step blocks, reason budget", Action: positiveCost},
 		&ucli.Int64Flag{Name: "max-tokens", Usage: "stop the agents once the run has used `N` input and output tokens in all; the step blocks, reason budget", Action: positiveTokens},
@@ -328,6 +329,11 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	if err != nil {
 		return err
 	}
+	wait, err := waitLimitsOf(c)
+	if err != nil {
+		return err
+	}
+	opts.WaitLimits = wait
 	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
@@ -438,6 +444,8 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		return exitf(ExitParked, "%s\nsession %s is blocked; fix the cause, then: vibeteam resume %s [--set key=value]", blockedReport(sess), sess.ID, sess.ID)
 	case state.StatusCancelled:
 		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
+	case state.StatusLimited:
+		return exitf(ExitParked, "%s", limitedReport(sess))
 	case state.StatusPendingMerge:
 		return exitf(ExitParked, "session %s waits for a review of its merge (%s into %s): vibeteam resume %s --approve-merge, or --reject-merge [--reason TEXT]; vibeteam show %s for the changes", sess.ID, safe(sess.Branch), safe(sess.BaseBranch), sess.ID, sess.ID)
 	case state.StatusWaiting:

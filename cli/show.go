@@ -75,6 +75,9 @@ func showCommand(streams IO) *ucli.Command {
 				}
 				fmt.Fprintf(out, "%s %s\n", label, safe(s.Error))
 			}
+			if s.Limit != nil && (s.Status == state.StatusLimited || sum.Running) {
+				fmt.Fprintf(out, "limited   %s\n          %s says: %s\n", limitLine(s.Limit, time.Now()), safe(s.Limit.Adapter), safe(oneLineText(s.Limit.Message)))
+			}
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
 			if t := s.AgentTotals(); t.Runs > 0 {
 				fmt.Fprintf(out, "agents    %s in, %s out (cache %s read, %s written), %d tool call(s)%s, over %d run(s)\n",

@@ -37,6 +37,9 @@ type RunOptions struct {
 	Interaction   string // engine.InteractionAsk | Park | Fail; default park
 	KeepGoing     bool   // a failed task does not stop the others of its stage
 	Strict        bool   // an MCP server's missing command fails its task
+	// WaitLimits (--wait-limits): how long a task may wait for its agent's
+	// usage limit to reset, then continue; 0 stops the session as limited.
+	WaitLimits time.Duration
 	// SourceDigest is the sha256 of the workflow file the definition came
 	// from (run), or of its new version (resume with Reload).
 	SourceDigest string
@@ -244,6 +247,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		Interaction:   opts.Interaction,
 		KeepGoing:     opts.KeepGoing,
 		Strict:        opts.Strict,
+		WaitLimits:    opts.WaitLimits,
 		Budget:        opts.Budget,
 		Emit:          c.emit,
 	})

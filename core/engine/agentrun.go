@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vibeteam/vibeteam/adapters"
@@ -236,6 +237,9 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	if res.Signal != "" || res.Err != nil {
 		return "", "", "", false
 	}
+	if sum.Limit != nil {
+		return tr.judgeLimit(sum)
+	}
 	if sum.IsError {
 		msg := sum.Error
 		if msg == "" {
@@ -330,6 +334,11 @@ type QuestionRequest struct {
 type followUp struct {
 	allow  []string
 	answer string
+	// limit: the usage limit was waited out; limitWaited is how long the
+	// task has waited for limits so far, limitTries how many times.
+	limit       bool
+	limitWaited time.Duration
+	limitTries  int
 }
 
 // continuation is the agent session a headless task continues, and the
@@ -360,6 +369,10 @@ func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*ad
 			return nil, ""
 		}
 		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}, answer
+	case LimitReason:
+		// The turn the limit refused never ran: the session goes on
+		// where it stopped (resume, or after waiting it out).
+		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}, limitContinue
 	}
 	return nil, ""
 }

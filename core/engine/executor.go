@@ -73,6 +73,10 @@ type Options struct {
 	// Strict makes problems that are otherwise warnings fail the task: an
 	// MCP server whose command is not there.
 	Strict bool
+	// WaitLimits (--wait-limits) is how long in all a task may wait for
+	// its agent's usage limits to reset, then continue its agent's
+	// session; 0: the session stops as limited at once.
+	WaitLimits time.Duration
 	// Processes starts the headless processes of script steps and tasks
 	// (nil: real ones, through the runner); engine tests give fakes.
 	Processes ProcessStarter
@@ -212,6 +216,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	x.sess.Status = state.StatusRunning
 	x.sess.EndTime = nil
 	x.sess.Error = ""
+	x.sess.Limit = nil // a limited task continues now, or meets its limit again
 	if x.opts.Manager != nil {
 		j, err := x.opts.Manager.OpenJournal(x.sess)
 		if err != nil {

@@ -24,6 +24,9 @@ type taskHost interface {
 	// parked says whether and how it was.
 	park(status state.Status, taskID, reason string)
 	parked() state.Status
+	// setLimit records the usage limit the session stopped on or waits
+	// out (nil: none any more).
+	setLimit(l *state.Limit)
 	// allowForRun remembers tools a person allowed for the rest of the
 	// run; allowedForRun reports whether all of tools are.
 	allowForRun(tools []string)

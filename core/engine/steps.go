@@ -256,7 +256,8 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	if rec := x.sess.Tasks[task.ID]; rec != nil {
 		logPath = rec.LogPath
 	}
-	parked := x.parkStatus != ""
+	parkedAs := x.parkStatus
+	parked := parkedAs != ""
 	x.mu.Unlock()
 	rec := x.taskRecord(task.ID)
 	var text string
@@ -273,7 +274,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	}
 	switch {
 	case parked:
-		res.Status, res.Reason = flow.Waiting, "the agent needs a person"
+		res.Status, res.Reason = parkedStep(parkedAs)
 		return res
 	case !ok && ctx.Err() != nil:
 		return stopped(ctx, res)
@@ -364,7 +365,8 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 	defer cancel()
 	failedTask, reason := x.runStage(ctx, st, prompts)
 	x.mu.Lock()
-	parked := x.parkStatus != ""
+	parkedAs := x.parkStatus
+	parked := parkedAs != ""
 	x.mu.Unlock()
 	var lines []string
 	for _, t := range st.Tasks {
@@ -373,7 +375,7 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 	res := flow.Result{Output: strings.Join(lines, "\n")}
 	switch {
 	case parked:
-		res.Status, res.Reason = flow.Waiting, "a task needs a person"
+		res.Status, res.Reason = parkedStep(parkedAs)
 	case ctx.Err() != nil:
 		return stopped(ctx, res)
 	case failedTask != "" && x.taskReason(failedTask) == BudgetReason:

@@ -46,7 +46,9 @@ type taskRun struct {
 	// next, set when a person allowed a denial or answered a question at
 	// the terminal, makes the task continue its agent's session at once.
 	next *followUp
-	ctx  context.Context
+	// prior is what made this run a continuation (nil for a first run).
+	prior *followUp
+	ctx   context.Context
 	// codexHome, for a codex-json run, is where its thread's rollout is;
 	// startedAt is when the run started (what the rollout held before is
 	// an earlier run's).
@@ -178,7 +180,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	}
 
 	tr := &taskRun{
-		ctx: ctx, host: host, cfg: cfg, task: t, adapter: ad, mode: mode, log: tlog,
+		ctx: ctx, host: host, cfg: cfg, task: t, adapter: ad, mode: mode, log: tlog, prior: now,
 		failing:    func(why string) { failing(t.ID, why) },
 		completed:  make(chan struct{}),
 		lastOutput: make(chan struct{}, 1),

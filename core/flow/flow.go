@@ -136,6 +136,7 @@ const (
 	Blocked Status = "blocked" // the workflow cannot go on without a person
 	Stopped Status = "stopped" // interrupted; runs again on resume
 	Waiting Status = "waiting" // parked for a person; runs again on resume
+	Limited Status = "limited" // its agent stopped on a usage limit; runs again (continuing the agent's session) on resume
 )
 
 // Result is how one step run ended.

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// defaultWaitLimits is how long a bare --wait-limits waits for usage
+// limits in all: claude's shortest window is five hours.
+const defaultWaitLimits = 5 * time.Hour
+
+var waitLimitsFlag = &ucli.StringFlag{
+	Name: "wait-limits",
+	Usage: "`[=MAX]` when an agent CLI reports a usage or rate limit, wait until it resets (at most MAX in all, default " +
+		defaultWaitLimits.String() + ") and continue the agent's own session, instead of stopping the session as limited (exit 3); " +
+		"a reset the CLI does not name is waited with a backoff from 1m (doubling, at most 30m); one beyond MAX stops at once",
+}
+
+// expandWaitLimits gives a bare --wait-limits its default MAX: the flag
+// library has no optional values, and "--wait-limits 2h" would read a
+// workflow name as the MAX, so a value goes with "=".
+func expandWaitLimits(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "--wait-limits" || a == "-wait-limits" {
+			a = "--wait-limits=" + defaultWaitLimits.String()
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// waitLimitsOf reads --wait-limits: 0 when it is not given.
+func waitLimitsOf(c *ucli.Context) (time.Duration, error) {
+	v := c.String("wait-limits")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, exitf(ExitUsage, "--wait-limits=%s: want a duration such as 5h or 30m", v)
+	}
+	return d, nil
+}
+
+// limitLine says a limit on one line: "claude usage limit, resets
+// 2026-11-25 17:00 UTC (in 1h32m)".
+func limitLine(l *state.Limit, now time.Time) string {
+	s := safe(l.Adapter) + " usage limit"
+	if l.ResetAt == nil {
+		return s + ", reset time not given"
+	}
+	s += ", resets " + l.ResetAt.Local().Format("2006-01-02 15:04 MST")
+	if in := l.ResetAt.Sub(now); in > 0 {
+		s += " (in " + in.Round(time.Second).String() + ")"
+	} else {
+		s += " (passed)"
+	}
+	return s
+}
+
+// limitedReport is what a run that stopped on a usage limit says.
+func limitedReport(sess *state.Session) string {
+	var b strings.Builder
+	if l := sess.Limit; l != nil {
+		fmt.Fprintf(&b, "limited: %s\n  %s says: %s\n", limitLine(l, time.Now()), safe(l.Adapter), safe(oneLineText(l.Message)))
+	}
+	fmt.Fprintf(&b, "session %s is limited; after the reset: vibeteam resume %s (the agent's session continues), or wait for it: vibeteam resume %s --wait-limits", sess.ID, sess.ID, sess.ID)
+	return b.String()
+}
+
+// limitEventLine renders agent.limited: "claude usage limit: waiting until
+// 15:04 (resets in 2h3m)".
+func limitEventLine(f map[string]any, now time.Time) string {
+	adapter := safe(fmt.Sprint(f["adapter"]))
+	var reset *time.Time
+	if s, ok := f["reset_at"].(string); ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			reset = &t
+		}
+	}
+	resets := "reset time not given"
+	if reset != nil {
+		resets = "resets in " + max(reset.Sub(now), 0).Round(time.Second).String()
+	}
+	if waiting, _ := f["waiting"].(bool); waiting {
+		until := ""
+		if s, ok := f["until"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				until = t.Local().Format("15:04:05")
+			}
+		}
+		return fmt.Sprintf("%s usage limit: waiting until %s (%s)", adapter, until, resets)
+	}
+	line := fmt.Sprintf("%s usage limit (%s): the session stops", adapter, resets)
+	if why, ok := f["reason"].(string); ok && why != "" {
+		line += "; " + safe(why)
+	}
+	return line
+}
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+var _ = events.AgentLimited

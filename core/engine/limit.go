@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// LimitReason: the task's agent stopped on a usage or rate limit its CLI
+// reported; the task continues its agent's own session once it resets.
+const LimitReason = "usage_limit"
+
+// Waiting for a limit whose reset time the CLI did not give: the first
+// wait, doubled each time the limit is still there, never longer than
+// limitBackoffMax (and never past --wait-limits in all).
+const (
+	limitBackoffFirst = time.Minute
+	limitBackoffMax   = 30 * time.Minute
+	// limitMargin is waited past a reset time the CLI gave (a quarter of
+	// the wait when that is less): clocks differ, and claude gives the
+	// reset to the second.
+	limitMargin = 5 * time.Second
+)
+
+// limitContinue is what the agent is told when its session continues
+// after the limit reset: the turn that was refused never ran.
+const limitContinue = "The usage limit that stopped you has reset. Please continue with the task where you left off."
+
+// limitWait is how long to wait out a limit now (0: do not), and why not
+// when it does not: the reset time, else a backoff from how often this
+// task met a limit already, all within bound.
+func limitWait(lim *agentstream.Limit, now time.Time, bound, waited time.Duration, tries int) (time.Duration, string) {
+	if bound <= 0 {
+		return 0, ""
+	}
+	var d time.Duration
+	if lim.ResetAt != nil {
+		d = max(lim.ResetAt.Sub(now), 0)
+		d += min(limitMargin, d/4)
+	} else {
+		d = limitBackoffFirst << min(tries, 10)
+		d = min(d, limitBackoffMax)
+	}
+	if waited+d > bound {
+		if lim.ResetAt != nil {
+			return 0, fmt.Sprintf("it resets in %s, beyond --wait-limits %s", shortDuration(d), shortDuration(bound))
+		}
+		return 0, fmt.Sprintf("it was still there after waiting %s of --wait-limits %s", shortDuration(waited), shortDuration(bound))
+	}
+	return d, ""
+}
+
+// judgeLimit handles a run that stopped on a usage or rate limit: the
+// task waits it out and continues its agent's session (--wait-limits),
+// or the session stops as limited, to be resumed after the reset.
+func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
+	host, t, lim := tr.host, tr.task, sum.Limit
+	var waited time.Duration
+	tries := 0
+	if tr.prior != nil {
+		waited, tries = tr.prior.limitWaited, tr.prior.limitTries
+	}
+	now := time.Now()
+	wait, why := limitWait(lim, now, tr.cfg.WaitLimits, waited, tries)
+	if sum.SessionID == "" && wait > 0 {
+		// Nothing to continue: the task starts afresh after the wait,
+		// which is as good.
+		why = ""
+	}
+	what := fmt.Sprintf("%s usage limit", t.Adapter)
+	if lim.ResetAt != nil {
+		what += ", resets " + lim.ResetAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	fields := map[string]any{"adapter": t.Adapter, "message": lim.Message, "waiting": wait > 0}
+	if lim.ResetAt != nil {
+		fields["reset_at"] = lim.ResetAt.UTC().Format(time.RFC3339)
+	}
+	if wait > 0 {
+		fields["until"] = now.Add(wait).UTC().Format(time.RFC3339)
+	} else if why != "" {
+		fields["reason"] = why
+	}
+	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = "limited: " + oneLine(lim.Message, 300) })
+	host.setLimit(&state.Limit{Adapter: t.Adapter, TaskID: t.ID, ResetAt: lim.ResetAt, Message: lim.Message, Waiting: wait > 0})
+	host.emit(events.AgentLimited, t.ID, fields)
+	if wait == 0 {
+		msg := "the agent stopped on a " + what
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		host.park(state.StatusLimited, t.ID, fmt.Sprintf("task %s: %s; continue after it with: vibeteam resume ID", t.ID, msg))
+		return state.TaskLimited, LimitReason, msg, true
+	}
+	host.setStatus(t.ID, state.TaskLimited, map[string]any{"reason": LimitReason})
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-tr.ctx.Done():
+		// Stopped while waiting (Ctrl-C): the session is saved as limited,
+		// and resume continues the agent's session.
+		host.setLimit(&state.Limit{Adapter: t.Adapter, TaskID: t.ID, ResetAt: lim.ResetAt, Message: lim.Message})
+		host.park(state.StatusLimited, t.ID, fmt.Sprintf("task %s: stopped while waiting out a %s; continue after it with: vibeteam resume ID", t.ID, what))
+		return state.TaskLimited, LimitReason, "stopped while waiting out a " + what, true
+	}
+	host.setLimit(nil)
+	host.emit(events.AgentLimitResumed, t.ID, map[string]any{"adapter": t.Adapter})
+	tr.next = &followUp{limit: true, limitWaited: waited + wait, limitTries: tries + 1}
+	return state.TaskLimited, LimitReason, "the agent waited out a " + what + "; its session continues", true
+}
+
+// setLimit records the limit the session stopped on or waits out (nil: none
+// any more), with the session's header in the journal.
+func (x *Executor) setLimit(l *state.Limit) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.Limit = l
+	x.checkpointLocked(state.Change{}, true)
+}
+
+// parkedStep is the status of a step whose run the session stopped on.
+func parkedStep(as state.Status) (flow.Status, string) {
+	if as == state.StatusLimited {
+		return flow.Limited, "the agent stopped on a usage limit"
+	}
+	return flow.Waiting, "the agent needs a person"
+}
+
+// shortDuration is d to the second, without zero minutes and seconds: 5h,
+// 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
