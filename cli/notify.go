@@ -31,9 +31,6 @@ const (
 	notifyLimited   = "limited" // the agent CLI's usage limit: it goes on after the reset
 )
 
-// statusLimited is state.StatusLimited: a session parked on a usage limit.
-const statusLimited = state.Status("limited")
-
 func notifyFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: "notify", Usage: "run `COMMAND` (sh -c, with one JSON object on stdin: event, session, bead, grimoire, status, reason, next) when the session completes, fails, blocks, waits for a review or a person, or is limited (default: notify: in .vibeteam/config.yaml)"},
@@ -138,7 +135,7 @@ func sessionNotification(sess *state.Session, grimoire string) (notification, bo
 		p.Reason = "its merge waits for a review"
 	case state.StatusWaiting:
 		p.Event, p.Next = notifyWaiting, waitingNext(sess)
-	case statusLimited:
+	case state.StatusLimited:
 		p.Event, p.Next = notifyLimited, "vibeteam resume "+id
 	default:
 		return p, false
