@@ -153,3 +153,37 @@ func TestBudgetFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// An agent step's own cost budget stops its agent as opencode reports the
+// cost of each step, before the grimoire's larger budget is reached.
+func TestStepCostBudgetStopsOpencode(t *testing.T) {
+	t.Parallel()
+	p := structuredProject(t, "opencode-json")
+	var steps strings.Builder
+	steps.WriteString(`{"type":"step_start","sessionID":"ses_1","part":{"id":"p0","type":"step-start"}}` + "\n")
+	for i := range 3 {
+		fmt.Fprintf(&steps, `{"type":"step_finish","sessionID":"ses_1","part":{"id":"p%d","type":"step-finish","reason":"tool-calls","cost":0.25,"tokens":{"input":10,"output":10,"reasoning":0,"cache":{"read":0,"write":0}}}}`+"\n", i+1)
+	}
+	p.write("steps.jsonl", steps.String())
+	p.write("g.yaml", `name: steps
+budget: { cost_usd: 10 }
+steps:
+  - name: impl
+    type: agent
+    adapter: structured
+    timeout: 60s
+    budget: { cost_usd: 0.5 }
+    spell: |
+      cat=steps.jsonl sleep=60s
+`)
+	r := p.exec("run", "g.yaml")
+	wantCode(t, r, 3)
+	s := p.only()
+	const what = "cost $0.50 of $0.50 (step impl's budget)"
+	if s.BlockedReason != "budget" || !strings.Contains(s.Error, what) {
+		t.Fatalf("blocked %q: %q\n%s", s.BlockedReason, s.Error, r.stderr)
+	}
+	if show := p.exec("show", s.ID); !strings.Contains(show.stdout, "$0.75 of $10.00 (the grimoire's)") {
+		t.Errorf("show:\n%s", show.stdout)
+	}
+}
