@@ -17,6 +17,7 @@ import (
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -56,6 +57,14 @@ type backlogRun struct {
 
 	ctrlMu sync.Mutex
 	ctrls  map[string]*core.SessionController // running beads' sessions
+
+	// meter is the whole run's spend against --max-cost/--max-tokens;
+	// every bead's session counts against it.
+	meter  *budget.Meter
+	notify *notifier
+	// waitLimits is --wait-limits: how long a limited bead may wait for
+	// its reset to be continued in this run.
+	waitLimits time.Duration
 }
 
 // checkBacklogFlags refuses the flags that do not go with --ready, and
@@ -120,6 +129,8 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 		Tasks: map[string]*state.TaskRecord{}, TaskStatus: map[string]state.TaskStatus{}, History: []state.HistoryEntry{},
 		Backlog: &state.Backlog{Jobs: c.Int("jobs"), Labels: c.StringSlice("label"), Limit: c.Int("limit"), Base: c.String("base")},
 	}
+	spend := maxSpend(c)
+	br.sess.Backlog.MaxTokens, br.sess.Backlog.MaxCostUSD = spend.Tokens, spend.CostUSD
 	if br.grimoire != nil {
 		br.sess.Backlog.Grimoire = c.Args().First()
 	}
@@ -143,6 +154,9 @@ func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, r
 	}
 	defer lock.Release()
 	sess.Status, sess.EndTime, sess.Error = state.StatusRunning, nil, ""
+	if spend := maxSpend(c); !spend.IsZero() {
+		sess.Backlog.MaxTokens, sess.Backlog.MaxCostUSD = spend.Tokens, spend.CostUSD
+	}
 	br.sess = sess
 	if name := sess.Backlog.Grimoire; name != "" {
 		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
@@ -183,6 +197,12 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		return nil, exitf(ExitUsage, "%v", err)
 	}
 	client.Notice = func(l string) { br.board.line("bd: " + safe(l)) }
+	if br.waitLimits, err = waitLimitsOf(c); err != nil {
+		return nil, err
+	}
+	if br.notify, err = notifierFor(c, base, func(w string) { br.board.line("warning: " + safe(w)) }); err != nil {
+		return nil, err
+	}
 	if mode := c.String("on-interaction"); mode == core.InteractionAsk && !c.Bool("headless") {
 		if tty, err := ttyOf(streams); err == nil {
 			br.board.prompter = newPrompter(tty, nil)
@@ -201,6 +221,15 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		return exitf(interruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
 	bl := br.sess.Backlog
+	br.meter = budget.NewMeter(budget.Limit{Tokens: bl.MaxTokens, CostUSD: bl.MaxCostUSD}, nil).Named("the backlog's --max-cost/--max-tokens")
+	for _, b := range bl.Beads {
+		// What the beads that will not run again spent counts; the
+		// others' sessions add theirs as they resume.
+		if !slices.Contains(again, b) {
+			br.meter.Add(b.Tokens, b.CostUSD)
+		}
+	}
+	br.board.meter = br.meter
 	br.board.start(br.sess)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -235,8 +264,13 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		go p.run(ctx, nil)
 	}
 	sched := backlog.New(bl, backlog.Config{
-		Jobs:    bl.Jobs,
-		Limit:   bl.Limit,
+		Jobs:       bl.Jobs,
+		Limit:      bl.Limit,
+		WaitLimits: br.waitLimits,
+		Exhausted: func() bool {
+			_, over := br.meter.Exceeded()
+			return over
+		},
 		Ready:   br.ready,
 		Prepare: br.prepare,
 		Run:     br.runBead,
@@ -486,10 +520,16 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 			b.Reason = "task " + out.FailedTask + " failed"
 		}
 	}
+	if out.Status == state.StatusLimited && sess.Limit != nil {
+		b.LimitedUntil = sess.Limit.ResetAt
+		b.Reason = limitLine(sess.Limit, time.Now())
+	}
 	t := sess.AgentTotals()
 	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD
+	grimoire := b.Grimoire
 	br.mu.Unlock()
 	br.board.beadEnded(b)
+	br.notify.session(sess, grimoire)
 }
 
 // startBead makes the bead's session controller: a new session under the
@@ -497,6 +537,8 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
 	opts := runOptions(br.c, br.base, br.vars)
 	opts.KeepSessions = 0 // the backlog prunes once, at its end
+	// The run's limit is the backlog's, over every bead: not each bead's.
+	opts.MaxSpend, opts.Budget = budget.Limit{}, br.meter
 	opts.Interaction = core.InteractionPark
 	if p := br.board.prompter; p != nil {
 		opts.Interaction = core.InteractionAsk
@@ -526,7 +568,9 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 			return nil, err
 		}
 	}
-	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", br.client
+	// A client of its own: the session sets where bd's notices go.
+	client := *br.client
+	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", &client
 	opts.Workspace = openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base)
 	opts.SessionID = b.Session
 	opts.SourceDigest = fileDigest(def.Source)
@@ -566,6 +610,14 @@ func showBacklog(out io.Writer, mgr *state.Manager, s *state.Session) {
 		what += fmt.Sprintf(", at most %d", bl.Limit)
 	}
 	fmt.Fprintf(out, "beads     %s\n", what)
+	if limit := (budget.Limit{Tokens: bl.MaxTokens, CostUSD: bl.MaxCostUSD}); !limit.IsZero() {
+		var tokens int64
+		var usd float64
+		for _, b := range bl.Beads {
+			tokens, usd = tokens+b.Tokens, usd+b.CostUSD
+		}
+		fmt.Fprintf(out, "budget    %s\n", budget.Against(tokens, usd, limit))
+	}
 	if s.Error != "" {
 		fmt.Fprintf(out, "error     %s\n", safe(s.Error))
 	}
@@ -587,6 +639,8 @@ func backlogSummary(bl *state.Backlog) string {
 			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
 		if bd.Reason != "" {
 			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 100))
+		} else if bd.LimitedUntil != nil {
+			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}
 		if bd.Session != "" && bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped {
 			fmt.Fprintf(&b, "      session %s\n", bd.Session)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -37,6 +38,7 @@ type backlogBoard struct {
 	events      io.Writer
 	eventsClose func() error
 	prompter    *prompter
+	meter       *budget.Meter // the run's spend and budget
 
 	tickStop, tickDone chan struct{}
 }
@@ -262,12 +264,16 @@ func (b *backlogBoard) rows(cols int) []string {
 		lines = append(lines, fit(l, cols-1))
 	}
 	var parts []string
-	for _, st := range []string{string(state.StatusRunning), state.BeadStarting, string(state.StatusCompleted), string(state.StatusFailed), string(state.StatusBlocked), string(state.StatusPendingMerge), string(state.StatusWaiting), "limited", state.BeadSkipped} {
+	for _, st := range []string{string(state.StatusRunning), state.BeadStarting, string(state.StatusCompleted), string(state.StatusFailed), string(state.StatusBlocked), string(state.StatusPendingMerge), string(state.StatusWaiting), string(state.StatusLimited), state.BeadSkipped} {
 		if n := counts[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
-	total := fmt.Sprintf("Σ %d bead(s): %s · %s · %s", len(b.sess.Backlog.Beads), strings.Join(parts, ", "), spend(tokens, cost), now.Sub(b.sess.StartTime).Round(time.Second))
+	spent := spend(tokens, cost)
+	if b.meter != nil && !b.meter.Limit().IsZero() {
+		spent = b.meter.Report()
+	}
+	total := fmt.Sprintf("Σ %d bead(s): %s · %s · %s", len(b.sess.Backlog.Beads), strings.Join(parts, ", "), spent, now.Sub(b.sess.StartTime).Round(time.Second))
 	return append(lines, fit(total, cols-1))
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -265,5 +266,35 @@ func TestReadyInterruptedStopsEveryBead(t *testing.T) {
 		if s.Status != state.StatusCancelled {
 			t.Errorf("bead %s session %s", b.ID, s.Status)
 		}
+	}
+}
+
+func TestReadyNotifiesEachBead(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	notes := filepath.Join(t.TempDir(), "notes.jsonl")
+	r := p.bdExec("run", "--ready", "--headless", "--set", "log="+logPath, "--set", "pause=0", "--notify", "cat >> "+notes+"; echo >> "+notes)
+	wantCode(t, r, 0)
+	data, err := os.ReadFile(notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		var n struct{ Event, Bead, Grimoire, Status string }
+		if err := json.Unmarshal([]byte(l), &n); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if n.Event != "completed" || n.Grimoire != "ship" || n.Status != "completed" {
+			t.Errorf("payload %+v", n)
+		}
+		got = append(got, n.Bead)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"bd-1", "bd-2"}) {
+		t.Errorf("notified beads %v, want bd-1 and bd-2\n%s", got, data)
 	}
 }

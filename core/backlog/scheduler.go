@@ -45,6 +45,9 @@ type Config struct {
 	// LimitedUntil. It is called with the record unlocked: it changes the
 	// record under Lock.
 	Run func(ctx context.Context, b *state.BacklogBead, resume bool)
+	// Exhausted, if set, reports that the run's budget is spent: no bead
+	// is taken any more.
+	Exhausted func() bool
 	// Changed is called, under Lock, after each change of the backlog.
 	Changed func()
 	// Lock guards the backlog's records, shared with Run and the display.
@@ -151,7 +154,9 @@ func (s *Scheduler) drain() {
 	}
 }
 
-func (s *Scheduler) full() bool { return s.cfg.Limit > 0 && s.taken >= s.cfg.Limit }
+func (s *Scheduler) full() bool {
+	return s.cfg.Limit > 0 && s.taken >= s.cfg.Limit || s.cfg.Exhausted != nil && s.cfg.Exhausted()
+}
 
 // takeReady starts ready beads in the free slots.
 func (s *Scheduler) takeReady(ctx context.Context) error {
