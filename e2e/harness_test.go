@@ -495,6 +495,12 @@ type session struct {
 	TaskStatus map[string]string      `json:"taskStatus"`
 	Tasks      map[string]*taskRecord `json:"tasks"`
 	Error      string                 `json:"error"`
+	// The usage limit a limited session stopped on.
+	Limit *struct {
+		Adapter string     `json:"adapter"`
+		ResetAt *time.Time `json:"resetAt"`
+		Message string     `json:"message"`
+	} `json:"limit"`
 	// A grimoire's step runs by address.
 	Runs map[string]struct {
 		Status  string         `json:"status"`

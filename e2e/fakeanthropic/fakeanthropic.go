@@ -12,9 +12,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Model is the model name the server reports when a request names none.
@@ -181,6 +183,12 @@ type Reply struct {
 	StopReason string // default: tool_use with a ToolUse, else end_turn
 	// Status, when not 0 or 200, answers with an API error of that HTTP status.
 	Status int
+	// LimitReset, with Status 429, answers as the API does a subscription
+	// whose five-hour usage limit is spent: a rate_limit_error with the
+	// anthropic-ratelimit-unified-* headers, which Claude Code reads (with
+	// an OAuth token) as "You've hit your 5-hour limit", its reset time
+	// in a rate_limit_event, and does not retry.
+	LimitReset time.Time
 }
 
 // Call is what a Script sees of one /v1/messages request.
@@ -384,6 +392,14 @@ func (s *Server) messages(w http.ResponseWriter, rec *Request) {
 	s.requests[idx].Reply = &reply
 	s.requests[idx].Status = status
 	s.mu.Unlock()
+	if status == http.StatusTooManyRequests && !reply.LimitReset.IsZero() {
+		h := w.Header()
+		h.Set("anthropic-ratelimit-unified-status", "rejected")
+		h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(reply.LimitReset.Unix(), 10))
+		h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
+		apiError(w, status, "rate_limit_error", "This request would exceed your account's rate limit. Please try again later.")
+		return
+	}
 	if status != http.StatusOK {
 		apiError(w, status, "api_error", "fakeanthropic: scripted error")
 		return
