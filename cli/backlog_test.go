@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,5 +297,85 @@ func TestReadyNotifiesEachBead(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"bd-1", "bd-2"}) {
 		t.Errorf("notified beads %v, want bd-1 and bd-2\n%s", got, data)
+	}
+}
+
+// limitBacklog is a backlog whose feature beads run an agent of the
+// adapter "claude" (a fake printing bead-ID.jsonl in claude's stream-json,
+// continued.jsonl when its session is continued) and whose task beads
+// run a script.
+func limitBacklog(t *testing.T, resetIn time.Duration) (*beadProject, string) {
+	t.Helper()
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "Limited", nil), bead("bd-2", "Same CLI", nil),
+		bead("bd-3", "Other", map[string]any{"issue_type": "task", "priority": 3}),
+	)
+	dir := t.TempDir()
+	p.write(".vibeteam/adapters/claude.yaml", fmt.Sprintf(`name: claude
+command: %s
+modes:
+  headless:
+    args: []
+    output: claude-stream-json
+    resume: [--resume, "{session}", cat=%s/continued.jsonl]
+    prompt: { position: arg, separator: "--" }
+`, fakeAgent, dir))
+	limited := limitCases[0].limited(resetIn)
+	for name, content := range map[string]string{"bd-1.jsonl": limited, "bd-2.jsonl": limitDone, "continued.jsonl": limitDone} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.write(".vibeteam/grimoires/agent.yaml", `name: agent
+steps:
+  - name: ask
+    type: agent
+    adapter: claude
+    spell: |
+      cat=`+dir+`/{{.bead.id}}.jsonl
+`)
+	p.write(".vibeteam/config.yaml", "grimoires:\n  by_type: { feature: agent, task: ship }\n")
+	return p, logPath
+}
+
+// A usage limit holds the beads of that CLI and lets the others go on:
+// without --wait-limits the limited bead stays limited (exit 3) and the
+// other bead of its CLI is not taken.
+func TestReadyUsageLimitHoldsThatCLIsBeads(t *testing.T) {
+	t.Parallel()
+	p, logPath := limitBacklog(t, 2*time.Hour)
+	r := p.bdExec("run", "--ready", "--jobs", "1", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 3)
+	bl := p.backlogSession()
+	got := map[string]string{}
+	for _, b := range bl.Backlog.Beads {
+		got[b.ID] = b.Status
+	}
+	if got["bd-1"] != "limited" || got["bd-3"] != "completed" || got["bd-2"] != "" {
+		t.Fatalf("beads %v: want bd-1 limited, bd-3 completed, bd-2 held back\n%s", got, r.stderr)
+	}
+	if show := p.bdExec("show", bl.ID).stdout; !strings.Contains(show, "claude usage limit, resets") {
+		t.Errorf("show lacks the reset time:\n%s", show)
+	}
+}
+
+// With --wait-limits, the limited bead is continued (its agent's own
+// session) once the limit resets, and the held bead then runs.
+func TestReadyWaitsOutAUsageLimit(t *testing.T) {
+	t.Parallel()
+	p, logPath := limitBacklog(t, 2*time.Second)
+	r := p.bdExec("run", "--ready", "--jobs", "1", "--headless", "--wait-limits=1m", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 0)
+	bl := p.backlogSession()
+	if len(bl.Backlog.Beads) != 3 {
+		t.Fatalf("%d beads\n%s", len(bl.Backlog.Beads), r.stderr)
+	}
+	for _, b := range bl.Backlog.Beads {
+		if b.Status != "completed" {
+			t.Errorf("%s %s %s", b.ID, b.Status, b.Reason)
+		}
+	}
+	if s := p.sessionByID(bl.Backlog.Beads[0].Session); s.Status != state.StatusCompleted {
+		t.Errorf("bd-1's session %s", s.Status)
 	}
 }
