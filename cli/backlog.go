@@ -186,6 +186,10 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	if err != nil {
 		return nil, exitf(ExitUsage, "run --ready asks bd which beads are ready: %v", err)
 	}
+	if _, err := worktree.Open(context.Background(), base); err != nil {
+		// Said once, rather than as the failure of every bead.
+		return nil, exitf(ExitUsage, "run --ready works each bead in a git worktree: %v", err)
+	}
 	br := &backlogRun{
 		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
 		mgr:    state.NewManager(base),
@@ -638,7 +642,7 @@ func backlogSummary(bl *state.Backlog) string {
 		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
 			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
 		if bd.Reason != "" {
-			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 100))
+			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 90))
 		} else if bd.LimitedUntil != nil {
 			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}

@@ -379,3 +379,26 @@ func TestReadyWaitsOutAUsageLimit(t *testing.T) {
 		t.Errorf("bd-1's session %s", s.Status)
 	}
 }
+
+// Bad input is said once, before any bead starts.
+func TestReadyRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	p := &beadProject{project: newProject(t), db: filepath.Join(t.TempDir(), "beads.json"), log: filepath.Join(t.TempDir(), "bd.log")}
+	if err := os.WriteFile(p.db, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--ready"}, "git worktree"},
+		{[]string{"run", "--ready", "--jobs", "0"}, "--jobs must be at least 1"},
+		{[]string{"run", "--ready", "--bead", "bd-1"}, "--bead is for one bead"},
+		{[]string{"run", "--jobs", "2", "ship"}, "--jobs goes with --ready"},
+	} {
+		r := p.bdExec(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 saying %q:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+}
