@@ -296,6 +296,17 @@ func (d *display) handle(e core.Event) {
 		d.printLocked(fmt.Sprintf("%s%s merge of %s into %s waits for a review", d.stamp(), d.paint("33", "■"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"]))))
 	case events.Merged:
 		d.printLocked(fmt.Sprintf("%s%s merged %s into %s (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"])), safe(fmt.Sprint(f["commit"]))))
+	case events.MergeQueued:
+		d.printLocked(d.stamp() + d.paint("33", "■") + " " + queuedLine(f))
+	case events.GateStarted:
+		d.printLocked(d.stamp() + "▸ " + gateStartLine(f))
+	case events.GateFinished:
+		line, green := gateEndLine(f)
+		glyph := d.paint("31", "✗")
+		if green {
+			glyph = d.paint("32", "✓")
+		}
+		d.printLocked(d.stamp() + glyph + " " + line)
 	case events.TemplateWarned:
 		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
 	case events.WorkflowStepStarted:

@@ -556,6 +556,20 @@ func (p *logPrinter) event(e state.Event) {
 		for _, l := range lines {
 			p.println(logNoStamp + "  | " + safeLine(l))
 		}
+	case events.MergeQueued:
+		p.println(at + in + "■ " + queuedLine(f))
+	case events.GateStarted:
+		p.println(at + in + "▸ " + gateStartLine(f))
+	case events.GateFinished:
+		line, green := gateEndLine(f)
+		glyph := "✗ "
+		if green {
+			glyph = "✓ "
+		}
+		p.println(at + in + glyph + line)
+		if lp := fieldStr(f, "log_path"); lp != "" && !green {
+			p.println(logNoStamp + in + "    log: " + safe(lp))
+		}
 	case events.WorkflowCompleted:
 		var stats []string
 		if n, ok := fieldNum(f, "steps"); ok {

@@ -167,6 +167,12 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 	if s.Merged != "" {
 		fmt.Fprintf(out, "merged    %s\n", safe(s.Merged))
 	}
+	for _, g := range s.Gates {
+		fmt.Fprintf(out, "gate      %s\n", gateRunLine(g))
+		if !g.Green && g.LogPath != "" {
+			fmt.Fprintf(out, "          log: %s\n", safe(g.LogPath))
+		}
+	}
 	keys := make([]string, 0, len(s.Runs))
 	for k := range s.Runs {
 		keys = append(keys, k)
@@ -235,6 +241,10 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", s.ID)
 		}
 		fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
+		if s.BlockedReason == core.BlockedGateRed {
+			fmt.Fprintf(out, "  (make the gate pass in %s first: the context above is its output)\n", safe(s.Worktree))
+			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  merge and run the gate again\n", s.ID)
+		}
 		if s.BlockedReason == "merge_conflict" {
 			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
 			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)

@@ -74,6 +74,7 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 				Vars:          vars,
 				BaseDir:       base,
 				Commands:      workflow.CheckError,
+				DefaultGate:   projectGate(base),
 			}
 			if c.Bool("offline") {
 				opts.Commands = workflow.CheckWarn
@@ -266,6 +267,7 @@ func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.
 		Vars:          vars,
 		BaseDir:       base,
 		Commands:      workflow.CheckError,
+		DefaultGate:   projectGate(base),
 	}
 }
 

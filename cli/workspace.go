@@ -27,12 +27,18 @@ func (w gitWorkspace) Summary(ctx context.Context) (string, string, error) {
 	return w.repo.Summary(ctx, w.wt)
 }
 
-func (w gitWorkspace) Merge(ctx context.Context, message string) (core.MergeOutcome, error) {
-	res, err := w.repo.Merge(ctx, w.wt, message)
+func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.MergeOutcome, error) {
+	opts := worktree.MergeOptions{Queued: req.Queued}
+	if req.Gate != nil {
+		opts.Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
+			return req.Gate(ctx, dir, core.GateTry{Attempt: try.Attempt, Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit})
+		}
+	}
+	res, err := w.repo.MergeWith(ctx, w.wt, req.Message, opts)
 	if err != nil {
 		return core.MergeOutcome{}, err
 	}
-	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused}
+	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, Attempts: res.Attempts}
 	if res.UpToDate && out.Commit == "" {
 		out.Commit = "(up to date)"
 	}
@@ -43,7 +49,7 @@ func (w gitWorkspace) Merge(ctx context.Context, message string) (core.MergeOutc
 		}
 		out.Conflicts = append(out.Conflicts, core.MergeConflict{Path: c.Path, Hunks: hunks})
 	}
-	if !res.Merged && out.Refused == "" && len(out.Conflicts) == 0 {
+	if !res.Merged && out.Refused == "" && len(out.Conflicts) == 0 && !out.GateRed && out.Moving == "" {
 		return out, fmt.Errorf("the merge of %s into %s did not happen, for no reason git gave", w.wt.Branch, w.wt.Base)
 	}
 	return out, nil

@@ -19,6 +19,10 @@ type (
 	MergeOutcome  = engine.MergeOutcome
 	MergeConflict = engine.MergeConflict
 	BeadTracker   = engine.BeadTracker
+	// MergeRequest asks a Workspace for a merge, with its gate (GateTry:
+	// the merge commit it checks).
+	MergeRequest = engine.MergeRequest
+	GateTry      = engine.GateTry
 )
 
 // Answers to a merge review.
@@ -54,6 +58,12 @@ const (
 const (
 	BlockedBudget = engine.BlockedBudget
 	BudgetReason  = engine.BudgetReason
+)
+
+// Why a merge step blocks at its gate (Session.BlockedReason).
+const (
+	BlockedGateRed     = engine.BlockedGateRed
+	BlockedMergeMoving = engine.BlockedMergeMoving
 )
 
 // RenderPrompts renders a stage workflow's task prompts with vars, so a

@@ -30,18 +30,26 @@ type Workspace interface {
 	// Summary is what a person reviews: the diff stat against the base
 	// and the commits.
 	Summary(ctx context.Context) (stat, commits string, err error)
-	Merge(ctx context.Context, message string) (MergeOutcome, error)
+	// Merge brings the branch into the base through the repository's
+	// merge queue, with the request's gate (see MergeRequest).
+	Merge(ctx context.Context, req MergeRequest) (MergeOutcome, error)
 	// Remove deletes the worktree and its (merged) branch.
 	Remove(ctx context.Context) error
 }
 
 // MergeOutcome is how a merge went: merged (Commit), conflicting (nothing
-// was touched), or refused by git (the base checkout has local changes the
-// merge would overwrite; nothing was touched).
+// was touched), refused by git (the base checkout has local changes the
+// merge would overwrite; nothing was touched), red at its gate (GateRed;
+// nothing was touched), or given up because the base kept moving while it
+// was checked (Moving says so; nothing was touched). Attempts is how many
+// times it was computed.
 type MergeOutcome struct {
 	Commit    string
 	Conflicts []MergeConflict
 	Refused   string
+	GateRed   bool
+	Moving    string
+	Attempts  int
 }
 
 // MergeConflict is one conflicting file and its hunks.
@@ -155,13 +163,31 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		return flow.Result{Status: flow.Blocked, Reason: "merge_rejected: " + why + " (nothing was discarded: the worktree " + ws.Dir() + " and branch " + ws.Branch() + " are kept)"}
 	}
+	if step.Merge.GateDefault && step.Merge.Gate == "" {
+		// gate: true, and the project's default could not be read when the
+		// grimoire was loaded.
+		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed + ": gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged"}
+	}
 	x.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
-	out, err := ws.Merge(ctx, fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID))
-	if err != nil || len(out.Conflicts) > 0 || out.Refused != "" {
+	req := MergeRequest{
+		Message: fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID),
+		Queued: func() {
+			x.emit(events.MergeQueued, "", map[string]any{"step": step.Label(), "address": at.Key(), "base": ws.Base()})
+		},
+	}
+	var gate *gateRunner
+	if step.Merge.Gate != "" {
+		gate = &gateRunner{g: g, step: step, at: at}
+		req.Gate = gate.run
+	}
+	out, err := ws.Merge(ctx, req)
+	if err != nil || len(out.Conflicts) > 0 || out.Refused != "" || out.GateRed || out.Moving != "" {
 		// Nothing changed (git said so): no intent is left open.
 		x.setIntent(nil)
 	}
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return stopped(ctx, flow.Result{})
 	case err != nil:
 		return flow.Result{Status: flow.Failed, Reason: "merge: " + err.Error()}
 	case len(out.Conflicts) > 0:
@@ -174,6 +200,22 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: fmt.Sprintf("merge_conflict: %s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts))}
 	case out.Refused != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: "merge_refused: git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + firstLine(out.Refused)}
+	case out.GateRed:
+		res := flow.Result{Status: flow.Blocked, ExitCode: -1}
+		why := "it did not run"
+		if last := gate.lastRun(); last != nil {
+			res.Output, res.ExitCode, res.LogPath = last.Output, last.ExitCode, last.LogPath
+			why = fmt.Sprintf("exit %d", last.ExitCode)
+			if last.Reason != "" {
+				why = last.Reason
+			}
+			why += " after " + last.Duration.Round(time.Millisecond).String()
+		}
+		res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
+			BlockedGateRed, firstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), x.sess.ID)
+		return res
+	case out.Moving != "":
+		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}
 	}
 	x.mu.Lock()
 	x.sess.Merged = out.Commit
@@ -181,7 +223,14 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	x.checkpointLocked(state.Change{}, true)
 	x.mu.Unlock()
 	x.emit(events.Merged, "", map[string]any{"step": step.Label(), "address": at.Key(), "commit": out.Commit, "branch": ws.Branch(), "base": ws.Base()})
-	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())}
+	summary := fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())
+	if last := gate.lastRun(); last != nil {
+		summary += fmt.Sprintf(", its gate green in %s", last.Duration.Round(time.Millisecond))
+		if out.Attempts > 1 {
+			summary += fmt.Sprintf(" (run %d times: %s moved meanwhile)", out.Attempts, ws.Base())
+		}
+	}
+	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: summary}
 }
 
 func conflictPaths(cs []MergeConflict) string {

@@ -185,6 +185,8 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 		reason = BlockedMaxIterations
 	case strings.HasPrefix(out.Reason, "template: "):
 		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
+	case strings.HasPrefix(out.Reason, BlockedGateRed+": "), strings.HasPrefix(out.Reason, BlockedMergeMoving+": "):
+		reason, why, _ = strings.Cut(out.Reason, ": ")
 	default:
 		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget} {
 			if rest, ok := strings.CutPrefix(out.Reason, r+": "); ok {

@@ -36,7 +36,7 @@ func (w *fakeWorkspace) Summary(ctx context.Context) (string, string, error) {
 	w.note("summary")
 	return " a.go | 2 +-", "abc123 work", nil
 }
-func (w *fakeWorkspace) Merge(ctx context.Context, msg string) (MergeOutcome, error) {
+func (w *fakeWorkspace) Merge(ctx context.Context, req MergeRequest) (MergeOutcome, error) {
 	w.note("merge")
 	return w.outcome, w.mergeErr
 }

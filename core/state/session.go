@@ -236,6 +236,9 @@ type Session struct {
 	MergeDecision string `json:"mergeDecision,omitempty"`
 	MergeReason   string `json:"mergeReason,omitempty"`
 	Merged        string `json:"merged,omitempty"`
+	// Gates are the merge gate's latest runs (AddGateRun), the last one
+	// last.
+	Gates []GateRun `json:"gates,omitempty"`
 	// A blocked grimoire says why, with the failing step's output tail,
 	// one line per loop iteration, and where it ran.
 	BlockedReason      string   `json:"blocked_reason,omitempty"`

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// projectGate is the default merge gate of the project at base
+// (config.yaml merge.gate, "" none), for loading grimoires; nil when the
+// config cannot be read (what chooses a grimoire reports that).
+func projectGate(base string) *string {
+	cfg, err := beads.LoadConfig(base)
+	if err != nil {
+		return nil
+	}
+	return &cfg.Gate
+}
+
+// How the merge queue and gate events read, in run's output and in log.
+
+func queuedLine(f map[string]any) string {
+	return fmt.Sprintf("waiting for the merge queue: another merge into %s is under way", safe(fieldStr(f, "base")))
+}
+
+func gateStartLine(f map[string]any) string {
+	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(logFirstLine(fieldStr(f, "command"))),
+		safe(fieldStr(f, "branch")), safe(fieldStr(f, "base")), shortCommit(fieldStr(f, "commit")))
+	if n, _ := fieldNum(f, "attempt"); n > 1 {
+		msg += fmt.Sprintf(" (try %d: %s moved during the last)", int(n), safe(fieldStr(f, "base")))
+	}
+	return msg
+}
+
+// gateEndLine is the end of a gate run; green says which glyph it gets.
+func gateEndLine(f map[string]any) (string, bool) {
+	green, _ := f["green"].(bool)
+	ms, _ := fieldNum(f, "duration_ms")
+	code, _ := fieldNum(f, "exit_code")
+	return gateVerdict(green, int(code), fieldStr(f, "reason"), time.Duration(ms)*time.Millisecond), green
+}
+
+func gateVerdict(green bool, code int, reason string, d time.Duration) string {
+	if green {
+		return "gate green in " + logDuration(d)
+	}
+	why := fmt.Sprintf("exit %d", code)
+	if reason != "" {
+		why = safe(reason)
+	}
+	return fmt.Sprintf("gate red (%s) after %s", why, logDuration(d))
+}
+
+// gateRunLine is one of a session's gate runs, for show.
+func gateRunLine(g state.GateRun) string {
+	glyph := "✓"
+	if !g.Green {
+		glyph = "✗"
+	}
+	line := fmt.Sprintf("%s %s: %s, on %s at %s", glyph, safe(g.Step), gateVerdict(g.Green, g.ExitCode, g.Reason, time.Duration(g.DurationMS)*time.Millisecond),
+		safe(g.Base), shortCommit(g.BaseCommit))
+	if g.Attempt > 1 {
+		line += fmt.Sprintf(" (try %d)", g.Attempt)
+	}
+	return line
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	return safe(c)
+}
