@@ -402,3 +402,51 @@ func TestReadyRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// At a terminal, the agents of several beads that need a person are asked
+// one at a time, on the one terminal, each answer reaching its own bead's
+// agent.
+func TestReadyAsksOneBeadAtATime(t *testing.T) {
+	t.Parallel()
+	p, _ := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", `name: ship
+steps:
+  - name: talk
+    type: agent
+    adapter: tui
+    executionMode: interactive
+    spell: |
+      please ask {{.bead.id}}
+`)
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	c, cmd, screen := terminalSessionEnv(t, p.project, env, "run", "--ready", "--jobs", "2")
+	expectAll(t, c, screen, "needs you", "reply › ")
+	_, _ = c.SendLine("y")
+	expectString(t, c, "reply › ", screen)
+	_, _ = c.SendLine("n")
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	bl := p.backlogSession()
+	var answers []string
+	for _, b := range bl.Backlog.Beads {
+		s := p.sessionByID(b.Session)
+		if b.Status != "completed" {
+			t.Errorf("%s: %s %s", b.ID, b.Status, b.Reason)
+		}
+		rec, err := os.ReadFile(filepath.Join(s.Worktree, "rec.txt"))
+		if err != nil {
+			// The worktree is gone once the bead completed: the record
+			// is on its branch.
+			rec = []byte(p.git("show", s.Branch+":rec.txt"))
+		}
+		if !strings.Contains(string(rec), "please ask "+b.ID+"\n") || !strings.Contains(string(rec), "answer:") {
+			t.Errorf("%s's agent got %q", b.ID, rec)
+		}
+		_, answer, _ := strings.Cut(string(rec), "answer:")
+		answers = append(answers, answer)
+	}
+	if len(answers) != 2 || answers[0] == answers[1] {
+		t.Errorf("answers %q", answers)
+	}
+}

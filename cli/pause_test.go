@@ -36,12 +36,19 @@ func (s *syncBuffer) String() string {
 // terminal, as a person at a terminal would.
 func terminalSession(t *testing.T, p *project, args ...string) (*expect.Console, *exec.Cmd, *syncBuffer) {
 	t.Helper()
+	return terminalSessionEnv(t, p, nil, args...)
+}
+
+// terminalSessionEnv is terminalSession with env added to vibeteam's.
+func terminalSessionEnv(t *testing.T, p *project, env []string, args ...string) (*expect.Console, *exec.Cmd, *syncBuffer) {
+	t.Helper()
 	screen := &syncBuffer{}
 	c, err := expect.NewConsole(expect.WithStdout(screen), expect.WithDefaultTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := p.command(args...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Tty(), c.Tty(), c.Tty()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
