@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/e2e/fakeopenai"
 )
 
 // limitedWorld is a claude world on a subscription (an OAuth token, as
@@ -78,4 +82,118 @@ func TestClaudeUsageLimitWaitedOut(t *testing.T) {
 	if !strings.Contains(r.stderr, "claude usage limit: waiting until") {
 		t.Errorf("the wait is not said:\n%s", r.stderr)
 	}
+}
+
+// limitedOpenAI is a fake OpenAI script whose model answers limit while
+// limited is set, and otherwise runs base; a turn that continues a thread
+// holding createPrompt (the refused turn) gets call, the first step of
+// the work: only the agent's own session, continued, has that prompt.
+func limitedOpenAI(limited *atomic.Bool, limit func() fakeopenai.Reply, base fakeopenai.Script, call fakeopenai.Reply) fakeopenai.Script {
+	return func(c fakeopenai.Call) fakeopenai.Reply {
+		if limited.Load() {
+			return limit()
+		}
+		if c.HasLast && c.Last.IsUserMessage() && c.Request.CallOutputs() == 0 && !c.Request.IsSideRequest() && heldPrompt(c.Request.UserTexts()) {
+			return call
+		}
+		return base(c)
+	}
+}
+
+// heldPrompt reports whether a conversation's user turns hold createPrompt.
+func heldPrompt(texts []string) bool {
+	for _, s := range texts {
+		if strings.Contains(s, createTrigger) {
+			return true
+		}
+	}
+	return false
+}
+
+// limitedCodexWorld is a codex world whose model meets a usage limit
+// (the ChatGPT backend's usage_limit_reached, resetting at reset) while
+// limited is set, and otherwise creates the file.
+func limitedCodexWorld(t *testing.T, limited *atomic.Bool, reset time.Time) *world {
+	t.Helper()
+	limit := func() fakeopenai.Reply { return fakeopenai.UsageLimit(reset) }
+	exec := fakeopenai.Exec("touch "+createdFile, false)
+	return newCodexWorld(t, limitedOpenAI(limited, limit, fakeopenai.CreateFile(false), exec))
+}
+
+// Codex's usage limit ("You’ve hit your usage limit … try again at 4:31
+// PM.") with a reset beyond --wait-limits stops the session as limited at
+// once, with codex's reset time (to the minute: all codex says); show
+// gives it; and after the reset, resume continues codex's own thread,
+// which does the work.
+func TestCodexUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
+	var limited atomic.Bool
+	limited.Store(true)
+	reset := time.Now().Add(2 * time.Hour)
+	w := limitedCodexWorld(t, &limited, reset)
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
+	s := w.assertLimited(r, "codex", reset.Truncate(time.Minute), time.Minute)
+	if r.duration > 30*time.Second {
+		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
+	}
+	if !strings.Contains(r.stderr, "beyond --wait-limits 1m") {
+		t.Errorf("why it did not wait is not said:\n%s", r.stderr)
+	}
+	if !strings.Contains(s.Limit.Message, "hit your usage limit") {
+		t.Errorf("codex's words: %q", s.Limit.Message)
+	}
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
+		t.Fatalf("no codex thread to continue: %+v", rec)
+	}
+	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err == nil {
+		t.Fatalf("%s exists although the model refused every turn", createdFile)
+	}
+
+	limited.Store(false)
+	r = w.run("resume", s.ID, "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	s = w.only()
+	w.assertDone(s)
+	w.assertCreated()
+	after := s.Tasks["agent"]
+	if argv := strings.Join(after.Argv, " "); after.Agent == nil || after.Agent.SessionID != rec.Agent.SessionID || !strings.Contains(argv, "resume "+rec.Agent.SessionID) {
+		t.Errorf("codex's thread %s was not continued: %+v\nargv %s", rec.Agent.SessionID, after.Agent, argv)
+	}
+	if s.Limit != nil {
+		t.Errorf("the limit stays on a completed session: %+v", s.Limit)
+	}
+}
+
+// assertLimited checks a run that stopped on adapter's usage limit: exit
+// 3, the session limited with the adapter's reset time (want, up to
+// within earlier: a CLI may say it to the minute; zero want: no reset),
+// and show saying so.
+func (w *world) assertLimited(r *result, adapter string, want time.Time, within time.Duration) *session {
+	w.t.Helper()
+	if r.code != 3 {
+		w.t.Fatalf("%s, want 3 (limited)", r)
+	}
+	s := w.only()
+	if s.Status != "limited" || s.TaskStatus["agent"] != "LIMITED" || s.Limit == nil || s.Limit.Adapter != adapter {
+		w.t.Fatalf("status %s, task %s, limit %+v", s.Status, s.TaskStatus["agent"], s.Limit)
+	}
+	switch got := s.Limit.ResetAt; {
+	case want.IsZero() && got != nil:
+		w.t.Errorf("reset %s, but %s gave none", got, adapter)
+	case !want.IsZero() && got == nil:
+		w.t.Errorf("no reset time, want %s", want)
+	case !want.IsZero() && (got.After(want.Add(time.Second)) || got.Before(want.Add(-within))):
+		w.t.Errorf("reset %s, want %s (up to %s earlier)", got.Local(), want.Local(), within)
+	}
+	show := w.run("show", s.ID, "--base-dir", w.project)
+	line := "limited   " + adapter + " usage limit, "
+	if s.Limit.ResetAt != nil {
+		line += "resets " + s.Limit.ResetAt.Local().Format("2006-01-02 15:04")
+	}
+	if show.code != 0 || !strings.Contains(show.stdout, line) {
+		w.t.Errorf("%s: show does not say %q:\n%s", show, line, show.stdout)
+	}
+	return s
 }

@@ -76,7 +76,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, rec Request) {
 	req := c.items()
 	reply, status := s.decide(&rec, req)
 	if status != http.StatusOK {
-		apiError(w, status, "fakeopenai: scripted error")
+		replyError(w, status, reply.Error)
 		return
 	}
 	model := c.Model

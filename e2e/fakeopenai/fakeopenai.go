@@ -181,6 +181,21 @@ type Reply struct {
 	Call *FunctionCall
 	// Status, when not 0 or 200, answers with an API error of that HTTP status.
 	Status int
+	// Error, with Status, is that API error's body (default: an
+	// invalid_request_error "fakeopenai: scripted error").
+	Error *APIError
+}
+
+// APIError is the body of an error answer: {"error": {...}}.
+type APIError struct {
+	Type    string
+	Code    string // null when empty
+	Message string
+	// PlanType and ResetsAt are the fields a usage_limit_reached error of
+	// the ChatGPT backend adds, which Codex reads (ResetsAt as Unix
+	// seconds; left out when zero).
+	PlanType string
+	ResetsAt time.Time
 }
 
 // Call is what a Script sees of one /v1/responses request.
@@ -403,7 +418,7 @@ func (s *Server) responses(w http.ResponseWriter, rec Request) {
 	}
 	reply, status := s.decide(&rec, &req)
 	if status != http.StatusOK {
-		apiError(w, status, "fakeopenai: scripted error")
+		replyError(w, status, reply.Error)
 		return
 	}
 	model := req.Model
@@ -592,6 +607,28 @@ func outTokens(r Reply) int {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// replyError answers a scripted error: e's body, or the default one.
+func replyError(w http.ResponseWriter, status int, e *APIError) {
+	if e == nil {
+		apiError(w, status, "fakeopenai: scripted error")
+		return
+	}
+	body := map[string]any{"type": e.Type, "message": e.Message, "code": nil}
+	if e.Code != "" {
+		body["code"] = e.Code
+	}
+	if e.PlanType != "" {
+		body["plan_type"] = e.PlanType
+	}
+	if !e.ResetsAt.IsZero() {
+		body["resets_at"] = e.ResetsAt.Unix()
+		body["resets_in_seconds"] = max(int64(time.Until(e.ResetsAt).Seconds()), 0)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": body})
 }
 
 func apiError(w http.ResponseWriter, status int, msg string) {

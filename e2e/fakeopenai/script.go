@@ -1,6 +1,9 @@
 package fakeopenai
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Text is a plain text reply that ends the turn.
 func Text(s string) Reply { return Reply{Text: s} }
@@ -80,4 +83,20 @@ func Echo(other string) Script {
 		}
 		return Text(other)
 	}
+}
+
+// UsageLimit is the ChatGPT backend's answer to an account whose usage
+// limit is spent until reset: a 429 whose error is usage_limit_reached,
+// with the plan and resets_at. Codex does not retry it: it fails the turn
+// with "You’ve hit your usage limit. … try again at 4:31 PM." (the reset
+// in its local time, to the minute).
+func UsageLimit(reset time.Time) Reply {
+	return Reply{Status: 429, Error: &APIError{Type: "usage_limit_reached", Message: "The usage limit has been reached", PlanType: "plus", ResetsAt: reset}}
+}
+
+// QuotaError is a provider's refusal of an account out of quota, with
+// status (one a client does not retry, such as 400 or 402: opencode
+// retries every 429 for as long as it lasts) and the provider's message.
+func QuotaError(status int, message string) Reply {
+	return Reply{Status: status, Error: &APIError{Type: "insufficient_quota", Code: "insufficient_quota", Message: message}}
 }
