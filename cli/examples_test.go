@@ -30,8 +30,21 @@ func TestGitHubActionsExample(t *testing.T) {
 			t.Errorf("the example lacks %q", want)
 		}
 	}
+	// The landing workflow: the matrix pushes branches, one job lands
+	// them through vibeteam land's gate.
+	data, err = os.ReadFile("../examples/github-actions/land.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fromJSON(needs.ready.outputs.beads)", `git push origin "vibeteam/$BEAD"`, "needs: [ready, bead]", `vibeteam land "${branches[@]}" --gate`, "git push origin HEAD"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("land.yml lacks %q", want)
+		}
+	}
 	readme, _ := os.ReadFile("../README.md")
-	if !strings.Contains(string(readme), "examples/github-actions/beads.yml") {
-		t.Error("the README does not point to the example")
+	for _, ex := range []string{"examples/github-actions/beads.yml", "examples/github-actions/land.yml"} {
+		if !strings.Contains(string(readme), ex) {
+			t.Errorf("the README does not point to %s", ex)
+		}
 	}
 }

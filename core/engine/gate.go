@@ -203,3 +203,8 @@ func (r *gateRunner) lastRun() *GateResult {
 	defer r.mu.Unlock()
 	return r.last
 }
+
+// FailureTail is the end of a failed command's output and, when they are
+// further up, the failures it reported: what a blocked step's context
+// shows.
+func FailureTail(output string) string { return blockedContext(output) }

@@ -139,7 +139,10 @@ type pending struct {
 // needs no landing: up to date, conflicts, refused.
 func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pending, MergeResult, error) {
 	var res MergeResult
-	baseRef, branchRef := "refs/heads/"+wt.Base, "refs/heads/"+wt.Branch
+	baseRef, branchRef := "refs/heads/"+wt.Base, wt.Branch
+	if !strings.HasPrefix(branchRef, "refs/") {
+		branchRef = "refs/heads/" + branchRef
+	}
 	old, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
 	if err != nil {
 		return nil, res, err
@@ -404,6 +407,27 @@ func relabel(line, marker, id, name string) string {
 		return marker + name + rest
 	}
 	return line
+}
+
+// BranchRef resolves a branch as git would, a local one (feature) or a
+// remote-tracking one (origin/feature), to its full ref name, which a
+// Worktree's Branch may be for a merge of a branch no worktree has
+// (vibeteam land).
+func (r *Repo) BranchRef(ctx context.Context, name string) (string, error) {
+	if strings.HasPrefix(name, "-") {
+		return "", fmt.Errorf("%q is not a branch", name)
+	}
+	out, err := git(ctx, r.Top, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", "--end-of-options", name)
+	ref := strings.TrimSpace(out)
+	switch {
+	case err != nil && exitCode(err) != 1:
+		return "", err
+	case ref == "":
+		return "", fmt.Errorf("no branch %s in %s (git fetch it first?)", name, r.Top)
+	case !strings.HasPrefix(ref, "refs/heads/") && !strings.HasPrefix(ref, "refs/remotes/"):
+		return "", fmt.Errorf("%s is %s, not a branch", name, ref)
+	}
+	return ref, nil
 }
 
 // Landed reports whether the base branch has the worktree's branch already
