@@ -61,6 +61,7 @@ type backlogRun struct {
 	// meter is the whole run's spend against --max-cost/--max-tokens;
 	// every bead's session counts against it.
 	meter  *budget.Meter
+	meters sync.Map // bead id → its session's meter (*budget.Meter): its spend as it streams
 	notify *notifier
 	// waitLimits is --wait-limits: how long a limited bead may wait for
 	// its reset to be continued in this run.
@@ -234,6 +235,14 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		}
 	}
 	br.board.meter = br.meter
+	br.board.live = func(id string) (int64, float64, bool) {
+		m, ok := br.meters.Load(id)
+		if !ok {
+			return 0, 0, false
+		}
+		tokens, usd := m.(*budget.Meter).Spent()
+		return tokens, usd, true
+	}
 	br.board.start(br.sess)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -304,6 +313,9 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 			parked++
 		}
 	}
+	// A spent budget stops the backlog: what is still ready waits for a
+	// person to raise it (resume --max-cost …).
+	spent, _ := br.meter.Exceeded()
 	now := time.Now()
 	sess := br.sess
 	sess.EndTime = &now
@@ -315,7 +327,7 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		sess.Status, sess.Error = state.StatusFailed, err.Error()
 	case failed > 0:
 		sess.Status = state.StatusFailed
-	case parked > 0:
+	case parked > 0 || spent != "":
 		sess.Status = state.StatusWaiting
 	default:
 		sess.Status = state.StatusCompleted
@@ -346,6 +358,8 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		return exitf(ExitFailed, "backlog %s: %d of %d bead(s) failed; details: vibeteam show %s", id, failed, len(bl.Beads), id)
 	case parked > 0:
 		return exitf(ExitParked, "backlog %s: %d bead(s) wait for a person (blocked, a review, a question or a usage limit); see vibeteam show %s, then vibeteam resume %s", id, parked, id, id)
+	case spent != "":
+		return exitf(ExitParked, "backlog %s: its budget is spent (%s), so no more bead was taken; to go on: vibeteam resume %s --max-cost USD | --max-tokens N", id, spent, id)
 	}
 	fmt.Fprintf(br.streams.Err, "backlog %s completed: %d bead(s) (%s); details: vibeteam show %s\n", id, completed, time.Since(sess.StartTime).Round(10*time.Millisecond), id)
 	return nil
@@ -542,7 +556,10 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	opts := runOptions(br.c, br.base, br.vars)
 	opts.KeepSessions = 0 // the backlog prunes once, at its end
 	// The run's limit is the backlog's, over every bead: not each bead's.
-	opts.MaxSpend, opts.Budget = budget.Limit{}, br.meter
+	// The bead's own meter under it gives the board its spend live.
+	beadMeter := budget.NewMeter(budget.Limit{}, br.meter)
+	br.meters.Store(b.ID, beadMeter)
+	opts.MaxSpend, opts.Budget = budget.Limit{}, beadMeter
 	opts.Interaction = core.InteractionPark
 	if p := br.board.prompter; p != nil {
 		opts.Interaction = core.InteractionAsk

@@ -39,6 +39,8 @@ type backlogBoard struct {
 	eventsClose func() error
 	prompter    *prompter
 	meter       *budget.Meter // the run's spend and budget
+	// live is a running bead's spend so far, as its agents stream it.
+	live func(id string) (tokens int64, usd float64, ok bool)
 
 	tickStop, tickDone chan struct{}
 }
@@ -252,15 +254,21 @@ func (b *backlogBoard) rows(cols int) []string {
 	var cost float64
 	counts := map[string]int{}
 	for _, bd := range b.sess.Backlog.Beads {
-		tokens += bd.Tokens
-		cost += bd.CostUSD
+		beadTokens, beadCost := bd.Tokens, bd.CostUSD
+		if running := bd.Status == string(state.StatusRunning) || bd.Status == state.BeadStarting; running && b.live != nil {
+			if t, c, ok := b.live(bd.ID); ok {
+				beadTokens, beadCost = t, c
+			}
+		}
+		tokens += beadTokens
+		cost += beadCost
 		counts[bd.Status]++
 		step := bd.Step
 		if bd.Status != string(state.StatusRunning) && bd.Status != state.BeadStarting {
 			step = ""
 		}
 		l := fmt.Sprintf("%s %-10s %-13s %-12s %7s %12s  %s", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 10), fit(safe(bd.Status), 13),
-			fit(safe(step), 12), beadElapsed(bd, now), spend(bd.Tokens, bd.CostUSD), safe(bd.Title))
+			fit(safe(step), 12), beadElapsed(bd, now), spend(beadTokens, beadCost), safe(bd.Title))
 		lines = append(lines, fit(l, cols-1))
 	}
 	var parts []string

@@ -450,3 +450,38 @@ steps:
 		t.Errorf("answers %q", answers)
 	}
 }
+
+// --max-tokens bounds the whole backlog: the bead whose agent spends past
+// it is stopped and blocks with reason budget, and no bead is taken after.
+func TestReadyBudgetBoundsTheWholeBacklog(t *testing.T) {
+	t.Parallel()
+	p, _ := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil))
+	dir := t.TempDir()
+	p.write(".vibeteam/adapters/structured.yaml", fmt.Sprintf("name: structured\ncommand: %s\nmodes:\n  headless:\n    args: []\n    output: claude-stream-json\n    prompt: { position: arg }\n", fakeAgent))
+	// Two API calls of 200 tokens each, a pause, then a successful result
+	// (with the run's total usage, as claude gives it).
+	calls := claudeCalls(1, 2)
+	result := `{"type":"result","subtype":"success","is_error":false,"result":"done\n` + "```json\\n{\\\"success\\\": true}\\n```" + `","session_id":"spend-1","usage":{"input_tokens":200,"output_tokens":200}}` + "\n"
+	for name, content := range map[string]string{"calls.jsonl": calls, "result.jsonl": result} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: work\n    type: agent\n    adapter: structured\n    spell: |\n      cat="+dir+"/calls.jsonl sleep=1500ms cat="+dir+"/result.jsonl\n")
+	r := p.bdExec("run", "--ready", "--jobs", "1", "--headless", "--max-tokens", "600")
+	wantCode(t, r, 3)
+	bl := p.backlogSession()
+	if len(bl.Backlog.Beads) != 2 {
+		t.Fatalf("%d beads taken, want 2 (the budget is spent by the second)\n%s", len(bl.Backlog.Beads), r.stderr)
+	}
+	first, second := bl.Backlog.Beads[0], bl.Backlog.Beads[1]
+	if first.Status != "completed" || second.Status != "blocked" || second.Reason != "budget" {
+		t.Errorf("beads: %s %s, %s %s (want completed, then blocked by the budget)\n%s", first.Status, first.Reason, second.Status, second.Reason, r.stderr)
+	}
+	if s := p.sessionByID(second.Session); !strings.Contains(s.Error, "tokens 600 of 600") {
+		t.Errorf("the blocked bead's session does not say what was spent: %q", s.Error)
+	}
+	if show := p.bdExec("show", bl.ID).stdout; !strings.Contains(show, "of 600 tokens") {
+		t.Errorf("show lacks the spend against the budget:\n%s", show)
+	}
+}
