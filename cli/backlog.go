@@ -336,7 +336,7 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	if saveErr == nil {
 		saveErr = br.saveErr
 	}
-	summary := backlogSummary(bl)
+	summary := backlogSummary(bl, false)
 	br.mu.Unlock()
 
 	fmt.Fprint(br.streams.Err, summary)
@@ -642,14 +642,15 @@ func showBacklog(out io.Writer, mgr *state.Manager, s *state.Session) {
 	if s.Error != "" {
 		fmt.Fprintf(out, "error     %s\n", safe(s.Error))
 	}
-	fmt.Fprint(out, backlogSummary(bl))
+	fmt.Fprint(out, backlogSummary(bl, true))
 	if s.Status != state.StatusCompleted {
 		fmt.Fprintf(out, "next      vibeteam resume %s\n", s.ID)
 	}
 }
 
-// backlogSummary is the table of a backlog's beads.
-func backlogSummary(bl *state.Backlog) string {
+// backlogSummary is the table of a backlog's beads; each bead's session
+// is named where a person may want it (all: always).
+func backlogSummary(bl *state.Backlog, all bool) string {
 	var b strings.Builder
 	var tokens int64
 	var cost float64
@@ -663,7 +664,7 @@ func backlogSummary(bl *state.Backlog) string {
 		} else if bd.LimitedUntil != nil {
 			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}
-		if bd.Session != "" && bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped {
+		if bd.Session != "" && (all || bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped) {
 			fmt.Fprintf(&b, "      session %s\n", bd.Session)
 		}
 	}

@@ -140,6 +140,9 @@ func (l *logRun) run(ctx context.Context) error {
 		f, err = os.Open(l.path)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
+		if s, lerr := l.mgr.Load(l.id); lerr == nil && s.Backlog != nil {
+			return exitf(ExitFailed, "session %s is a backlog run: each bead's events are in its own session's log (vibeteam show %s names them; then vibeteam log SESSION)", l.id, l.id)
+		}
 		return exitf(ExitFailed, "session %s has no event log yet (%s)", l.id, l.path)
 	}
 	if err != nil {

@@ -48,6 +48,17 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	}
 	sum.BlockedReason, sum.Worktree = s.BlockedReason, s.Worktree
 	sum.Next = nextCommand(s, sum.Running)
+	if bl := s.Backlog; bl != nil {
+		// A backlog's progress is its beads.
+		sum.grimoire, sum.Tasks = true, len(bl.Beads)
+		for _, b := range bl.Beads {
+			if b.Status == string(state.StatusCompleted) {
+				sum.Done++
+			}
+		}
+		sum.Goal = fmt.Sprintf("%d bead(s), %d at once", len(bl.Beads), bl.Jobs)
+		return sum
+	}
 	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {
 		sum.grimoire = true
 		if r := s.Runs[s.Cursor]; r != nil {
