@@ -84,15 +84,12 @@ func TestClaudeUsageLimitWaitedOut(t *testing.T) {
 	}
 }
 
-// limitedOpenAI is a fake OpenAI script whose model answers limit while
-// limited is set, and otherwise runs base; a turn that continues a thread
-// holding createPrompt (the refused turn) gets call, the first step of
-// the work: only the agent's own session, continued, has that prompt.
-func limitedOpenAI(limited *atomic.Bool, limit func() fakeopenai.Reply, base fakeopenai.Script, call fakeopenai.Reply) fakeopenai.Script {
+// continuedScript runs base, except that a turn continuing a thread
+// that holds createPrompt (a turn refused by a limit) gets call, the
+// first step of the work: only the agent's own session, continued, holds
+// that prompt.
+func continuedScript(base fakeopenai.Script, call fakeopenai.Reply) fakeopenai.Script {
 	return func(c fakeopenai.Call) fakeopenai.Reply {
-		if limited.Load() {
-			return limit()
-		}
 		if c.HasLast && c.Last.IsUserMessage() && c.Request.CallOutputs() == 0 && !c.Request.IsSideRequest() && heldPrompt(c.Request.UserTexts()) {
 			return call
 		}
@@ -115,9 +112,13 @@ func heldPrompt(texts []string) bool {
 // limited is set, and otherwise creates the file.
 func limitedCodexWorld(t *testing.T, limited *atomic.Bool, reset time.Time) *world {
 	t.Helper()
-	limit := func() fakeopenai.Reply { return fakeopenai.UsageLimit(reset) }
-	exec := fakeopenai.Exec("touch "+createdFile, false)
-	return newCodexWorld(t, limitedOpenAI(limited, limit, fakeopenai.CreateFile(false), exec))
+	next := continuedScript(fakeopenai.CreateFile(false), fakeopenai.Exec("touch "+createdFile, false))
+	return newCodexWorld(t, func(c fakeopenai.Call) fakeopenai.Reply {
+		if limited.Load() {
+			return fakeopenai.UsageLimit(reset)
+		}
+		return next(c)
+	})
 }
 
 // Codex's usage limit ("You’ve hit your usage limit … try again at 4:31
@@ -163,6 +164,78 @@ func TestCodexUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 	}
 	if s.Limit != nil {
 		t.Errorf("the limit stays on a completed session: %+v", s.Limit)
+	}
+}
+
+// limitedOpencodeWorld is an opencode world whose provider refuses every
+// request for lasts from the first turn of the main loop on, with
+// message(the reset), as an account out of quota does: status 402, which
+// opencode does not retry (it retries a 429 for as long as it lasts,
+// saying nothing); then the model creates the file.
+func limitedOpencodeWorld(t *testing.T, lasts time.Duration, message func(reset time.Time) string) *world {
+	t.Helper()
+	var mu sync.Mutex
+	var reset time.Time
+	limited := func(c fakeopenai.Call) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if reset.IsZero() && !c.Request.IsSideRequest() {
+			// From the first turn on, not opencode's start (seconds).
+			reset = time.Now().Add(lasts).Truncate(time.Second)
+		}
+		return reset, !reset.IsZero() && time.Now().Before(reset)
+	}
+	exec := fakeopenai.Bash("touch " + createdFile)
+	base := fakeopenai.Sequence(createTrigger, fakeopenai.DoneText, fakeopenai.OtherText, exec)
+	return newOpencodeWorld(t, func(c fakeopenai.Call) fakeopenai.Reply {
+		if at, ok := limited(c); ok {
+			return fakeopenai.QuotaError(402, message(at))
+		}
+		return continuedScript(base, exec)(c)
+	})
+}
+
+// A provider's spend limit through opencode ("You have reached your
+// specified API usage limits. You will regain access on … UTC.", opencode's
+// error event) stops the session as limited, with the provider's reset
+// time; show gives it.
+func TestOpencodeUsageLimitParks(t *testing.T) {
+	// The Anthropic API's words for a spend limit, to the minute.
+	reset := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 3)
+	w := limitedOpencodeWorld(t, time.Until(reset), func(time.Time) string {
+		return "You have reached your specified API usage limits. You will regain access on " + reset.Format("2006-01-02 at 15:04") + " UTC."
+	})
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless")
+	s := w.assertLimited(r, "opencode", reset, 0)
+	if !strings.Contains(s.Limit.Message, "reached your specified API usage limits") {
+		t.Errorf("the provider's words: %q", s.Limit.Message)
+	}
+}
+
+// With --wait-limits the run waits out a provider's limit that resets in
+// seconds and continues opencode's own session (--session), which then
+// does the work.
+func TestOpencodeUsageLimitWaitedOut(t *testing.T) {
+	// A coding plan's words (z.ai's), to the second.
+	w := limitedOpencodeWorld(t, 2*time.Second, func(reset time.Time) string {
+		return "Usage limit reached for 5 hour. Your limit will reset at " + reset.UTC().Format("2006-01-02 15:04:05") + " +0000"
+	})
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	s := w.only()
+	w.assertDone(s)
+	w.assertCreated()
+	if s.Limit != nil {
+		t.Errorf("the limit stays on a completed session: %+v", s.Limit)
+	}
+	rec := s.Tasks["agent"]
+	if argv := strings.Join(rec.Argv, " "); rec.Agent == nil || !strings.Contains(argv, "--session "+rec.Agent.SessionID) {
+		t.Errorf("the run after the wait did not continue opencode's session: %+v\nargv %s", rec.Agent, argv)
+	}
+	if !strings.Contains(r.stderr, "opencode usage limit: waiting until") {
+		t.Errorf("the wait is not said:\n%s", r.stderr)
 	}
 }
 
