@@ -49,9 +49,10 @@ type backlogRun struct {
 	mu      sync.Mutex // guards sess.Backlog's records
 	saveErr error
 
-	// prepared are the beads' fields and definitions, by bead id.
+	// listed are the beads as bd ready gave them, and the grimoires
+	// chosen for them, by bead id.
 	prepMu   sync.Mutex
-	fields   map[string]map[string]any
+	listed   map[string]map[string]any
 	defs     map[string]*workflow.Definition
 	grimoire *workflow.Definition // the one GRIMOIRE given, if any
 
@@ -194,7 +195,7 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	br := &backlogRun{
 		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
 		mgr:    state.NewManager(base),
-		fields: map[string]map[string]any{}, defs: map[string]*workflow.Definition{},
+		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{},
 		ctrls: map[string]*core.SessionController{},
 	}
 	br.board, err = newBacklogBoard(streams, c.String("events"), &br.mu)
@@ -396,6 +397,9 @@ func (br *backlogRun) ready(ctx context.Context) ([]string, error) {
 			continue
 		}
 		ids = append(ids, b.ID())
+		br.prepMu.Lock()
+		br.listed[b.ID()] = b
+		br.prepMu.Unlock()
 	}
 	return ids, nil
 }
@@ -412,60 +416,70 @@ func allIn(want, have []string) bool {
 // prepare reads a bead (bd show), chooses and loads its grimoire, and
 // names its session.
 func (br *backlogRun) prepare(ctx context.Context, id string) (*state.BacklogBead, error) {
-	fields, def, rule, err := br.load(ctx, id, "")
+	// The grimoire is chosen from what bd ready said of the bead (its
+	// type, labels): the scheduler's loop makes no bd call per bead; the
+	// bead's run reads it whole.
+	br.prepMu.Lock()
+	fields := br.listed[id]
+	br.prepMu.Unlock()
+	if fields == nil {
+		var err error
+		if fields, err = br.show(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	def, name, rule, err := br.choose(fields, "")
 	if err != nil {
 		return nil, err
 	}
+	br.prepMu.Lock()
+	br.defs[id] = def
+	br.prepMu.Unlock()
 	session, err := br.mgr.NewID()
 	if err != nil {
 		return nil, err
 	}
 	b := &state.BacklogBead{
-		ID: id, Title: beads.Bead(fields).Title(), Grimoire: def.ID, Rule: rule, Session: session,
+		ID: id, Title: beads.Bead(fields).Title(), Grimoire: name, Rule: rule, Session: session,
 		Adapters: grimoireAdapters(def),
-	}
-	if br.grimoire != nil {
-		b.Grimoire = br.sess.Backlog.Grimoire
 	}
 	return b, nil
 }
 
-// load reads bead id and its grimoire: the run's, the one named (a
-// resume), or the one chosen for it.
-func (br *backlogRun) load(ctx context.Context, id, named string) (map[string]any, *workflow.Definition, string, error) {
+// show reads bead id whole (bd show): its fields for the templates.
+func (br *backlogRun) show(ctx context.Context, id string) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, bdTimeout)
 	defer cancel()
 	b, err := br.client.Show(ctx, id)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, err
 	}
-	fields := map[string]any(b)
-	var def *workflow.Definition
-	var rule string
+	return map[string]any(b), nil
+}
+
+// choose is a bead's grimoire: the run's, the one named (a resume), or
+// the one the rules choose for its fields; its name, and the rule.
+func (br *backlogRun) choose(fields map[string]any, named string) (def *workflow.Definition, name, rule string, err error) {
 	switch {
 	case br.grimoire != nil:
-		def, rule = br.grimoire, "given"
+		def, name, rule = br.grimoire, br.sess.Backlog.Grimoire, "given"
 	case named != "":
 		if def, err = loadChosenGrimoire(named, br.base, loadOptions(br.c, br.reg, br.base)); err != nil {
-			return nil, nil, "", errors.New(exitMessage(err))
+			return nil, "", "", errors.New(exitMessage(err))
 		}
-		rule = "chosen before"
+		name, rule = named, "chosen before"
 	default:
-		var name string
 		if name, rule, err = selectGrimoire(br.base, fields); err != nil {
-			return nil, nil, "", errors.New(exitMessage(err))
+			return nil, "", "", errors.New(exitMessage(err))
 		}
 		if def, err = loadChosenGrimoire(name, br.base, loadOptions(br.c, br.reg, br.base)); err != nil {
-			return nil, nil, "", errors.New(exitMessage(err))
+			return nil, "", "", errors.New(exitMessage(err))
 		}
 	}
 	if def.Kind != workflow.KindGrimoire {
-		return nil, nil, "", fmt.Errorf("%s is a stage workflow, not a grimoire", def.Source)
+		return nil, "", "", fmt.Errorf("%s is a stage workflow, not a grimoire", def.Source)
 	}
-	br.prepMu.Lock()
-	br.fields[id], br.defs[id] = fields, def
-	br.prepMu.Unlock()
-	return fields, def, rule, nil
+	return def, name, rule, nil
 }
 
 // grimoireAdapters are the agent CLIs a grimoire's agent steps run.
@@ -579,13 +593,16 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 		}
 		return orch.Resume(b.Session, opts)
 	}
+	fields, err := br.show(ctx, b.ID)
+	if err != nil {
+		return nil, err
+	}
 	br.prepMu.Lock()
-	fields, def := br.fields[b.ID], br.defs[b.ID]
+	def := br.defs[b.ID]
 	br.prepMu.Unlock()
 	if def == nil {
 		// A resume of a bead whose session was never made.
-		var err error
-		if fields, def, _, err = br.load(ctx, b.ID, b.Grimoire); err != nil {
+		if def, _, _, err = br.choose(fields, b.Grimoire); err != nil {
 			return nil, err
 		}
 	}
