@@ -26,7 +26,10 @@ type Limit struct {
 // access on 2026-12-01 at 00:00 UTC.", insufficient_quota).
 var limitMarks = []string{
 	"usage limit", "hit your limit", "hit your usage limit", "hit your 5-hour limit", "hit your weekly limit",
-	"rate limit", "rate_limit", "quota", "resource_exhausted", "resource exhausted",
+	// Not "quota" alone: a bad request may name a quota ("400 quota")
+	// without being a limit that resets.
+	"rate limit", "rate_limit", "exceeded your current quota", "insufficient_quota", "quota exceeded", "quota_exceeded",
+	"resource_exhausted", "resource exhausted",
 	"too many requests", "status: 429", "(429)", "429 too many",
 }
 
