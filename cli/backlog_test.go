@@ -485,3 +485,26 @@ func TestReadyBudgetBoundsTheWholeBacklog(t *testing.T) {
 		t.Errorf("show lacks the spend against the budget:\n%s", show)
 	}
 }
+
+// A bead that cannot run (its label names a grimoire that is not there)
+// fails alone: the others run, and the exit says one failed.
+func TestReadyOneBeadFailsTheOthersRun(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "Fine", nil),
+		bead("bd-2", "Bad label", map[string]any{"labels": []any{"grimoire:nowhere"}}),
+		bead("bd-3", "Also fine", nil),
+	)
+	r := p.bdExec("run", "--ready", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 1)
+	if !strings.Contains(r.stderr, "1 of 3 bead(s) failed") || !strings.Contains(r.stderr, "nowhere") {
+		t.Errorf("the run does not say which bead failed and why:\n%s", r.stderr)
+	}
+	merges := p.mergesOf()
+	if merges["bd-1"] != 1 || merges["bd-3"] != 1 || merges["bd-2"] != 0 {
+		t.Errorf("merges %v", merges)
+	}
+	if s := p.backlogSession(); s.Status != state.StatusFailed {
+		t.Errorf("backlog %s", s.Status)
+	}
+}
