@@ -508,3 +508,34 @@ func TestReadyOneBeadFailsTheOthersRun(t *testing.T) {
 		t.Errorf("backlog %s", s.Status)
 	}
 }
+
+// Resuming a backlog whose beads wait for a review: without a terminal
+// they are left waiting; at a terminal each is asked again, one at a time.
+func TestReadyResumeAsksTheWaitingBeadsAgain(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", strings.Replace(backlogGrimoire, "require_review: false", "require_review: true", 1))
+	r := p.bdExec("run", "--ready", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 3)
+	bl := p.backlogSession()
+	r = p.bdExec("resume", bl.ID, "--headless")
+	wantCode(t, r, 3)
+	if n := len(p.mergesOf()); n != 0 {
+		t.Fatalf("%d beads merged without a review", n)
+	}
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	c, cmd, screen := terminalSessionEnv(t, p.project, env, "resume", bl.ID)
+	for range 2 {
+		expectAll(t, c, screen, "review: merge vibeteam/bd-", "review › ")
+		_, _ = c.SendLine("a")
+	}
+	if code := waitExit(t, cmd, screen); code != 0 {
+		t.Fatalf("exit %d\n%s", code, screen.String())
+	}
+	if m := p.mergesOf(); m["bd-1"] != 1 || m["bd-2"] != 1 {
+		t.Errorf("merges %v", m)
+	}
+	if s := p.sessionByID(bl.ID); s.Status != state.StatusCompleted {
+		t.Errorf("backlog %s", s.Status)
+	}
+}
