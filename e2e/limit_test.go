@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/e2e/fakeanthropic"
+	"github.com/vibeteam/vibeteam/e2e/fakegemini"
 	"github.com/vibeteam/vibeteam/e2e/fakeopenai"
 )
 
@@ -236,6 +237,65 @@ func TestOpencodeUsageLimitWaitedOut(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "opencode usage limit: waiting until") {
 		t.Errorf("the wait is not said:\n%s", r.stderr)
+	}
+}
+
+// Gemini's quota error with a retry delay it will not wait (above 300 s:
+// "You exceeded your current quota … Please retry in 3600s.") beyond
+// --wait-limits stops the session as limited at once, with the reset the
+// delay gives; show gives it; and after the reset, resume continues
+// gemini's own session (--resume), which finishes the work.
+//
+// The limit meets the task's second turn (the shell command's result):
+// gemini rolls a refused turn back, and a session whose only turn was
+// refused holds nothing it can --resume ("No previous sessions found for
+// this project").
+func TestGeminiUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
+	var limited atomic.Bool
+	limited.Store(true)
+	var resumed atomic.Bool // the continued session held the first turn
+	base := fakegemini.CreateFile()
+	w := newGeminiWorld(t, func(c fakegemini.Call) fakegemini.Reply {
+		switch {
+		case c.HasLast && c.Last.FunctionResponse != nil && limited.Load():
+			return fakegemini.QuotaExceeded(time.Hour)
+		case c.HasLast && c.Last.Text != "" && c.Request.FunctionResponses() > 0 && heldPrompt(c.Request.UserTexts()):
+			resumed.Store(true)
+			return fakegemini.Text(fakegemini.DoneText)
+		}
+		return base(c)
+	})
+	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
+	// The reset is an hour after gemini got the answer, before the run ended.
+	s := w.assertLimited(r, "gemini", time.Now().Add(time.Hour), r.duration+time.Second)
+	if r.duration > 30*time.Second {
+		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
+	}
+	if !strings.Contains(r.stderr, "beyond --wait-limits 1m") {
+		t.Errorf("why it did not wait is not said:\n%s", r.stderr)
+	}
+	if !strings.Contains(s.Limit.Message, "exceeded your current quota") {
+		t.Errorf("gemini's words: %q", s.Limit.Message)
+	}
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
+		t.Fatalf("no gemini session to continue: %+v", rec)
+	}
+
+	limited.Store(false)
+	r = w.run("resume", s.ID, "--base-dir", w.project, "--auto-approve", "--headless")
+	if r.code != 0 {
+		t.Fatalf("%s, want 0", r)
+	}
+	s = w.only()
+	w.assertDone(s)
+	w.assertCreated()
+	after := s.Tasks["agent"]
+	if argv := strings.Join(after.Argv, " "); after.Agent == nil || after.Agent.SessionID != rec.Agent.SessionID || !strings.Contains(argv, "--resume "+rec.Agent.SessionID) || !resumed.Load() {
+		t.Errorf("gemini's session %s was not continued: %+v\nargv %s", rec.Agent.SessionID, after.Agent, argv)
+	}
+	if after.Agent != nil && after.Agent.Result != fakegemini.DoneText {
+		t.Errorf("the continued session's answer: %q", after.Agent.Result)
 	}
 }
 

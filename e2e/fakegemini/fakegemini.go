@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,13 @@ type Reply struct {
 	Call *FunctionCall
 	// Status, when not 0 or 200, answers with an API error of that HTTP status.
 	Status int
+	// RetryDelay, with Status 429, answers as the API does a spent quota:
+	// RESOURCE_EXHAUSTED, "You exceeded your current quota … Please retry
+	// in Ns.", with a QuotaFailure (a per-minute quota: a daily one reads
+	// as exhausted for the day) and a RetryInfo of that delay. The Gemini
+	// CLI waits a delay of up to 300 s and retries by itself; above that
+	// it gives up at once.
+	RetryDelay time.Duration
 }
 
 // Call is what a Script sees of one streamGenerateContent request.
@@ -393,6 +401,10 @@ func (s *Server) generate(w http.ResponseWriter, rec Request) {
 	s.requests[idx].Status = status
 	s.notifyLocked()
 	s.mu.Unlock()
+	if status == http.StatusTooManyRequests && reply.RetryDelay > 0 {
+		quotaError(w, reply.RetryDelay)
+		return
+	}
 	if status != http.StatusOK {
 		apiError(w, status, "fakegemini: scripted error")
 		return
@@ -431,4 +443,28 @@ func apiError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": status, "message": msg, "status": "INVALID_ARGUMENT"}})
+}
+
+// quotaError answers as the Gemini API does a request over its quota.
+func quotaError(w http.ResponseWriter, delay time.Duration) {
+	secs := strconv.FormatFloat(delay.Seconds(), 'f', -1, 64) + "s"
+	msg := "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n" +
+		"* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count, limit: 1000000, model: gemini-2.5-pro\n" +
+		"Please retry in " + secs + "."
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"code": http.StatusTooManyRequests, "message": msg, "status": "RESOURCE_EXHAUSTED",
+		"details": []any{
+			map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{map[string]any{
+				"quotaMetric":     "generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count",
+				"quotaId":         "GenerateContentPaidTierInputTokensPerModelPerMinute",
+				"quotaDimensions": map[string]any{"location": "global", "model": "gemini-2.5-pro"}, "quotaValue": "1000000",
+			}}},
+			map[string]any{"@type": "type.googleapis.com/google.rpc.Help", "links": []any{map[string]any{
+				"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+			}}},
+			map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": secs},
+		},
+	}})
 }

@@ -1,6 +1,9 @@
 package fakegemini
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Text is a plain text reply that ends the turn.
 func Text(s string) Reply { return Reply{Text: s} }
@@ -52,4 +55,10 @@ func Sequence(trigger, done, other string, calls ...Reply) Script {
 		}
 		return Text(other)
 	}
+}
+
+// QuotaExceeded is the API's 429 RESOURCE_EXHAUSTED for a quota that
+// resets after delay (see Reply.RetryDelay).
+func QuotaExceeded(delay time.Duration) Reply {
+	return Reply{Status: 429, RetryDelay: delay}
 }
