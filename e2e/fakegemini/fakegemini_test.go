@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, s *Server, path string, body any) *http.Response {
@@ -99,5 +100,47 @@ func TestStreamCreateFile(t *testing.T) {
 	}
 	if n := len(s.MainRequests()); n != 3 {
 		t.Errorf("%d main requests, want 3", n)
+	}
+}
+
+// A spent quota is the API's 429 RESOURCE_EXHAUSTED, with the details the
+// Gemini CLI reads: a per-minute QuotaFailure and the RetryInfo delay,
+// also said in the message.
+func TestQuotaExceeded(t *testing.T) {
+	s := New(t, func(Call) Reply { return QuotaExceeded(time.Hour) })
+	resp := post(t, s, "/v1beta/models/pro:streamGenerateContent?alt=sse", map[string]any{"contents": []any{userText("hi")}})
+	var b struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Status  string `json:"status"`
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+				Violations []struct {
+					QuotaID string `json:"quotaId"`
+				} `json:"violations"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	e := b.Error
+	if resp.StatusCode != 429 || e.Code != 429 || e.Status != "RESOURCE_EXHAUSTED" || !strings.HasSuffix(e.Message, "Please retry in 3600s.") {
+		t.Fatalf("status %d, error %+v", resp.StatusCode, e)
+	}
+	types := map[string]int{}
+	for i, d := range e.Details {
+		types[d.Type] = i
+	}
+	retry, ok1 := types["type.googleapis.com/google.rpc.RetryInfo"]
+	quota, ok2 := types["type.googleapis.com/google.rpc.QuotaFailure"]
+	if !ok1 || !ok2 || e.Details[retry].RetryDelay != "3600s" || len(e.Details[quota].Violations) != 1 ||
+		!strings.Contains(e.Details[quota].Violations[0].QuotaID, "PerMinute") {
+		t.Errorf("details %+v", e.Details)
+	}
+	if m := s.MainRequests(); len(m) != 1 || m[0].Status != 429 {
+		t.Errorf("the refusal is not recorded: %+v", m)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 var execTool = []map[string]any{{"type": "function", "name": "exec_command"}}
@@ -159,5 +160,46 @@ func TestChatCompletions(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&done); err != nil || len(done.Choices) != 1 || done.Choices[0].Message.Content != DoneText {
 		t.Errorf("reply %+v (%v), want %q", done, err, DoneText)
+	}
+}
+
+// A usage limit is the ChatGPT backend's 429 body (what Codex reads: the
+// error type, the plan and resets_at), on both APIs; a quota refusal
+// carries its status and message.
+func TestScriptedLimitErrors(t *testing.T) {
+	reset := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	s := New(t, func(c Call) Reply {
+		if c.N == 1 {
+			return UsageLimit(reset)
+		}
+		return QuotaError(402, "You have reached your specified API usage limits.")
+	})
+	type body struct {
+		Error struct {
+			Type     string  `json:"type"`
+			Code     *string `json:"code"`
+			Message  string  `json:"message"`
+			PlanType string  `json:"plan_type"`
+			ResetsAt int64   `json:"resets_at"`
+		} `json:"error"`
+	}
+	read := func(resp *http.Response) body {
+		t.Helper()
+		var b body
+		if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	resp := post(t, s, "/v1/responses", map[string]any{"model": "gpt-fake", "stream": true, "input": []any{userMsg("hi")}})
+	if b := read(resp); resp.StatusCode != 429 || b.Error.Type != "usage_limit_reached" || b.Error.PlanType != "plus" || b.Error.ResetsAt != reset.Unix() {
+		t.Errorf("status %d, body %+v", resp.StatusCode, b)
+	}
+	resp = post(t, s, "/v1/chat/completions", map[string]any{"model": "m", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if b := read(resp); resp.StatusCode != 402 || b.Error.Type != "insufficient_quota" || b.Error.Code == nil || *b.Error.Code != "insufficient_quota" || b.Error.Message != "You have reached your specified API usage limits." {
+		t.Errorf("status %d, body %+v", resp.StatusCode, b)
+	}
+	if got := s.Summary(); !strings.Contains(got, "-> 429") || !strings.Contains(got, "-> 402") {
+		t.Errorf("the refusals are not recorded:\n%s", got)
 	}
 }
