@@ -28,49 +28,70 @@ type headless struct {
 // StartHeadless starts spec on pipes. onOutput is called from the reader
 // goroutines (one per stream) and must not retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
-	cmd := exec.Command(spec.Command, spec.Args...)
+	cmd := command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = mergedEnv(withPWD(withTag(spec.Env, spec.Tag), spec.Dir))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	var stdin io.WriteCloser
-	if !spec.NoInput {
-		var err error
-		if stdin, err = cmd.StdinPipe(); err != nil {
-			return nil, err
+	// Our own pipes rather than cmd.StdinPipe/StdoutPipe: Wait must not
+	// wait for grandchildren that keep the pipe open (we kill the group and
+	// then drain), and the child's ends need not be polled.
+	var theirs []*os.File
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
-	// Our own pipes rather than cmd.StdoutPipe: Wait must not wait for
-	// grandchildren that keep the pipe open; we kill the group and then
-	// drain.
-	outR, outW, err := os.Pipe()
+	var stdin io.WriteCloser
+	if spec.NoInput {
+		null, err := devNull()
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdin = null
+	} else {
+		w, r, err := childPipe(true)
+		if err != nil {
+			return nil, err
+		}
+		stdin, cmd.Stdin = w, r
+		theirs = append(theirs, r)
+	}
+	outR, outW, err := childPipe(false)
 	if err != nil {
+		closeAll(theirs...)
+		if stdin != nil {
+			stdin.Close()
+		}
 		return nil, err
 	}
-	var errR, errW *os.File
+	theirs = append(theirs, outW)
+	var errR *os.File
 	if spec.MergeOutput {
 		cmd.Stdout, cmd.Stderr = outW, outW
 	} else {
-		if errR, errW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
+		var errW *os.File
+		if errR, errW, err = childPipe(false); err != nil {
+			closeAll(append(theirs, outR)...)
+			if stdin != nil {
+				stdin.Close()
+			}
 			return nil, err
 		}
+		theirs = append(theirs, errW)
 		cmd.Stdout, cmd.Stderr = outW, errW
 	}
 	since := bootTicks()
-	if err := cmd.Start(); err != nil {
-		outR.Close()
-		outW.Close()
-		if errR != nil {
-			errR.Close()
-			errW.Close()
+	err = cmd.Start()
+	closeAll(theirs...)
+	if err != nil {
+		closeAll(outR, errR)
+		if stdin != nil {
+			stdin.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
-	}
-	outW.Close()
-	if errW != nil {
-		errW.Close()
 	}
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}

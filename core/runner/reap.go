@@ -221,7 +221,8 @@ type procStat struct {
 
 // readStat parses /proc/<pid>/stat; ok is false when the process vanished.
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := readProc("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return procStat{}, false
 	}
@@ -251,7 +252,7 @@ func readStat(pid int) (procStat, bool) {
 // entry ("KEY=value"). Unreadable means no: the process is gone or not ours
 // to inspect.
 func hasEnv(pid int, entry []byte) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := readProc("/proc/"+strconv.Itoa(pid)+"/environ", make([]byte, 0, 4096))
 	if err != nil {
 		return false
 	}

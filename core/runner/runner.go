@@ -196,22 +196,8 @@ func GroupMembers(pgid int) (pids []int, ok bool) {
 // ProcStart is a process's start time (clock ticks since boot, from
 // /proc/<pid>/stat); with the pid it identifies the process across pid reuse.
 func ProcStart(pid int) (uint64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	// Fields after "(comm)": state is the 3rd field of the line, starttime the 22nd.
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(f[19], 10, 64)
-	return v, err == nil
+	st, ok := readStat(pid)
+	return st.start, ok
 }
 
 // StopOrphan stops the process group of a task left running by a vibeteam

@@ -129,8 +129,8 @@ func reap(pid int, wait bool) bool {
 // one (it never exits before the process does): every stray is there. The
 // other threads' children are processes this vibeteam started itself.
 func children() []int {
-	pid := strconv.Itoa(os.Getpid())
-	b, err := os.ReadFile("/proc/self/task/" + pid + "/children")
+	var buf [256]byte
+	b, err := readProc("/proc/self/task/"+selfPid+"/children", buf[:])
 	if err != nil {
 		return nil
 	}
@@ -160,6 +160,9 @@ func noOrphans() bool {
 	}
 	return true
 }
+
+// selfPid is this process's pid, as text: it does not change either.
+var selfPid = strconv.Itoa(os.Getpid())
 
 // selfStat is this process's own /proc stat, read once: its session and
 // process group do not change while it runs.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,13 @@ type TaskLog struct {
 	w         *bufio.Writer // a PTY delivers ~4 KiB reads; a syscall each is the cost
 	lastFlush time.Time
 	path      string
+	// The file is created aside (opened, below), not on the way of the
+	// task's start: creating a file can cost more than a short task's whole
+	// run. What the task writes meanwhile waits in early.
+	opened  chan struct{}
+	openErr error
+	early   []byte
+	closed  bool
 
 	max   int        // lines kept in the tail
 	ring  []tailLine // complete lines, oldest at ring[start] once full; buffers reused
@@ -36,15 +44,62 @@ type TaskLog struct {
 	pendingCR bool   // saw '\r'; the next byte decides "\r\n" or overwrite
 }
 
+// earlyLimit bounds what waits for the file to be open: beyond it, Write
+// waits for the file.
+const earlyLimit = 1 << 20
+
 // OpenTaskLog opens path for appending (0600, parent directories 0700) and
 // keeps the last tailLines lines in memory. A resumed task appends to the log
-// of its earlier attempts rather than replacing it.
+// of its earlier attempts rather than replacing it. The parent directory is
+// made at once (its error is returned); the file is opened meanwhile, and
+// is whole once Close returns.
 func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
-	f, err := openAppend(path)
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
-	return &TaskLog{f: f, w: bufio.NewWriterSize(f, 64<<10), lastFlush: time.Now(), path: path, max: max(tailLines, 0)}, nil
+	t := &TaskLog{lastFlush: time.Now(), path: path, max: max(tailLines, 0), opened: make(chan struct{})}
+	go func() {
+		defer close(t.opened)
+		// Not openAppend: the directory is made already, and must not be
+		// made again if the session was removed meanwhile.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
+		if err == nil {
+			_ = f.Chmod(fileMode) // as openAppend: private even if it was not
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if err != nil {
+			t.openErr, t.early = fmt.Errorf("open task log: %w", err), nil
+			return
+		}
+		t.f, t.w = f, bufio.NewWriterSize(f, 64<<10)
+		if len(t.early) > 0 {
+			_, t.openErr = t.w.Write(t.early)
+			t.early = nil
+		}
+	}()
+	return t, nil
+}
+
+// writeLocked writes p to the file, or keeps it until the file is open.
+func (t *TaskLog) writeLocked(p []byte) (int, error) {
+	if t.w != nil {
+		return t.w.Write(p)
+	}
+	if t.openErr != nil {
+		return len(p), t.openErr // the tail goes on without the file
+	}
+	if len(t.early)+len(p) > earlyLimit {
+		t.mu.Unlock()
+		<-t.opened
+		t.mu.Lock()
+		if t.closed {
+			return 0, os.ErrClosed
+		}
+		return t.writeLocked(p)
+	}
+	t.early = append(t.early, p...)
+	return len(p), nil
 }
 
 // Path is the file the log writes to.
@@ -55,22 +110,23 @@ func (t *TaskLog) Path() string { return t.path }
 func (t *TaskLog) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.f == nil {
+	if t.closed {
 		return 0, os.ErrClosed
 	}
 	// A secret the task prints is written as *** (the tail, which the
 	// session keeps, too).
 	if r := RedactBytes(p); len(r) != len(p) || !bytes.Equal(r, p) {
-		if _, err := t.w.Write(r); err != nil {
+		n, err := t.writeLocked(r)
+		t.feed(r[:n])
+		if err != nil {
 			return 0, err
 		}
-		t.feed(r)
 		return len(p), nil
 	}
-	n, err := t.w.Write(p)
+	n, err := t.writeLocked(p)
 	t.feed(p[:n])
 	// Someone may be following the file: it lags by at most this much.
-	if now := time.Now(); err == nil && now.Sub(t.lastFlush) > logFlushEvery {
+	if now := time.Now(); err == nil && t.w != nil && now.Sub(t.lastFlush) > logFlushEvery {
 		t.lastFlush = now
 		err = t.w.Flush()
 	}
@@ -172,18 +228,27 @@ func (t *TaskLog) Tail() []string {
 	return out
 }
 
-// Close closes the file; the tail stays readable. Closing twice is a no-op.
+// Close waits for the file to be open, writes what is left and closes it;
+// the tail stays readable. Closing twice is a no-op.
 func (t *TaskLog) Close() error {
+	<-t.opened
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.f == nil {
+	if t.closed {
 		return nil
+	}
+	t.closed = true
+	if t.f == nil {
+		return t.openErr
 	}
 	ferr := t.w.Flush()
 	err := t.f.Close()
 	if err == nil {
 		err = ferr
 	}
-	t.f = nil
+	if err == nil {
+		err = t.openErr
+	}
+	t.f, t.w = nil, nil
 	return err
 }

@@ -24,7 +24,6 @@ func openTaskLog(t *testing.T, tail int) (*TaskLog, string) {
 
 func TestTaskLogFileAndTail(t *testing.T) {
 	l, path := openTaskLog(t, 3)
-	checkMode(t, path, 0o600)
 	checkMode(t, filepath.Dir(path), 0o700)
 	chunks := []string{"one\ntw", "o\nthr", "ee\r", "\nfour\n", "fi"}
 	for _, c := range chunks {
@@ -42,6 +41,7 @@ func TestTaskLogFileAndTail(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkMode(t, path, 0o600)
 	if _, err := l.Write([]byte("x")); err == nil {
 		t.Error("write after close succeeded")
 	}
@@ -141,5 +141,48 @@ func TestTaskLogConcurrent(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if n := strings.Count(string(data), "\n"); n != 800 {
 		t.Errorf("%d lines in file", n)
+	}
+}
+
+// The file is opened aside from the task's start: what the task writes
+// before it is open is not lost, and an error opening it is Close's.
+func TestTaskLogOpenedAside(t *testing.T) {
+	dir := t.TempDir()
+	l, err := OpenTaskLog(filepath.Join(dir, "logs", "task.log"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", earlyLimit+10) // more than waits for the file
+	for _, p := range []string{"first\n", big, "\nlast\n"} {
+		if _, err := l.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "logs", "task.log")); string(data) != "first\n"+big+"\nlast\n" {
+		t.Errorf("file holds %d bytes, want %d", len(data), len(big)+12)
+	}
+
+	// A directory where the file should be: the open fails, aside.
+	if err := os.Mkdir(filepath.Join(dir, "logs", "dir.log"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err = OpenTaskLog(filepath.Join(dir, "logs", "dir.log"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write([]byte("lost\n"))
+	if err := l.Close(); err == nil || !strings.Contains(err.Error(), "open task log") {
+		t.Errorf("Close = %v, want the open's error", err)
+	}
+	if got := l.Tail(); !reflect.DeepEqual(got, []string{"lost"}) {
+		t.Errorf("tail %q", got)
+	}
+
+	// A file where the directory should be: that error is OpenTaskLog's.
+	if _, err := OpenTaskLog(filepath.Join(dir, "logs", "task.log", "x.log"), 2); err == nil {
+		t.Error("OpenTaskLog under a file succeeded")
 	}
 }
