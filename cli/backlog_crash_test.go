@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// TestBacklogCrashTrials kills a `run --ready` (its pid, or its whole
+// process group) at seeded random moments, and resumes it, until it
+// completes: every bead must land on main exactly once, the dependant
+// after its blocker, with no worktree, branch or owner record left, and
+// the backlog and every bead session completed.
+func TestBacklogCrashTrials(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 19))
+	span := backlogTrial(t, -1, false, nil, 0)
+	t.Logf("an uninterrupted backlog takes %v", span)
+	kills := 0
+	for n := range 6 {
+		kills += int(backlogTrial(t, n, n%2 == 1, rng, span))
+	}
+	if kills < 4 {
+		t.Errorf("only %d kills in 6 trials", kills)
+	}
+}
+
+// backlogTrial runs one trial; without rng nothing is killed and it
+// returns how long the backlog took; with one, the kills.
+func backlogTrial(t *testing.T, n int, group bool, rng *rand.Rand, span time.Duration) time.Duration {
+	t.Helper()
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil),
+		bead("bd-4", "After one", blocks("bd-1")),
+	)
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	start := func(args ...string) *execution {
+		cmd := p.command(args...)
+		cmd.Env = append(cmd.Env, env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		e := &execution{}
+		cmd.Stderr = &e.stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		e.cmd = cmd
+		return e
+	}
+	args := []string{"run", "--ready", "--jobs", "2", "--headless", "--set", "log=" + logPath, "--set", "pause=0.2"}
+	began := time.Now()
+	if rng == nil {
+		e := start(args...)
+		if err := e.cmd.Wait(); err != nil {
+			t.Fatalf("calibration: %v\n%s", err, e.stderr.String())
+		}
+		return time.Since(began)
+	}
+	var kills time.Duration
+	var id string
+	for attempt := 0; ; attempt++ {
+		if attempt > 8 {
+			t.Fatalf("trial %d: not completed after %d resumes", n, attempt)
+		}
+		var e *execution
+		if id == "" {
+			e = start(args...)
+		} else {
+			e = start("resume", id, "--headless")
+		}
+		// The first run is always killed; a resume sometimes.
+		if attempt == 0 || rng.IntN(2) == 0 {
+			at := time.Duration(rng.Int64N(int64(span)))
+			timer := time.AfterFunc(at, func() {
+				pid := e.cmd.Process.Pid
+				if group {
+					pid = -pid
+				}
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			})
+			_ = e.cmd.Wait()
+			if timer.Stop() {
+				// Finished before its kill.
+			} else {
+				kills++
+			}
+		} else {
+			_ = e.cmd.Wait()
+		}
+		if id == "" {
+			for _, s := range p.sessions() {
+				if s.Backlog != nil {
+					id = s.ID
+				}
+			}
+			if id == "" {
+				// Killed before the backlog was saved: nothing to resume;
+				// run again.
+				attempt = -1
+				continue
+			}
+		}
+		code := e.cmd.ProcessState.ExitCode()
+		if code == 0 {
+			break
+		}
+		if code != -1 {
+			t.Fatalf("trial %d attempt %d: exit %d\n%s", n, attempt, code, e.stderr.String())
+		}
+	}
+	merges := p.mergesOf()
+	for _, b := range []string{"bd-1", "bd-2", "bd-3", "bd-4"} {
+		if merges[b] != 1 {
+			t.Errorf("trial %d: %s landed %d times", n, b, merges[b])
+		}
+	}
+	for _, l := range workLog(t, logPath) {
+		if l[0] == "start" && l[1] == "bd-4" && !strings.Contains(strings.Join(l[2:], " "), "bd-1.txt") {
+			t.Errorf("trial %d: bd-4 started before bd-1 landed: %v", n, l)
+		}
+	}
+	bl := p.sessionByID(id)
+	if bl.Status != state.StatusCompleted {
+		t.Errorf("trial %d: backlog %s", n, bl.Status)
+	}
+	for _, b := range bl.Backlog.Beads {
+		if s := p.sessionByID(b.Session); s.Status != state.StatusCompleted {
+			t.Errorf("trial %d: bead %s session %s", n, b.ID, s.Status)
+		}
+	}
+	if out := p.git("worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Errorf("trial %d: worktrees left:\n%s", n, out)
+	}
+	if out := p.git("branch", "--list", "vibeteam/*"); out != "" {
+		t.Errorf("trial %d: branches left: %s", n, out)
+	}
+	return kills
+}
+
+type execution struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+}
