@@ -333,7 +333,7 @@ stages:
 
 func TestSessionsShowAndAdaptersCommands(t *testing.T) {
 	p := newProject(t)
-	p.write("wf.yaml", "id: listme\ngoal: list me\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: print=visible_tail }\n")
+	p.write("wf.yaml", "id: listme\ngoal: list me\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: fake, executionMode: headless, prompt: \"flood=2000 print=visible_tail\" }\n") // more than its tail: a log file
 	wantCode(t, p.run("run", "wf.yaml"), 0)
 	r := p.run("sessions", "--json")
 	wantCode(t, r, 0)

@@ -148,7 +148,14 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	var tlog *state.TaskLog
 	if cfg.Manager != nil {
 		logPath = cfg.Manager.TaskLogPath(cfg.SessionID, t.ID)
-		tlog, err = state.OpenTaskLog(logPath, cfg.TailLines)
+		open := state.OpenTaskLog
+		if mode == adapters.Headless && !lc.UsePTY && agentstream.New(lc.Output) == nil {
+			// A command's output, often a line or two: kept in the
+			// session, a file only when there is more (making a file can
+			// cost more than running the command).
+			open = state.OpenShortTaskLog
+		}
+		tlog, err = open(logPath, cfg.TailLines)
 		if err != nil {
 			return fail(startFailedReason, err.Error())
 		}
@@ -411,6 +418,11 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 
 	finish := func(st state.TaskStatus, reason string, res *runner.Result, msg string) (bool, string) {
 		now := time.Now()
+		if tr.log != nil && !tr.kept {
+			// Its process is gone: the output is whole, and the record
+			// says whether it has a file.
+			_ = tr.log.Close()
+		}
 		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
 			rec.EndedAt = &now
 			rec.Reason = reason
@@ -421,6 +433,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			}
 			if tr.log != nil {
 				rec.OutputTail = tr.log.Tail()
+				rec.LogPath = tr.log.Path()
 			}
 		})
 		fields := map[string]any{"reason": reason}

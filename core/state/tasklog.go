@@ -30,10 +30,14 @@ type TaskLog struct {
 	// The file is created aside (opened, below), not on the way of the
 	// task's start: creating a file can cost more than a short task's whole
 	// run. What the task writes meanwhile waits in early.
-	opened  chan struct{}
+	opened  chan struct{} // nil while a short log has no file (yet)
 	openErr error
 	early   []byte
 	closed  bool
+	// A short log (OpenShortTaskLog) makes its file only when the output
+	// is more than the tail holds whole, or the task runs followAfter.
+	earlyLines int
+	follow     *time.Timer
 
 	max   int        // lines kept in the tail
 	ring  []tailLine // complete lines, oldest at ring[start] once full; buffers reused
@@ -48,16 +52,56 @@ type TaskLog struct {
 // waits for the file.
 const earlyLimit = 1 << 20
 
+// shortLimit is the most output a short log keeps without a file.
+const shortLimit = 8 << 10
+
+// followAfter is how long a task with a short log runs before its file is
+// made all the same: someone may want to follow it.
+const followAfter = time.Second
+
 // OpenTaskLog opens path for appending (0600, parent directories 0700) and
 // keeps the last tailLines lines in memory. A resumed task appends to the log
 // of its earlier attempts rather than replacing it. The parent directory is
 // made at once (its error is returned); the file is opened meanwhile, and
 // is whole once Close returns.
 func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
+	return newTaskLog(path, tailLines, false)
+}
+
+// OpenShortTaskLog is OpenTaskLog for output that is often a few lines (a
+// command's): the file is made only once the output is more than the tail
+// holds whole, or the task has run a second. A task that ends before, its
+// output whole in its tail, has no file: Path is then "" after Close. An
+// earlier attempt's file is appended to as ever.
+func OpenShortTaskLog(path string, tailLines int) (*TaskLog, error) {
+	return newTaskLog(path, tailLines, true)
+}
+
+func newTaskLog(path string, tailLines int, short bool) (*TaskLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
-	t := &TaskLog{lastFlush: time.Now(), path: path, max: max(tailLines, 0), opened: make(chan struct{})}
+	t := &TaskLog{lastFlush: time.Now(), path: path, max: max(tailLines, 0)}
+	if short {
+		if _, err := os.Lstat(path); err != nil {
+			t.follow = time.AfterFunc(followAfter, func() {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				if !t.closed && t.opened == nil {
+					t.openAsideLocked()
+				}
+			})
+			return t, nil
+		}
+	}
+	t.openAsideLocked()
+	return t, nil
+}
+
+// openAsideLocked starts making the file; mu is held (or t not shared yet).
+func (t *TaskLog) openAsideLocked() {
+	path := t.path
+	t.opened = make(chan struct{})
 	go func() {
 		defer close(t.opened)
 		// Not openAppend: the directory is made already, and must not be
@@ -78,7 +122,6 @@ func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
 			t.early = nil
 		}
 	}()
-	return t, nil
 }
 
 // writeLocked writes p to the file, or keeps it until the file is open.
@@ -88,6 +131,14 @@ func (t *TaskLog) writeLocked(p []byte) (int, error) {
 	}
 	if t.openErr != nil {
 		return len(p), t.openErr // the tail goes on without the file
+	}
+	if t.opened == nil {
+		t.early = append(t.early, p...)
+		t.earlyLines += bytes.Count(p, []byte{'\n'})
+		if len(t.early) > shortLimit || t.earlyLines > t.max {
+			t.openAsideLocked() // more than the tail holds
+		}
+		return len(p), nil
 	}
 	if len(t.early)+len(p) > earlyLimit {
 		t.mu.Unlock()
@@ -102,8 +153,13 @@ func (t *TaskLog) writeLocked(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Path is the file the log writes to.
-func (t *TaskLog) Path() string { return t.path }
+// Path is the file the log writes to; "" for a short log closed without
+// one.
+func (t *TaskLog) Path() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.path
+}
 
 // Write appends p to the file unchanged and feeds the bytes that reached the
 // file into the tail.
@@ -185,6 +241,19 @@ func (t *TaskLog) feed(p []byte) {
 	}
 }
 
+// wholeInTailLocked reports whether the tail gives back the output kept
+// without a file byte for byte.
+func (t *TaskLog) wholeInTailLocked() bool {
+	if len(t.early) == 0 {
+		return true
+	}
+	whole := strings.Join(t.tailLocked(), "\n")
+	if t.early[len(t.early)-1] == '\n' {
+		whole += "\n"
+	}
+	return whole == string(t.early)
+}
+
 func lineString(b []byte, truncated bool) string {
 	s := string(b)
 	if truncated {
@@ -211,6 +280,10 @@ func (t *TaskLog) endLine() {
 func (t *TaskLog) Tail() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.tailLocked()
+}
+
+func (t *TaskLog) tailLocked() []string {
 	if t.max == 0 {
 		return nil
 	}
@@ -229,9 +302,25 @@ func (t *TaskLog) Tail() []string {
 }
 
 // Close waits for the file to be open, writes what is left and closes it;
-// the tail stays readable. Closing twice is a no-op.
+// the tail stays readable. Closing twice is a no-op. A short log whose
+// output is whole in its tail makes no file.
 func (t *TaskLog) Close() error {
-	<-t.opened
+	t.mu.Lock()
+	if t.follow != nil {
+		t.follow.Stop()
+	}
+	if !t.closed && t.opened == nil {
+		if t.wholeInTailLocked() {
+			t.closed, t.path, t.early = true, "", nil
+		} else {
+			t.openAsideLocked()
+		}
+	}
+	opened := t.opened
+	t.mu.Unlock()
+	if opened != nil {
+		<-opened
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 	"unicode/utf8"
 )
 
@@ -185,4 +187,78 @@ func TestTaskLogOpenedAside(t *testing.T) {
 	if _, err := OpenTaskLog(filepath.Join(dir, "logs", "task.log", "x.log"), 2); err == nil {
 		t.Error("OpenTaskLog under a file succeeded")
 	}
+}
+
+// A short log makes no file while the output is whole in the tail, and
+// one as soon as it is not, or once it has an earlier attempt's file.
+func TestShortTaskLog(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, out string
+		file      bool
+	}{
+		{"nothing", "", false},
+		{"lines", "one\ntwo\n", false},
+		{"unterminated", "one\ntwo", false},
+		{"blank lines", "\n\n", false},
+		{"more lines than the tail", "1\n2\n3\n4\n", true},
+		{"a progress bar the tail overwrote", "10%\r100%\n", true},
+		{"a line longer than the tail keeps", strings.Repeat("x", maxTailLineBytes+1) + "\n", true},
+	} {
+		path := filepath.Join(dir, "logs", strings.ReplaceAll(tc.name, " ", "-")+".log")
+		l, err := OpenShortTaskLog(path, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Write([]byte(tc.out))
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		switch {
+		case tc.file && (err != nil || string(data) != tc.out || l.Path() != path):
+			t.Errorf("%s: file %q (%v), path %q; want the output in %s", tc.name, data, err, l.Path(), path)
+		case !tc.file && (err == nil || l.Path() != ""):
+			t.Errorf("%s: file %q, path %q; want none (the tail %q holds it)", tc.name, data, l.Path(), l.Tail())
+		}
+	}
+
+	// An earlier attempt's file: appended to, whatever the output.
+	path := filepath.Join(dir, "logs", "lines.log")
+	os.WriteFile(path, []byte("first attempt\n"), 0o600)
+	l, _ := OpenShortTaskLog(path, 3)
+	l.Write([]byte("again\n"))
+	l.Close()
+	if data, _ := os.ReadFile(path); string(data) != "first attempt\nagain\n" || l.Path() != path {
+		t.Errorf("resumed: file %q, path %q", data, l.Path())
+	}
+}
+
+// A task that runs on gets its file while it runs, to be followed.
+func TestShortTaskLogFollowed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "logs", "long.log")
+		l, err := OpenShortTaskLog(path, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		l.Write([]byte("started\n"))
+		time.Sleep(followAfter + time.Millisecond)
+		synctest.Wait()
+		l.mu.Lock()
+		opened := l.opened
+		l.mu.Unlock()
+		if opened == nil {
+			t.Fatalf("no file after %s", followAfter)
+		}
+		<-opened
+		l.Write([]byte("more\n"))
+		l.mu.Lock()
+		l.w.Flush()
+		l.mu.Unlock()
+		if data, _ := os.ReadFile(path); string(data) != "started\nmore\n" {
+			t.Errorf("file holds %q", data)
+		}
+	})
 }
