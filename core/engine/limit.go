@@ -40,8 +40,15 @@ func limitWait(lim *agentstream.Limit, now time.Time, bound, waited time.Duratio
 	}
 	var d time.Duration
 	if lim.ResetAt != nil {
-		d = max(lim.ResetAt.Sub(now), 0)
-		d += min(limitMargin, d/4)
+		d = lim.ResetAt.Sub(now)
+		if d > 0 {
+			d += min(limitMargin, d/4)
+		} else {
+			// Passed already (codex names the minute, not the second; or
+			// it passed while the CLI exited): the margin still, as no
+			// wait at all would stop the session.
+			d = limitMargin
+		}
 	} else {
 		d = limitBackoffFirst << min(tries, 10)
 		d = min(d, limitBackoffMax)
