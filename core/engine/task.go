@@ -232,6 +232,8 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 
 	var proc runner.Process
 	if mode == adapters.Headless && !lc.UsePTY {
+		// Input is the queue, then EOF: with nothing queued, /dev/null.
+		spec.NoInput = lc.Stdin == "" && len(queue) == 0
 		proc, err = cfg.processes().StartHeadless(spec, onOutput)
 	} else {
 		if logPath != "" {
@@ -249,7 +251,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	}
 	tr.proc = proc
 
-	start, _ := runner.ProcStart(proc.Pid())
+	start, _ := runner.StartTime(proc)
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Pid, rec.PidStart = proc.Pid(), start })
 	host.running(tr)
 	defer host.ended(t.ID)
@@ -261,7 +263,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	defer warnUntested(host, cfg, t)()
 
 	inputDone := make(chan struct{})
-	if mode == adapters.Headless && !lc.UsePTY {
+	if mode == adapters.Headless && !lc.UsePTY && !spec.NoInput {
 		// Headless input is the queue; stdin is then closed because CLIs
 		// such as `claude -p` wait for EOF. Written aside from the wait
 		// loop: a queue larger than the pipe blocks until the agent reads.

@@ -252,7 +252,15 @@ func readStat(pid int) (procStat, bool) {
 // entry ("KEY=value"). Unreadable means no: the process is gone or not ours
 // to inspect.
 func hasEnv(pid int, entry []byte) bool {
-	b, err := readProc("/proc/"+strconv.Itoa(pid)+"/environ", make([]byte, 0, 4096))
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	b, err := readProc(path, make([]byte, 0, 4096))
+	for tries := 0; err == nil && len(b) == 0 && tries < 10; tries++ {
+		// Empty: most likely read in the middle of its exec, whose new
+		// environment is not in place yet (vfork lets the parent go on
+		// before it is).
+		time.Sleep(100 * time.Microsecond)
+		b, err = readProc(path, b)
+	}
 	if err != nil {
 		return false
 	}

@@ -399,3 +399,29 @@ func TestKillAfterDoneSparesTheNextRun(t *testing.T) {
 		t.Errorf("next run ended %+v, want exit 3", res)
 	}
 }
+
+// StartTime, read without /proc, identifies the process for StopOrphan
+// as its /proc start time does; an earlier time beyond the slack does not.
+func TestStartTimeIdentifiesTheProcess(t *testing.T) {
+	t.Parallel()
+	m := marker(t)
+	p, err := StartHeadless(Spec{Command: "sh", Args: []string{"-c", "exec sleep " + m}, NoInput: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, ok := StartTime(p)
+	real, ok2 := ProcStart(p.Pid())
+	if !ok || !ok2 || start > real || real-start > startSlack {
+		t.Fatalf("StartTime %d (%v), /proc says %d (%v)", start, ok, real, ok2)
+	}
+	if real > startSlack && StopOrphan(p.Pid(), real-startSlack-1, time.Second) {
+		t.Error("stopped a process started later than the slack allows")
+	}
+	if !StopOrphan(p.Pid(), start, time.Second) {
+		t.Error("StopOrphan did not recognise the process by StartTime's")
+	}
+	waitDone(t, p)
+	if s := survivors(t, m); len(s) > 0 {
+		t.Errorf("survived StopOrphan: %v", s)
+	}
+}

@@ -200,9 +200,31 @@ func ProcStart(pid int) (uint64, bool) {
 	return st.start, ok
 }
 
+// startSlack is how much later than StartTime's a process's /proc start
+// time may be (clock ticks): the clock read just before the start, under
+// load. Another process in the same pid within it would take the pids
+// wrapping around in a second.
+const startSlack = 100
+
+// StartTime is what identifies p with its pid across pid reuse, for
+// StopOrphan: its start time, as ProcStart reads it, or, for a process
+// started here, the clock just before it started, which costs no /proc
+// read on the way of every start.
+func StartTime(p Process) (uint64, bool) {
+	if s, ok := p.(interface{ startTicks() uint64 }); ok {
+		if t := s.startTicks(); t > 0 {
+			return t, true
+		}
+	}
+	return ProcStart(p.Pid())
+}
+
+func (h *headless) startTicks() uint64 { return h.reaper.since }
+func (t *Terminal) startTicks() uint64 { return t.reaper.since }
+
 // StopOrphan stops the process group of a task left running by a vibeteam
 // that died (kill -9, power loss of the terminal): only if pid is still the
-// same process (its start time matches). With a tag (the dead run's
+// same process (its start time matches StartTime's). With a tag (the dead run's
 // Spec.Tag), the processes carrying it and started no earlier than the
 // leader go too, even when the leader is gone. It reports whether it stopped
 // anything, and returns once all of it is gone (bounded after SIGKILL).
@@ -216,7 +238,7 @@ func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool 
 	if len(tag) > 0 {
 		r.tag = tag[0]
 	}
-	if now, ok := ProcStart(pid); ok && now == start {
+	if now, ok := ProcStart(pid); ok && now >= start && now-start <= startSlack {
 		r.pgid = pid
 	}
 	if r.pgid == 0 && r.tag == "" {
