@@ -81,62 +81,62 @@ const OutputLimit = 4096
 
 // Started is workflow.started.
 type Started struct {
+	Bead     string `json:"bead"` // the bead's id; empty without one
 	Grimoire string `json:"grimoire"`
-	Source   string `json:"source"` // the file it was read from, or builtin:NAME
-	Bead     string `json:"bead"`   // the bead's id; empty without one
-	ID       string `json:"id"`     // the session id
+	ID       string `json:"id"` // the session id
 	Resumed  bool   `json:"resumed,omitempty"`
+	Source   string `json:"source"` // the file it was read from, or builtin:NAME
 }
 
 // StepStarted is workflow.step.started.
 type StepStarted struct {
+	Address   string            `json:"address"`             // e.g. "2.3/0": step 0 of iteration 3 of step 2
+	Inputs    map[string]string `json:"inputs,omitempty"`    // rendered: an agent's input, a script's command
+	Iteration int               `json:"iteration,omitempty"` // of the innermost loop, from 1
 	Name      string            `json:"name"`
 	Type      string            `json:"type"`
-	Address   string            `json:"address"`             // e.g. "2.3/0": step 0 of iteration 3 of step 2
-	Iteration int               `json:"iteration,omitempty"` // of the innermost loop, from 1
-	Inputs    map[string]string `json:"inputs,omitempty"`    // rendered: an agent's input, a script's command
 }
 
 // StepCompleted is workflow.step.completed.
 type StepCompleted struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
 	Address    string `json:"address"`
+	DurationMS int64  `json:"duration_ms"`
+	ExitCode   int    `json:"exit_code"`
 	Iteration  int    `json:"iteration,omitempty"`
+	LogPath    string `json:"log_path,omitempty"`
+	Name       string `json:"name"`
+	Output     string `json:"output,omitempty"` // at most OutputLimit bytes, the end of it
+	Reason     string `json:"reason,omitempty"`
 	Status     string `json:"status"` // done | failed | skipped | blocked | stopped | waiting
 	Success    bool   `json:"success"`
-	ExitCode   int    `json:"exit_code"`
-	Output     string `json:"output,omitempty"` // at most OutputLimit bytes, the end of it
-	Truncated  bool   `json:"truncated,omitempty"`
 	Summary    string `json:"summary,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	LogPath    string `json:"log_path,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Type       string `json:"type"`
 }
 
 // Iteration is loop.iteration: a loop starts its n-th iteration.
 type Iteration struct {
-	Loop      string `json:"loop"`
 	Address   string `json:"address"`
 	Iteration int    `json:"iteration"`
+	Loop      string `json:"loop"`
 	Max       int    `json:"max"`
 }
 
 // Blocked is workflow.blocked.
 type Blocked struct {
+	Address string `json:"address"` // the address of the step it is blocked at
+	Context string `json:"context"` // the failing step's output tail
 	Reason  string `json:"reason"`  // e.g. timeout, step_failed, max_iterations, condition
 	Step    string `json:"step"`    // the step it is blocked at
-	Address string `json:"address"` // its address
-	Context string `json:"context"` // the failing step's output tail
 }
 
 // Completed is workflow.completed.
 type Completed struct {
 	DurationMS  int64    `json:"duration_ms"`
-	Steps       int      `json:"steps"`        // step runs that ran (done or failed)
-	Failed      int      `json:"failed"`       // of which failed (and the workflow went on by design)
-	Skipped     int      `json:"skipped"`      // steps whose when was false
+	Failed      int      `json:"failed"`       // step runs that failed (and the workflow went on by design)
 	FailedSteps []string `json:"failed_steps"` // their names, with addresses
+	Skipped     int      `json:"skipped"`      // steps whose when was false
+	Steps       int      `json:"steps"`        // step runs that ran (done or failed)
 }
 
 // Fields turns one of the structs above into an event's fields.

@@ -10,26 +10,26 @@ const (
 // GateStart is workflow.gate_started: a merge step's gate starts on a
 // merge commit.
 type GateStart struct {
-	Step       string `json:"step"`
 	Address    string `json:"address"`
 	Attempt    int    `json:"attempt"` // 2 and more: the base moved during the run before
-	Command    string `json:"command"`
 	Base       string `json:"base"`
-	Branch     string `json:"branch"`
 	BaseCommit string `json:"base_commit"`
+	Branch     string `json:"branch"`
+	Command    string `json:"command"`
 	Commit     string `json:"commit"` // the merge commit it checks
 	Dir        string `json:"dir"`    // the temporary worktree it runs in
+	Step       string `json:"step"`
 }
 
 // GateEnd is workflow.gate_finished.
 type GateEnd struct {
-	Step       string `json:"step"`
 	Address    string `json:"address"`
 	Attempt    int    `json:"attempt"`
 	Commit     string `json:"commit"`
-	Green      bool   `json:"green"`
-	ExitCode   int    `json:"exit_code"`
 	DurationMS int64  `json:"duration_ms"`
-	Reason     string `json:"reason,omitempty"` // a timeout
+	ExitCode   int    `json:"exit_code"`
+	Green      bool   `json:"green"`
 	LogPath    string `json:"log_path,omitempty"`
+	Reason     string `json:"reason,omitempty"` // a timeout
+	Step       string `json:"step"`
 }
