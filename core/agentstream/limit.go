@@ -28,7 +28,7 @@ var limitMarks = []string{
 	"usage limit", "hit your limit", "hit your usage limit", "hit your 5-hour limit", "hit your weekly limit",
 	// Not "quota" alone: a bad request may name a quota ("400 quota")
 	// without being a limit that resets.
-	"rate limit", "rate_limit", "exceeded your current quota", "insufficient_quota", "quota exceeded", "quota_exceeded",
+	"rate limit", "rate_limit", "exceeded your current quota", "usage quota", "insufficient_quota", "quota exceeded", "quota_exceeded",
 	"resource_exhausted", "resource exhausted",
 	"too many requests", "status: 429", "(429)", "429 too many",
 }

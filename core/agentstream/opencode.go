@@ -154,7 +154,8 @@ func (p *opencodeParser) fail(raw json.RawMessage) []Event {
 	// insufficient_quota), said in the message or the response's body.
 	if lim, ok := LimitText(msg+"\n"+e.Data.ResponseBody, time.Now()); ok || e.Data.StatusCode == 429 {
 		if lim == nil {
-			lim = &Limit{}
+			// A 429 in words no mark knows: its reset, if it names one.
+			lim = &Limit{ResetAt: ResetTime(msg+"\n"+e.Data.ResponseBody, time.Now())}
 		}
 		lim.Message = msg
 		p.sum.Limit = lim
