@@ -312,16 +312,26 @@ func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[s
 			}
 		})
 	}
-	for _, t := range st.Tasks {
-		if x.status(t.ID) == state.TaskDone {
-			continue
+	run := func(t workflow.Task) {
+		if ok, why := x.runTask(stageCtx, t, prompts[t.ID], failing); !ok && stageCtx.Err() == nil {
+			failing(t.ID, why)
 		}
+	}
+	var todo []workflow.Task
+	for _, t := range st.Tasks {
+		if x.status(t.ID) != state.TaskDone {
+			todo = append(todo, t)
+		}
+	}
+	if len(todo) == 1 {
+		run(todo[0]) // no goroutine to hand it to and back
+		return failedTask, reason
+	}
+	for _, t := range todo {
 		wg.Add(1)
 		go func(t workflow.Task) {
 			defer wg.Done()
-			if ok, why := x.runTask(stageCtx, t, prompts[t.ID], failing); !ok && stageCtx.Err() == nil {
-				failing(t.ID, why)
-			}
+			run(t)
 		}(t)
 	}
 	wg.Wait()
