@@ -44,6 +44,7 @@ var limitCases = []limitCase{
 	{"gemini", "gemini-stream-json", "gem-l", func(in time.Duration) string {
 		return fmt.Sprintf(`{"type":"init","session_id":"gem-l","model":"auto"}
 {"type":"message","role":"user","content":"hi"}
+{"type":"message","role":"assistant","content":"Looking at it.","delta":true}
 {"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: You exceeded your current quota, please check your plan and billing details. Please retry in %.1fs.\nSuggested retry after %ds.]\nPlease wait and try again later."},"stats":{"total_tokens":0,"input_tokens":0,"output_tokens":0}}
 `, in.Seconds(), int(in.Seconds()))
 	}, true},
@@ -262,5 +263,30 @@ steps:
 	wantCode(t, r, 0)
 	if argv := continuedArgv(t, p); !strings.Contains(argv, "--resume sess-l") {
 		t.Errorf("resume did not continue the agent's session: %s", argv)
+	}
+}
+
+// Gemini takes a refused turn back out of its session: refused on its
+// first call, a run leaves no session to continue, and the task starts
+// afresh after the limit (a mid-run limit continues, as above).
+func TestGeminiFirstCallLimitStartsAfresh(t *testing.T) {
+	t.Parallel()
+	c := limitCases[2]
+	p := limitProject(t, c, 2*time.Hour)
+	p.write("limited.jsonl", strings.Replace(c.limited(2*time.Hour), `{"type":"message","role":"assistant","content":"Looking at it.","delta":true}`+"\n", "", 1))
+	// The same prompt, which prints what limited.jsonl holds at the time.
+	p.write("wf.yaml", strings.Replace(p.read("wf.yaml"), "cat=limited.jsonl exit=1", "cat=limited.jsonl", 1))
+	r := p.exec("run", "wf.yaml")
+	wantCode(t, r, 3)
+	s := p.only()
+	if s.Status != state.StatusLimited {
+		t.Fatalf("status %s\n%s", s.Status, r.stderr)
+	}
+	// After the reset, the same prompt gets an answer.
+	p.write("limited.jsonl", doneIn(c.format))
+	r = p.exec("resume", s.ID)
+	wantCode(t, r, 0)
+	if argv := continuedArgv(t, p); strings.Contains(argv, "--resume") || !strings.Contains(argv, "cat=limited.jsonl") {
+		t.Errorf("resume did not start the task afresh: %s", argv)
 	}
 }

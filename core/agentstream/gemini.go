@@ -15,6 +15,9 @@ type geminiParser struct {
 	// calls remembers each tool_use, since tool_result carries only the id
 	// and a denial names the tool and its input.
 	calls map[string]geminiCall
+	// replied: the model said something in this run (a message, a tool
+	// call).
+	replied bool
 }
 
 type geminiCall struct {
@@ -61,6 +64,7 @@ func (p *geminiParser) Feed(line []byte) []Event {
 			p.text = ""
 		}
 		p.text += l.Content
+		p.replied = true
 		return []Event{{Kind: Message, Text: l.Content, Delta: l.Delta}}
 	case "tool_use":
 		p.text = ""
@@ -70,6 +74,7 @@ func (p *geminiParser) Feed(line []byte) []Event {
 		}
 		p.calls[l.ToolID] = geminiCall{tool: l.ToolName, input: input}
 		p.sum.ToolCalls++
+		p.replied = true
 		return []Event{{Kind: ToolCall, ToolID: l.ToolID, Tool: l.ToolName, Input: input}}
 	case "tool_result":
 		return p.toolResult(l)
@@ -118,6 +123,8 @@ func (p *geminiParser) result(l geminiLine) []Event {
 			p.sum.Error = msg
 		}
 		if lim, ok := LimitText(p.sum.Error, time.Now()); ok {
+			// Gemini takes the refused turn back out of its session.
+			lim.RolledBack = !p.replied
 			p.sum.Limit = lim
 		}
 	}

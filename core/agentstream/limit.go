@@ -13,6 +13,10 @@ type Limit struct {
 	Message string     `json:"message"`            // the CLI's words
 	ResetAt *time.Time `json:"reset_at,omitempty"` // nil when the CLI did not say
 	Kind    string     `json:"kind,omitempty"`     // what the CLI calls the limit (five_hour, ...), when it says
+	// RolledBack: the CLI drops a refused turn from its session, and the
+	// run was refused before the agent said anything (gemini on its
+	// first call): a session this run began has nothing to continue.
+	RolledBack bool `json:"rolled_back,omitempty"`
 }
 
 // limitMarks are what the four CLIs' limit messages say, lower-cased:

@@ -370,6 +370,12 @@ func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*ad
 		}
 		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}, answer
 	case LimitReason:
+		if l := prev.Agent.Limit; l != nil && l.RolledBack && !slices.Contains(prev.Argv, prev.Agent.SessionID) {
+			// Refused before the agent said anything, in a session the run
+			// began, which the CLI took the turn back out of (gemini):
+			// nothing to continue, and nothing lost by starting afresh.
+			return nil, ""
+		}
 		// The turn the limit refused never ran: the session goes on
 		// where it stopped (resume, or after waiting it out).
 		return &adapters.Continuation{Session: prev.Agent.SessionID, Allow: slices.Clone(prev.Allowed)}, limitContinue
