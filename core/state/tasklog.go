@@ -52,8 +52,12 @@ type TaskLog struct {
 // waits for the file.
 const earlyLimit = 1 << 20
 
-// shortLimit is the most output a short log keeps without a file.
-const shortLimit = 8 << 10
+// shortLimit and shortLines bound the output a short log keeps without a
+// file: no more lines than a failed task's report shows.
+const (
+	shortLimit = 8 << 10
+	shortLines = 10
+)
 
 // followAfter is how long a task with a short log runs before its file is
 // made all the same: someone may want to follow it.
@@ -70,7 +74,7 @@ func OpenTaskLog(path string, tailLines int) (*TaskLog, error) {
 
 // OpenShortTaskLog is OpenTaskLog for output that is often a few lines (a
 // command's): the file is made only once the output is more than the tail
-// holds whole, or the task has run a second. A task that ends before, its
+// holds whole (or than shortLines), or the task has run a second. A task that ends before, its
 // output whole in its tail, has no file: Path is then "" after Close. An
 // earlier attempt's file is appended to as ever.
 func OpenShortTaskLog(path string, tailLines int) (*TaskLog, error) {
@@ -135,7 +139,7 @@ func (t *TaskLog) writeLocked(p []byte) (int, error) {
 	if t.opened == nil {
 		t.early = append(t.early, p...)
 		t.earlyLines += bytes.Count(p, []byte{'\n'})
-		if len(t.early) > shortLimit || t.earlyLines > t.max {
+		if len(t.early) > shortLimit || t.earlyLines > min(t.max, shortLines) {
 			t.openAsideLocked() // more than the tail holds
 		}
 		return len(p), nil
@@ -246,6 +250,13 @@ func (t *TaskLog) feed(p []byte) {
 func (t *TaskLog) wholeInTailLocked() bool {
 	if len(t.early) == 0 {
 		return true
+	}
+	lines := t.earlyLines
+	if t.early[len(t.early)-1] != '\n' {
+		lines++
+	}
+	if lines > shortLines {
+		return false
 	}
 	whole := strings.Join(t.tailLocked(), "\n")
 	if t.early[len(t.early)-1] == '\n' {

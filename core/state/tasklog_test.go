@@ -202,11 +202,16 @@ func TestShortTaskLog(t *testing.T) {
 		{"unterminated", "one\ntwo", false},
 		{"blank lines", "\n\n", false},
 		{"more lines than the tail", "1\n2\n3\n4\n", true},
+		{"more lines than a failure shows", strings.Repeat("line\n", shortLines+1), true},
 		{"a progress bar the tail overwrote", "10%\r100%\n", true},
 		{"a line longer than the tail keeps", strings.Repeat("x", maxTailLineBytes+1) + "\n", true},
 	} {
 		path := filepath.Join(dir, "logs", strings.ReplaceAll(tc.name, " ", "-")+".log")
-		l, err := OpenShortTaskLog(path, 3)
+		tail := 3
+		if strings.Contains(tc.name, "failure") {
+			tail = 20
+		}
+		l, err := OpenShortTaskLog(path, tail)
 		if err != nil {
 			t.Fatal(err)
 		}
