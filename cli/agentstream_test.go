@@ -86,23 +86,23 @@ func TestStructuredOutputIsReadAndRecorded(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	for _, e := range p.events(s.ID) {
-		kinds[e.Type]++
-		switch e.Type {
+		kinds[e.Kind()]++
+		switch e.Kind() {
 		case "agent.tool_call":
-			if e.Fields["tool"] != "Bash" || !strings.Contains(fmt.Sprint(e.Fields["input"]), "touch x.txt") {
-				t.Errorf("tool call event: %v", e.Fields)
+			if e.Fields()["tool"] != "Bash" || !strings.Contains(fmt.Sprint(e.Fields()["input"]), "touch x.txt") {
+				t.Errorf("tool call event: %v", e.Fields())
 			}
 		case "agent.usage":
-			if fmt.Sprint(e.Fields["input_tokens"]) != "246" {
-				t.Errorf("usage event: %v", e.Fields)
+			if fmt.Sprint(e.Fields()["input_tokens"]) != "246" {
+				t.Errorf("usage event: %v", e.Fields())
 			}
 		case "agent.init":
-			if e.Fields["session_id"] != "sess-42" || !strings.Contains(fmt.Sprint(e.Fields["mcp_servers"]), "connected") {
-				t.Errorf("init event: %v", e.Fields)
+			if e.Fields()["session_id"] != "sess-42" || !strings.Contains(fmt.Sprint(e.Fields()["mcp_servers"]), "connected") {
+				t.Errorf("init event: %v", e.Fields())
 			}
 		case "session_finished":
-			if !strings.Contains(fmt.Sprint(e.Fields["agents"]), "246") {
-				t.Errorf("no totals at the end: %v", e.Fields)
+			if !strings.Contains(fmt.Sprint(e.Fields()["agents"]), "246") {
+				t.Errorf("no totals at the end: %v", e.Fields())
 			}
 		}
 	}
@@ -184,7 +184,7 @@ func TestDenialParksWithoutATerminal(t *testing.T) {
 	}
 	denied := false
 	for _, e := range p.events(s.ID) {
-		if e.Type == "agent.denied" && e.Fields["tool"] == "Bash" {
+		if e.Kind() == "agent.denied" && e.Fields()["tool"] == "Bash" {
 			denied = true
 		}
 	}

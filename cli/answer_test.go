@@ -137,8 +137,8 @@ func TestStuckQuestionIsNeverAnsweredTwice(t *testing.T) {
 	}
 	var why string
 	for _, e := range p.events(s.ID) {
-		if e.Type == "interaction" {
-			why, _ = e.Fields["why"].(string)
+		if e.Kind() == "interaction" {
+			why, _ = e.Fields()["why"].(string)
 		}
 	}
 	if !strings.Contains(why, "no reaction") {
@@ -194,8 +194,8 @@ stages:
 	}
 	evidence := map[string]string{}
 	for _, e := range p.events(s.ID) {
-		if e.Type == "task_finished" {
-			evidence[e.Task], _ = e.Fields["evidence"].(string)
+		if e.Kind() == "task_finished" {
+			evidence[e.Task], _ = e.Fields()["evidence"].(string)
 		}
 	}
 	if evidence["a"] != "working" || evidence["b"] != "screen" {

@@ -741,9 +741,6 @@ func writeEventLine(w io.Writer, bead string, e core.Event) {
 
 // stepOf is the step an event says a bead is at.
 func stepOf(e core.Event) (string, bool) {
-	if e.Type != events.WorkflowStepStarted {
-		return "", false
-	}
-	name, _ := e.Fields["name"].(string)
-	return name, name != ""
+	p, ok := e.Payload.(events.StepStarted)
+	return p.Name, ok && p.Name != ""
 }

@@ -184,23 +184,23 @@ func (b *backlogBoard) event(bd *state.BacklogBead, e core.Event) {
 			b.line(fmt.Sprintf("%s ▸ %s", safe(bd.ID), safe(step)))
 		}
 	}
-	switch e.Type {
-	case events.SessionStarted, events.SessionResumed:
+	switch p := e.Payload.(type) {
+	case events.SessionStart, events.SessionResume:
 		b.mu.Lock()
 		if bd.Status == state.BeadStarting || bd.Status == string(state.StatusCancelled) {
 			bd.Status = string(state.StatusRunning)
 		}
 		b.mu.Unlock()
-	case events.Interaction:
+	case events.InteractionNeeded:
 		if b.prompter != nil {
-			b.prompter.enqueue(e, safe(bd.ID)+" "+safe(e.Task))
+			b.prompter.enqueue(e, p, safe(bd.ID)+" "+safe(e.Task))
 		}
-	case events.Merged:
-		b.line(fmt.Sprintf("%s merged %s into %s (%s)", safe(bd.ID), safe(fmt.Sprint(e.Fields["branch"])), safe(fmt.Sprint(e.Fields["base"])), safe(fmt.Sprint(e.Fields["commit"]))))
-	case events.Warning:
-		b.line(fmt.Sprintf("%s warning: %s", safe(bd.ID), safe(fmt.Sprint(e.Fields["warning"]))))
-	case events.Error:
-		b.line(fmt.Sprintf("%s error: %s", safe(bd.ID), safe(fmt.Sprint(e.Fields["error"]))))
+	case events.MergeDone:
+		b.line(fmt.Sprintf("%s merged %s into %s (%s)", safe(bd.ID), safe(p.Branch), safe(p.Base), safe(p.Commit)))
+	case events.Warn:
+		b.line(fmt.Sprintf("%s warning: %s", safe(bd.ID), safe(p.Warning)))
+	case events.RunError:
+		b.line(fmt.Sprintf("%s error: %s", safe(bd.ID), safe(p.Error)))
 	}
 }
 

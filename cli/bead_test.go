@@ -185,7 +185,7 @@ func TestBeadMergeWaitsForReviewThenApproveOrReject(t *testing.T) {
 			}
 			found := false
 			for _, e := range p.events(s.ID) {
-				if e.Type == "workflow.merge_pending" && strings.Contains(fmt.Sprint(e.Fields["stat"]), "feature.txt") {
+				if e.Kind() == "workflow.merge_pending" && strings.Contains(fmt.Sprint(e.Fields()["stat"]), "feature.txt") {
 					found = true
 				}
 			}
@@ -334,7 +334,7 @@ func TestImplementBeadEndToEnd(t *testing.T) {
 	}
 	var names []string
 	for _, e := range p.stepEvents(s.ID) {
-		names = append(names, fmt.Sprintf("%s:%s", e.Fields["name"], e.Fields["status"]))
+		names = append(names, fmt.Sprintf("%s:%s", e.Fields()["name"], e.Fields()["status"]))
 	}
 	if got := strings.Join(names, " "); got != "implement:done tests:done fix:skipped review:done apply-review:skipped retest:done quality:done merge:waiting" {
 		t.Errorf("steps: %s", got)

@@ -42,8 +42,8 @@ steps:
 	}
 	var ctx string
 	for _, e := range p.events(s.ID) {
-		if e.Type == events.WorkflowBlocked {
-			ctx, _ = e.Fields["context"].(string)
+		if e.Kind() == events.WorkflowBlocked {
+			ctx, _ = e.Fields()["context"].(string)
 		}
 	}
 	if ctx != s.BlockedContext {

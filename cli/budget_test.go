@@ -72,11 +72,11 @@ steps:
 	}
 	var spent []state.Event
 	for _, e := range p.events(s.ID) {
-		if e.Type == "budget.spent" {
+		if e.Kind() == "budget.spent" {
 			spent = append(spent, e)
 		}
 	}
-	if len(spent) != 1 || spent[0].Fields["stopped"] != true || spent[0].Fields["what"] != what {
+	if len(spent) != 1 || spent[0].Fields()["stopped"] != true || spent[0].Fields()["what"] != what {
 		t.Errorf("budget.spent events: %+v", spent)
 	}
 }

@@ -39,8 +39,8 @@ func TestChooseByLabel(t *testing.T) {
 	s := p.only()
 	var acts []map[string]any
 	for _, e := range p.events(s.ID) {
-		if e.Type == "auto_action" {
-			acts = append(acts, e.Fields)
+		if e.Kind() == "auto_action" {
+			acts = append(acts, e.Fields())
 		}
 	}
 	if len(acts) != 1 {
@@ -68,8 +68,8 @@ func TestChooseMissingLabelParks(t *testing.T) {
 	}
 	var why string
 	for _, e := range p.events(s.ID) {
-		if e.Type == "interaction" {
-			why, _ = e.Fields["why"].(string)
+		if e.Kind() == "interaction" {
+			why, _ = e.Fields()["why"].(string)
 		}
 	}
 	if !strings.Contains(why, `"Trust and continue"`) || !strings.Contains(why, "not on the screen") {

@@ -71,8 +71,8 @@ func TestCovenStyleGrimoire(t *testing.T) {
 	}
 	var report string
 	for _, e := range p.stepEvents(s.ID) {
-		if e.Fields["name"] == "report" {
-			report, _ = e.Fields["output"].(string)
+		if e.Fields()["name"] == "report" {
+			report, _ = e.Fields()["output"].(string)
 		}
 	}
 	if want := "ADD GREETING|Say hello|no design|ui,greeting|coven-style|success"; report != want {
@@ -80,7 +80,7 @@ func TestCovenStyleGrimoire(t *testing.T) {
 	}
 	warned := false
 	for _, e := range p.events(s.ID) {
-		if e.Type == events.TemplateWarned && strings.Contains(e.Fields["warning"].(string), `.findings.outputs.issues is empty: the agent did not report "issues"`) {
+		if e.Kind() == events.TemplateWarned && strings.Contains(e.Fields()["warning"].(string), `.findings.outputs.issues is empty: the agent did not report "issues"`) {
 			warned = true
 		}
 	}

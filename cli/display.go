@@ -197,20 +197,17 @@ func (d *display) handle(e core.Event) {
 			_, _ = d.events.Write(append(state.RedactJSON(b, false), '\n'))
 		}
 	}
-	f := e.Fields
-	switch e.Type {
-	case events.SessionStarted, events.SessionResumed:
-		verb := "started"
-		if e.Type == events.SessionResumed {
-			verb = "resumed"
-		}
-		d.printLocked(fmt.Sprintf("%ssession %s %s: workflow %s", d.stamp(), safe(e.Session), verb, safe(fmt.Sprint(f["workflow"]))))
-	case events.StageStarted:
-		d.stage, d.stageAt = fmt.Sprint(f["stage"]), e.Time
-		d.stageIdx, _ = f["index"].(int)
+	switch p := e.Payload.(type) {
+	case events.SessionStart:
+		d.printLocked(fmt.Sprintf("%ssession %s started: workflow %s", d.stamp(), safe(e.Session), safe(p.Workflow)))
+	case events.SessionResume:
+		d.printLocked(fmt.Sprintf("%ssession %s resumed: workflow %s", d.stamp(), safe(e.Session), safe(p.Workflow)))
+	case events.StageStart:
+		d.stage, d.stageAt = p.Stage, e.Time
+		d.stageIdx = p.Index
 		d.order = nil
-		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %v task(s)", d.stamp(), d.stageIdx+1, d.stageN, safe(d.stage), f["tasks"]))
-	case events.StageCompleted:
+		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %d task(s)", d.stamp(), d.stageIdx+1, d.stageN, safe(d.stage), p.Tasks))
+	case events.StageEnd:
 		if d.streams.ErrTTY {
 			// The stage's final board stays on screen above the next one.
 			rows := d.boardRowsLocked(d.width())
@@ -219,29 +216,29 @@ func (d *display) handle(e core.Event) {
 				d.printLocked(r.text)
 			}
 		}
-		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["stage"])), e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
+		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), safe(p.Stage), e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
 		d.order = nil
-	case events.TaskStarted:
+	case events.TaskStart:
 		tv := d.view(e.Task)
-		tv.name, tv.adapter = fmt.Sprint(f["name"]), fmt.Sprint(f["adapter"])
+		tv.name, tv.adapter = p.Name, p.Adapter
 		tv.started, tv.ended, tv.note = e.Time, time.Time{}, ""
 		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s started (%s, %s, pid %v)", d.stamp(), d.labelOf(e.Task), safe(tv.adapter), safe(fmt.Sprint(f["mode"])), f["pid"]))
+			d.printLocked(fmt.Sprintf("%stask %s started (%s, %s, pid %d)", d.stamp(), d.labelOf(e.Task), safe(tv.adapter), safe(p.Mode), p.Pid))
 		}
-	case events.TaskStatus:
+	case events.TaskStatusChange:
 		tv := d.view(e.Task)
-		tv.status = fmt.Sprint(f["status"])
-	case events.TaskFinished:
+		tv.status = p.Status
+	case events.TaskEnd:
 		tv := d.view(e.Task)
-		tv.status, tv.ended = fmt.Sprint(f["status"]), e.Time
-		if r, _ := f["reason"].(string); r != "" && r != "exit" {
-			tv.note = r
+		tv.status, tv.ended = p.Status, e.Time
+		if p.Reason != "" && p.Reason != "exit" {
+			tv.note = p.Reason
 		}
 		msg := fmt.Sprintf("task %s %s", d.labelOf(e.Task), safe(tv.status))
 		if tv.note == "stopped" {
 			msg = fmt.Sprintf("task %s stopped (it runs again on resume)", d.labelOf(e.Task))
-		} else if code, ok := f["exit_code"]; ok && code != -1 {
-			msg += fmt.Sprintf(" (exit %v", code)
+		} else if p.ExitCode != nil && *p.ExitCode != -1 {
+			msg += fmt.Sprintf(" (exit %d", *p.ExitCode)
 			if tv.note != "" {
 				msg += ", " + safe(tv.note)
 			}
@@ -260,91 +257,86 @@ func (d *display) handle(e core.Event) {
 			// sibling is said in one line instead.
 			d.prompter.note(glyphChar(tv.status)+" "+msg, false)
 		}
-	case events.TaskOutput:
+	case events.TaskOut:
 		if d.verbose {
-			d.mirrorLocked(e.Task, fmt.Sprint(f["text"]))
+			d.mirrorLocked(e.Task, p.Text)
 		}
-	case events.Interaction:
+	case events.InteractionNeeded:
 		if d.prompter != nil {
-			d.prompter.enqueue(e, d.labelOf(e.Task))
+			d.prompter.enqueue(e, p, d.labelOf(e.Task))
 			break
 		}
-		what := safe(fmt.Sprint(f["state"]))
-		if why, ok := f["why"].(string); ok && why != "" {
-			what += ": " + safe(why)
+		what := safe(p.State)
+		if p.Why != "" {
+			what += ": " + safe(p.Why)
 		}
 		msg := fmt.Sprintf("%stask %s needs a person (%s); its screen:", d.stamp(), d.labelOf(e.Task), what)
-		for _, l := range strings.Split(fmt.Sprint(f["excerpt"]), "\n") {
+		for _, l := range strings.Split(p.Excerpt, "\n") {
 			msg += "\n  | " + safeLine(l)
 		}
 		d.printLocked(msg)
-	case events.KeptAlive:
+	case events.KeepAlive:
 		tv := d.view(e.Task)
-		tv.note = fmt.Sprintf("kept alive, pid %v", f["pid"])
+		tv.note = fmt.Sprintf("kept alive, pid %d", p.Pid)
 		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %v)", d.stamp(), d.labelOf(e.Task), f["pid"]))
+			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %d)", d.stamp(), d.labelOf(e.Task), p.Pid))
 		}
-	case events.Error:
-		d.printLocked(d.stamp() + "error: " + safe(fmt.Sprint(f["error"])))
-	case events.AgentLimited:
-		d.printLocked(d.stamp() + d.paint("33", "■") + " " + limitEventLine(f, time.Now()))
-	case events.AgentLimitResumed:
-		d.printLocked(fmt.Sprintf("%s%s usage limit reset: the agent's session continues", d.stamp(), safe(fmt.Sprint(f["adapter"]))))
-	case events.Warning:
-		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
-	case events.MergePending:
-		d.printLocked(fmt.Sprintf("%s%s merge of %s into %s waits for a review", d.stamp(), d.paint("33", "■"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"]))))
-	case events.Merged:
-		d.printLocked(fmt.Sprintf("%s%s merged %s into %s (%s)", d.stamp(), d.paint("32", "✓"), safe(fmt.Sprint(f["branch"])), safe(fmt.Sprint(f["base"])), safe(fmt.Sprint(f["commit"]))))
-	case events.MergeQueued:
-		d.printLocked(d.stamp() + d.paint("33", "■") + " " + queuedLine(f))
-	case events.GateStarted:
-		d.printLocked(d.stamp() + "▸ " + gateStartLine(f))
-	case events.GateFinished:
-		line, green := gateEndLine(f)
+	case events.RunError:
+		d.printLocked(d.stamp() + "error: " + safe(p.Error))
+	case events.Limited:
+		d.printLocked(d.stamp() + d.paint("33", "■") + " " + limitEventLine(p, time.Now()))
+	case events.LimitResume:
+		d.printLocked(fmt.Sprintf("%s%s usage limit reset: the agent's session continues", d.stamp(), safe(p.Adapter)))
+	case events.Warn:
+		d.printLocked(d.stamp() + "warning: " + safe(p.Warning))
+	case events.MergeWait:
+		d.printLocked(fmt.Sprintf("%s%s merge of %s into %s waits for a review", d.stamp(), d.paint("33", "■"), safe(p.Branch), safe(p.Base)))
+	case events.MergeDone:
+		d.printLocked(fmt.Sprintf("%s%s merged %s into %s (%s)", d.stamp(), d.paint("32", "✓"), safe(p.Branch), safe(p.Base), safe(p.Commit)))
+	case events.MergeQueue:
+		d.printLocked(d.stamp() + d.paint("33", "■") + " " + queuedLine(p))
+	case events.GateStart:
+		d.printLocked(d.stamp() + "▸ " + gateStartLine(p))
+	case events.GateEnd:
+		line, green := gateEndLine(p)
 		glyph := d.paint("31", "✗")
 		if green {
 			glyph = d.paint("32", "✓")
 		}
 		d.printLocked(d.stamp() + glyph + " " + line)
-	case events.TemplateWarned:
-		d.printLocked(d.stamp() + "warning: " + safe(fmt.Sprint(f["warning"])))
-	case events.WorkflowStepStarted:
+	case events.TemplateWarning:
+		d.printLocked(d.stamp() + "warning: " + safe(p.Warning))
+	case events.StepStarted:
 		d.order = nil // the board shows the tasks of this step only
-		if typ := fmt.Sprint(f["type"]); typ == "agent" || typ == "stage" {
-			d.printLocked(fmt.Sprintf("%s%s▸ %s (%s)", d.stamp(), indentOf(f), safe(fmt.Sprint(f["name"])), typ))
+		if p.Type == "agent" || p.Type == "stage" {
+			d.printLocked(fmt.Sprintf("%s%s▸ %s (%s)", d.stamp(), indentOf(p.Address), safe(p.Name), p.Type))
 		}
-	case events.LoopIteration:
-		d.printLocked(fmt.Sprintf("%s%s%s: iteration %v/%v", d.stamp(), indentOf(f), safe(fmt.Sprint(f["loop"])), f["iteration"], f["max"]))
-	case events.WorkflowStepCompleted:
-		d.printLocked(d.stamp() + indentOf(f) + d.stepLine(f))
-	case events.WorkflowBlocked:
-		d.printLocked(fmt.Sprintf("%s%s blocked at %s (%s)", d.stamp(), d.paint("31", "■"), safe(fmt.Sprint(f["step"])), safe(fmt.Sprint(f["reason"]))))
+	case events.Iteration:
+		d.printLocked(fmt.Sprintf("%s%s%s: iteration %d/%d", d.stamp(), indentOf(p.Address), safe(p.Loop), p.Iteration, p.Max))
+	case events.StepCompleted:
+		d.printLocked(d.stamp() + indentOf(p.Address) + d.stepLine(p))
+	case events.Blocked:
+		d.printLocked(fmt.Sprintf("%s%s blocked at %s (%s)", d.stamp(), d.paint("31", "■"), safe(p.Step), safe(p.Reason)))
 	}
 	d.redrawLocked()
 }
 
 // indentOf indents a grimoire step's line by its depth in loops.
-func indentOf(f map[string]any) string {
-	addr, _ := f["address"].(string)
+func indentOf(addr string) string {
 	return strings.Repeat("  ", strings.Count(addr, "/"))
 }
 
 // stepLine is one finished grimoire step: "✓ tests (script) 1.2s",
 // "✗ tests (script) exit code 1", "– check skipped".
-func (d *display) stepLine(f map[string]any) string {
-	name, typ, status := safe(fmt.Sprint(f["name"])), fmt.Sprint(f["type"]), fmt.Sprint(f["status"])
-	ms, _ := f["duration_ms"].(float64)
-	if n, ok := f["duration_ms"].(int64); ok {
-		ms = float64(n)
-	}
-	took := time.Duration(ms) * time.Millisecond
-	reason := safe(fmt.Sprint(f["reason"]))
-	switch status {
+func (d *display) stepLine(p events.StepCompleted) string {
+	name, typ := safe(p.Name), p.Type
+	took := time.Duration(p.DurationMS) * time.Millisecond
+	reason := safe(p.Reason)
+	switch p.Status {
 	case "done":
 		line := fmt.Sprintf("%s %s (%s) %s", d.paint("32", "✓"), name, typ, took)
-		if sum, _ := f["summary"].(string); sum != "" {
-			line += ": " + safe(sum)
+		if p.Summary != "" {
+			line += ": " + safe(p.Summary)
 		}
 		return line
 	case "skipped":
@@ -352,7 +344,7 @@ func (d *display) stepLine(f map[string]any) string {
 	case "failed":
 		return fmt.Sprintf("%s %s (%s) failed after %s: %s", d.paint("31", "✗"), name, typ, took, reason)
 	default:
-		return fmt.Sprintf("%s %s (%s) %s: %s", d.paint("33", "■"), name, typ, status, reason)
+		return fmt.Sprintf("%s %s (%s) %s: %s", d.paint("33", "■"), name, typ, p.Status, reason)
 	}
 }
 

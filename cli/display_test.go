@@ -197,7 +197,7 @@ func TestBoardFollowsTheFileOrder(t *testing.T) {
 	}
 	d.rank = taskRanks(def)
 	for _, id := range []string{"third", "first", "second"} {
-		d.handle(core.Event{Type: events.TaskStarted, Task: id, Fields: map[string]any{"name": id, "adapter": "fake", "mode": "headless"}})
+		d.handle(core.Event{Task: id, Payload: events.TaskStart{Name: id, Adapter: "fake", Mode: "headless"}})
 	}
 	var got []string
 	for _, r := range d.boardRowsLocked(200) {

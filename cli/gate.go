@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -21,25 +22,22 @@ func projectGate(base string) *string {
 
 // How the merge queue and gate events read, in run's output and in log.
 
-func queuedLine(f map[string]any) string {
-	return fmt.Sprintf("waiting for the merge queue: another merge into %s is under way", safe(fieldStr(f, "base")))
+func queuedLine(p events.MergeQueue) string {
+	return fmt.Sprintf("waiting for the merge queue: another merge into %s is under way", safe(p.Base))
 }
 
-func gateStartLine(f map[string]any) string {
-	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(logFirstLine(fieldStr(f, "command"))),
-		safe(fieldStr(f, "branch")), safe(fieldStr(f, "base")), shortCommit(fieldStr(f, "commit")))
-	if n, _ := fieldNum(f, "attempt"); n > 1 {
-		msg += fmt.Sprintf(" (try %d: %s moved during the last)", int(n), safe(fieldStr(f, "base")))
+func gateStartLine(p events.GateStart) string {
+	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(logFirstLine(p.Command)),
+		safe(p.Branch), safe(p.Base), shortCommit(p.Commit))
+	if p.Attempt > 1 {
+		msg += fmt.Sprintf(" (try %d: %s moved during the last)", p.Attempt, safe(p.Base))
 	}
 	return msg
 }
 
 // gateEndLine is the end of a gate run; green says which glyph it gets.
-func gateEndLine(f map[string]any) (string, bool) {
-	green, _ := f["green"].(bool)
-	ms, _ := fieldNum(f, "duration_ms")
-	code, _ := fieldNum(f, "exit_code")
-	return gateVerdict(green, int(code), fieldStr(f, "reason"), time.Duration(ms)*time.Millisecond), green
+func gateEndLine(p events.GateEnd) (string, bool) {
+	return gateVerdict(p.Green, p.ExitCode, p.Reason, time.Duration(p.DurationMS)*time.Millisecond), p.Green
 }
 
 func gateVerdict(green bool, code int, reason string, d time.Duration) string {

@@ -29,7 +29,7 @@ steps:
 func eventsOf(evs []state.Event, typ string) []state.Event {
 	var out []state.Event
 	for _, e := range evs {
-		if e.Type == typ {
+		if e.Kind() == typ {
 			out = append(out, e)
 		}
 	}
@@ -93,10 +93,10 @@ func TestGateRedBlocksTheBeadAndTheBaseKeepsWhatItHad(t *testing.T) {
 	// The gate ran on the merged result: main's files and the bead's.
 	evs := p.events(s.ID)
 	starts, ends := eventsOf(evs, events.GateStarted), eventsOf(evs, events.GateFinished)
-	if len(starts) != 1 || len(ends) != 1 || ends[0].Fields["green"] != false || ends[0].Fields["exit_code"] != float64(1) {
+	if len(starts) != 1 || len(ends) != 1 || ends[0].Fields()["green"] != false || ends[0].Fields()["exit_code"] != float64(1) {
 		t.Fatalf("gate events: %v / %v", starts, ends)
 	}
-	if c := starts[0].Fields["base_commit"]; c != mainBefore {
+	if c := starts[0].Fields()["base_commit"]; c != mainBefore {
 		t.Errorf("the gate checked a merge on %v, main is %s", c, mainBefore)
 	}
 
@@ -169,7 +169,7 @@ func TestGateBaseMovesDuringTheGate(t *testing.T) {
 	}
 	evs := p.events(s.ID)
 	starts := eventsOf(evs, events.GateStarted)
-	if len(starts) != 2 || starts[1].Fields["attempt"] != float64(2) || starts[1].Fields["base_commit"] != user || starts[1].Fields["commit"] != s.Merged {
+	if len(starts) != 2 || starts[1].Fields()["attempt"] != float64(2) || starts[1].Fields()["base_commit"] != user || starts[1].Fields()["commit"] != s.Merged {
 		t.Fatalf("gate starts: %v (the user's commit %s, merged %s)", starts, user, s.Merged)
 	}
 	if len(s.Gates) != 2 || !s.Gates[0].Green || !s.Gates[1].Green || s.Gates[1].BaseCommit != user {

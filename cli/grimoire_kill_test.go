@@ -123,16 +123,16 @@ func TestKill9MidLoopThenResume(t *testing.T) {
 		}
 		finished := map[string]bool{}
 		for _, e := range p.events(id) {
-			addr, _ := e.Fields["address"].(string)
-			switch e.Type {
+			addr, _ := e.Fields()["address"].(string)
+			switch e.Kind() {
 			case events.WorkflowStepCompleted:
-				if st := e.Fields["status"]; st == "done" || st == "failed" || st == "skipped" {
+				if st := e.Fields()["status"]; st == "done" || st == "failed" || st == "skipped" {
 					finished[addr] = true
 				}
 			case events.WorkflowStepStarted:
-				if finished[addr] && e.Fields["type"] != "loop" {
+				if finished[addr] && e.Fields()["type"] != "loop" {
 					reruns++
-					t.Errorf("trial %d: finished step %s@%s ran again", trial, e.Fields["name"], addr)
+					t.Errorf("trial %d: finished step %s@%s ran again", trial, e.Fields()["name"], addr)
 				}
 			}
 		}

@@ -17,7 +17,7 @@ import (
 func (p *project) stepEvents(id string) []state.Event {
 	var out []state.Event
 	for _, e := range p.events(id) {
-		if e.Type == events.WorkflowStepCompleted {
+		if e.Kind() == events.WorkflowStepCompleted {
 			out = append(out, e)
 		}
 	}
@@ -28,7 +28,7 @@ func (p *project) stepEvents(id string) []state.Event {
 func (p *project) stepTrace(id string) string {
 	var parts []string
 	for _, e := range p.stepEvents(id) {
-		parts = append(parts, fmt.Sprintf("%s@%s:%s", e.Fields["name"], e.Fields["address"], e.Fields["status"]))
+		parts = append(parts, fmt.Sprintf("%s@%s:%s", e.Fields()["name"], e.Fields()["address"], e.Fields()["status"]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -99,11 +99,11 @@ steps:
 	}
 	var completed *state.Event
 	for _, e := range p.events(s.ID) {
-		if e.Type == events.WorkflowCompleted {
+		if e.Kind() == events.WorkflowCompleted {
 			completed = &e
 		}
 	}
-	if completed == nil || completed.Fields["failed"] != float64(2) {
+	if completed == nil || completed.Fields()["failed"] != float64(2) {
 		t.Errorf("workflow.completed = %+v", completed)
 	}
 }

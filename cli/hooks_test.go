@@ -227,7 +227,7 @@ func TestBDNoticesDuringARunAreKept(t *testing.T) {
 	}
 	warned := 0
 	for _, e := range p.events(p.only().ID) {
-		if e.Type == "warning" && strings.Contains(fmt.Sprint(e.Fields["warning"]), "database migrated") {
+		if e.Kind() == "warning" && strings.Contains(fmt.Sprint(e.Fields()["warning"]), "database migrated") {
 			warned++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 func countEvents(evs []state.Event, typ string) int {
 	n := 0
 	for _, e := range evs {
-		if e.Type == typ {
+		if e.Kind() == typ {
 			n++
 		}
 	}
@@ -118,10 +118,10 @@ stages:
 	}
 	var actions []string
 	for _, e := range evs {
-		if e.Type == "auto_action" {
-			actions = append(actions, e.Fields["state"].(string)+"="+e.Fields["keys"].(string))
-			if e.Fields["match"] == "" {
-				t.Errorf("auto_action without the matched text: %v", e.Fields)
+		if e.Kind() == "auto_action" {
+			actions = append(actions, e.Fields()["state"].(string)+"="+e.Fields()["keys"].(string))
+			if e.Fields()["match"] == "" {
+				t.Errorf("auto_action without the matched text: %v", e.Fields())
 			}
 		}
 	}

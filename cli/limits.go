@@ -77,34 +77,28 @@ func limitedReport(sess *state.Session) string {
 
 // limitEventLine renders agent.limited: "claude usage limit: waiting until
 // 15:04 (resets in 2h3m)".
-func limitEventLine(f map[string]any, now time.Time) string {
-	adapter := safe(fmt.Sprint(f["adapter"]))
+func limitEventLine(p events.Limited, now time.Time) string {
+	adapter := safe(p.Adapter)
 	var reset *time.Time
-	if s, ok := f["reset_at"].(string); ok {
-		if t, err := time.Parse(time.RFC3339, s); err == nil {
-			reset = &t
-		}
+	if t, err := time.Parse(time.RFC3339, p.ResetAt); err == nil {
+		reset = &t
 	}
 	resets := "reset time not given"
 	if reset != nil {
 		resets = "resets in " + max(reset.Sub(now), 0).Round(time.Second).String()
 	}
-	if waiting, _ := f["waiting"].(bool); waiting {
+	if p.Waiting {
 		until := ""
-		if s, ok := f["until"].(string); ok {
-			if t, err := time.Parse(time.RFC3339, s); err == nil {
-				until = t.Local().Format("15:04:05")
-			}
+		if t, err := time.Parse(time.RFC3339, p.Until); err == nil {
+			until = t.Local().Format("15:04:05")
 		}
 		return fmt.Sprintf("%s usage limit: waiting until %s (%s)", adapter, until, resets)
 	}
 	line := fmt.Sprintf("%s usage limit (%s): the session stops", adapter, resets)
-	if why, ok := f["reason"].(string); ok && why != "" {
-		line += "; " + safe(why)
+	if p.Reason != "" {
+		line += "; " + safe(p.Reason)
 	}
 	return line
 }
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-var _ = events.AgentLimited

@@ -267,11 +267,11 @@ func (p *rawPrinter) failed() error  { return p.err }
 type logPrinter struct {
 	w     *bufio.Writer
 	err   error
-	last  string
+	ended bool // the last event was session_finished
 	tasks map[string]*logTask
 	// pending is a step start not printed yet: when its completion comes
 	// next, the step gets one line instead of two.
-	pending *state.Event
+	pending *pendingStep
 	// open are the addresses of the steps started and not completed,
 	// innermost last: other events are indented under them.
 	open []string
@@ -286,7 +286,7 @@ func newLogPrinter(w *bufio.Writer) *logPrinter {
 	return &logPrinter{w: w, tasks: map[string]*logTask{}}
 }
 
-func (p *logPrinter) finished() bool { return p.last == events.SessionFinished }
+func (p *logPrinter) finished() bool { return p.ended }
 func (p *logPrinter) failed() error  { return p.err }
 
 // idle shows a step that started and has not completed yet, and writes
@@ -326,7 +326,7 @@ func (p *logPrinter) line(raw []byte, n int) {
 	var e state.Event
 	if err := json.Unmarshal(trimmed, &e); err != nil {
 		p.flushPending("")
-		p.last = ""
+		p.ended = false
 		text := string(trimmed)
 		if len(text) > 200 {
 			text = text[:200] + "…"
@@ -338,127 +338,92 @@ func (p *logPrinter) line(raw []byte, n int) {
 }
 
 func (p *logPrinter) event(e state.Event) {
-	f := e.Fields
-	if e.Type == events.WorkflowStepCompleted && p.pending != nil && fieldStr(p.pending.Fields, "address") == fieldStr(f, "address") {
+	if c, ok := e.Payload.(events.StepCompleted); ok && p.pending != nil && p.pending.Address == c.Address {
 		p.pending = nil // the completion says it all
 	} else {
 		p.flushPending("")
 	}
-	p.last = e.Type
+	_, p.ended = e.Payload.(events.SessionEnd)
 	at := logStamp(e.Time)
 	in := p.nested()
 	task := p.taskLabel(e.Task)
-	switch e.Type {
-	case events.SessionStarted, events.SessionResumed:
-		verb := "started"
-		if e.Type == events.SessionResumed {
-			verb = "resumed"
-			if from := fieldStr(f, "from"); from != "" {
-				verb += " from " + safe(from)
-			}
-		}
-		msg := fmt.Sprintf("session %s %s", safe(e.Session), verb)
-		if wf := fieldStr(f, "workflow"); wf != "" {
-			msg += ": workflow " + safe(wf)
-		}
-		p.println(at + msg)
-	case events.SessionFinished:
-		status := fieldStr(f, "status")
-		msg := fmt.Sprintf("%s session %s finished: %s", logSessionGlyph(status), safe(e.Session), safe(status))
+	switch f := e.Payload.(type) {
+	case events.SessionStart:
+		p.println(at + sessionLine(e.Session, "started", f.Workflow))
+	case events.SessionResume:
+		p.println(at + sessionLine(e.Session, "resumed", f.Workflow))
+	case events.SessionEnd:
+		msg := fmt.Sprintf("%s session %s finished: %s", logSessionGlyph(f.Status), safe(e.Session), safe(f.Status))
 		var why []string
-		if t := fieldStr(f, "failedTask"); t != "" {
-			why = append(why, "task "+p.taskLabel(t))
+		if f.FailedTask != "" {
+			why = append(why, "task "+p.taskLabel(f.FailedTask))
 		}
-		for _, k := range []string{"reason", "error"} {
-			if v := fieldStr(f, k); v != "" {
-				why = append(why, safe(v))
-			}
+		if f.Reason != "" {
+			why = append(why, safe(f.Reason))
 		}
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, ": ") + ")"
 		}
 		p.println(at + msg)
-	case events.SessionState:
+	case events.SessionStateChange:
 		// Derived from the task statuses, which are shown: it would say
 		// IDLE while a task still runs (--json keeps it).
-	case events.Error:
-		p.println(at + in + "error: " + safe(fieldStr(f, "error")))
-	case events.StageStarted:
-		msg := "stage"
-		if i, ok := fieldNum(f, "index"); ok {
-			msg += " " + strconv.Itoa(int(i)+1)
-		}
-		msg += " " + safe(fieldStr(f, "stage"))
-		if n, ok := fieldNum(f, "tasks"); ok {
-			msg += fmt.Sprintf(": %d task(s)", int(n))
-		}
-		p.println(at + in + msg)
-	case events.StageCompleted:
-		p.println(at + in + "✓ stage " + safe(fieldStr(f, "stage")) + " done")
-	case events.TaskStarted:
+	case events.RunError:
+		p.println(at + in + "error: " + safe(f.Error))
+	case events.StageStart:
+		p.println(at + in + fmt.Sprintf("stage %d %s: %d task(s)", f.Index+1, safe(f.Stage), f.Tasks))
+	case events.StageEnd:
+		p.println(at + in + "✓ stage " + safe(f.Stage) + " done")
+	case events.TaskStart:
 		t := p.task(e.Task)
-		if name := fieldStr(f, "name"); name != "" {
-			t.name = name
+		if f.Name != "" {
+			t.name = f.Name
 		}
 		t.started = e.Time
 		var about []string
-		for _, k := range []string{"adapter", "mode"} {
-			if v := fieldStr(f, k); v != "" {
+		for _, v := range []string{f.Adapter, f.Mode} {
+			if v != "" {
 				about = append(about, safe(v))
 			}
 		}
-		if pid, ok := fieldNum(f, "pid"); ok {
-			about = append(about, fmt.Sprintf("pid %d", int64(pid)))
-		}
-		msg := "task " + p.taskLabel(e.Task) + " started"
-		if len(about) > 0 {
-			msg += " (" + strings.Join(about, ", ") + ")"
-		}
-		p.println(at + in + msg)
-	case events.TaskStatus:
+		about = append(about, fmt.Sprintf("pid %d", f.Pid))
+		p.println(at + in + "task " + p.taskLabel(e.Task) + " started (" + strings.Join(about, ", ") + ")")
+	case events.TaskStatusChange:
 		// The end of a run (DONE, ERROR, back to PENDING when stopped) is
 		// said by the task_finished that always follows, and a plain
 		// RUNNING by task_started: only the changes in between (waiting
 		// for a person, answered) get a line of their own.
-		status := fieldStr(f, "status")
-		reason := fieldStr(f, "reason")
-		switch state.TaskStatus(status) {
+		switch state.TaskStatus(f.Status) {
 		case state.TaskDone, state.TaskError:
 			return
 		case state.TaskRunning:
-			if reason == "" {
+			if f.Reason == "" {
 				return
 			}
 		case state.TaskPending:
-			if reason == "stopped" {
+			if f.Reason == "stopped" {
 				return
 			}
 		}
-		msg := "task " + task + ": " + safe(status)
-		if reason != "" {
-			msg += " (" + safe(reason) + ")"
+		msg := "task " + task + ": " + safe(f.Status)
+		if f.Reason != "" {
+			msg += " (" + safe(f.Reason) + ")"
 		}
 		p.println(at + in + msg)
-	case events.TaskFinished:
-		status := fieldStr(f, "status")
-		reason := fieldStr(f, "reason")
-		msg := fmt.Sprintf("%s task %s %s", glyphChar(status), task, safe(status))
-		if reason == "stopped" {
+	case events.TaskEnd:
+		msg := fmt.Sprintf("%s task %s %s", glyphChar(f.Status), task, safe(f.Status))
+		if f.Reason == "stopped" {
 			msg = fmt.Sprintf("■ task %s stopped (it runs again on resume)", task)
 		}
 		var about []string
-		code, hasCode := fieldNum(f, "exit_code")
-		if !hasCode {
-			code, hasCode = fieldNum(f, "exitCode") // logs written before 0.x spelt it so
+		if f.ExitCode != nil && *f.ExitCode != -1 && f.Reason != "stopped" {
+			about = append(about, fmt.Sprintf("exit %d", *f.ExitCode))
 		}
-		if hasCode && code != -1 && reason != "stopped" {
-			about = append(about, fmt.Sprintf("exit %d", int64(code)))
+		if f.Signal != "" {
+			about = append(about, safe(f.Signal))
 		}
-		if sig := fieldStr(f, "signal"); sig != "" {
-			about = append(about, safe(sig))
-		}
-		if reason != "" && reason != "exit" && reason != "stopped" {
-			about = append(about, safe(reason))
+		if f.Reason != "" && f.Reason != "exit" && f.Reason != "stopped" {
+			about = append(about, safe(f.Reason))
 		}
 		if len(about) > 0 {
 			msg += " (" + strings.Join(about, ", ") + ")"
@@ -466,132 +431,119 @@ func (p *logPrinter) event(e state.Event) {
 		if t := p.tasks[e.Task]; t != nil && !t.started.IsZero() && !e.Time.IsZero() {
 			msg += " after " + logDuration(e.Time.Sub(t.started))
 		}
-		if er := fieldStr(f, "error"); er != "" {
-			msg += ": " + safe(er)
+		if f.Error != "" {
+			msg += ": " + safe(f.Error)
 		}
 		p.println(at + in + msg)
-	case events.TaskInput:
+	case events.TaskIn:
 		msg := "task " + task + " ← "
-		if src := fieldStr(f, "source"); src != "" {
-			msg += safe(src) + ": "
+		if f.Source != "" {
+			msg += safe(f.Source) + ": "
 		}
-		p.println(at + in + msg + safe(fieldStr(f, "text")))
-	case events.TaskOutput:
-		for _, l := range strings.Split(strings.TrimSuffix(fieldStr(f, "text"), "\n"), "\n") {
+		p.println(at + in + msg + safe(f.Text))
+	case events.TaskOut:
+		for _, l := range strings.Split(strings.TrimSuffix(f.Text, "\n"), "\n") {
 			p.println(at + in + "task " + task + " | " + safeLine(l))
 		}
-	case events.Interaction:
-		what := safe(fieldStr(f, "state"))
-		if why := fieldStr(f, "why"); why != "" {
-			what += ": " + safe(why)
+	case events.InteractionNeeded:
+		what := safe(f.State)
+		if f.Why != "" {
+			what += ": " + safe(f.Why)
 		}
 		p.println(at + in + "task " + task + " needs a person (" + what + ")")
-		if ex := fieldStr(f, "excerpt"); ex != "" {
-			for _, l := range strings.Split(ex, "\n") {
+		if f.Excerpt != "" {
+			for _, l := range strings.Split(f.Excerpt, "\n") {
 				p.println(logNoStamp + in + "  | " + safeLine(l))
 			}
 		}
-	case events.AutoAction:
-		msg := "task " + task + ": auto-approve answered " + safe(fieldStr(f, "state"))
-		if a := fieldStr(f, "action"); a != "" {
-			msg += " with " + safe(a)
+	case events.AutoAct:
+		msg := "task " + task + ": auto-approve answered " + safe(f.State)
+		if f.Action != "" {
+			msg += " with " + safe(f.Action)
 		}
 		p.println(at + in + msg)
-	case events.StateSeen:
+	case events.StateMatch:
 		// A screen no state of the adapter matches has no name: nothing to say.
-		if st := fieldStr(f, "state"); st != "" {
-			p.println(at + in + "task " + task + ": screen state " + safe(st))
+		if f.State != "" {
+			p.println(at + in + "task " + task + ": screen state " + safe(f.State))
 		}
-	case events.QueueSent:
-		msg := "task " + task + ": sent a queued input"
-		if n, ok := fieldNum(f, "remaining"); ok {
-			msg += fmt.Sprintf(" (%d left)", int(n))
-		}
-		p.println(at + in + msg)
-	case events.KeptAlive:
-		p.println(at + in + fmt.Sprintf("task %s DONE, process kept alive (pid %s)", task, logValue(f["pid"])))
-	case events.OrphanStopped:
-		p.println(at + in + fmt.Sprintf("task %s: stopped a process left running (pid %s)", task, logValue(f["pid"])))
-	case events.TemplateWarned:
+	case events.QueueSend:
+		p.println(at + in + fmt.Sprintf("task %s: sent a queued input (%d left)", task, f.Remaining))
+	case events.KeepAlive:
+		p.println(at + in + fmt.Sprintf("task %s DONE, process kept alive (pid %d)", task, f.Pid))
+	case events.OrphanStop:
+		p.println(at + in + fmt.Sprintf("task %s: stopped a process left running (pid %d)", task, f.Pid))
+	case events.TemplateWarning:
 		msg := "warning"
-		if s := fieldStr(f, "step"); s != "" {
-			msg += " (" + safe(s) + ")"
+		if f.Step != "" {
+			msg += " (" + safe(f.Step) + ")"
 		}
-		p.println(at + in + msg + ": " + safe(fieldStr(f, "warning")))
-	case events.WorkflowStarted:
+		p.println(at + in + msg + ": " + safe(f.Warning))
+	case events.Started:
 		verb := "started"
-		if b, _ := f["resumed"].(bool); b {
+		if f.Resumed {
 			verb = "resumed"
 		}
-		msg := "grimoire " + safe(fieldStr(f, "grimoire")) + " " + verb
-		if src := fieldStr(f, "source"); src != "" {
-			msg += " (" + safe(src) + ")"
+		msg := "grimoire " + safe(f.Grimoire) + " " + verb
+		if f.Source != "" {
+			msg += " (" + safe(f.Source) + ")"
 		}
-		if b := fieldStr(f, "bead"); b != "" {
-			msg += ", bead " + safe(b)
+		if f.Bead != "" {
+			msg += ", bead " + safe(f.Bead)
 		}
 		p.println(at + msg)
-	case events.WorkflowStepStarted:
-		p.open = append(p.open, fieldStr(f, "address"))
-		p.pending = &e
-	case events.WorkflowStepCompleted:
-		p.closeStep(fieldStr(f, "address"))
-		p.stepCompleted(e)
-	case events.LoopIteration:
-		msg := "iteration " + logValue(f["iteration"])
-		if m, ok := fieldNum(f, "max"); ok && m > 0 {
-			msg += fmt.Sprintf("/%d", int(m))
+	case events.StepStarted:
+		p.open = append(p.open, f.Address)
+		p.pending = &pendingStep{StepStarted: f, at: e.Time}
+	case events.StepCompleted:
+		p.closeStep(f.Address)
+		p.stepCompleted(e.Time, f)
+	case events.Iteration:
+		msg := "iteration " + strconv.Itoa(f.Iteration)
+		if f.Max > 0 {
+			msg += fmt.Sprintf("/%d", f.Max)
 		}
-		p.println(at + logIndent(fieldStr(f, "address")) + "  " + msg)
-	case events.WorkflowBlocked:
+		p.println(at + logIndent(f.Address) + "  " + msg)
+	case events.Blocked:
 		msg := "⊘ workflow blocked"
-		if s := fieldStr(f, "step"); s != "" {
-			msg += " at " + safe(s)
-			if a := fieldStr(f, "address"); a != "" {
-				msg += " (" + safe(a) + ")"
+		if f.Step != "" {
+			msg += " at " + safe(f.Step)
+			if f.Address != "" {
+				msg += " (" + safe(f.Address) + ")"
 			}
 		}
-		if r := fieldStr(f, "reason"); r != "" {
-			msg += ": " + safe(r)
+		if f.Reason != "" {
+			msg += ": " + safe(f.Reason)
 		}
 		p.println(at + msg)
-		lines := logTail(fieldStr(f, "context"), logBlockTail)
-		for _, l := range lines {
+		for _, l := range logTail(f.Context, logBlockTail) {
 			p.println(logNoStamp + "  | " + safeLine(l))
 		}
-	case events.MergeQueued:
+	case events.MergeQueue:
 		p.println(at + in + "■ " + queuedLine(f))
-	case events.GateStarted:
+	case events.GateStart:
 		p.println(at + in + "▸ " + gateStartLine(f))
-	case events.GateFinished:
+	case events.GateEnd:
 		line, green := gateEndLine(f)
 		glyph := "✗ "
 		if green {
 			glyph = "✓ "
 		}
 		p.println(at + in + glyph + line)
-		if lp := fieldStr(f, "log_path"); lp != "" && !green {
-			p.println(logNoStamp + in + "    log: " + safe(lp))
+		if f.LogPath != "" && !green {
+			p.println(logNoStamp + in + "    log: " + safe(f.LogPath))
 		}
-	case events.WorkflowCompleted:
-		var stats []string
-		if n, ok := fieldNum(f, "steps"); ok {
-			stats = append(stats, fmt.Sprintf("%d step(s)", int(n)))
+	case events.Completed:
+		stats := []string{fmt.Sprintf("%d step(s)", f.Steps)}
+		if f.Skipped > 0 {
+			stats = append(stats, fmt.Sprintf("%d skipped", f.Skipped))
 		}
-		if n, _ := fieldNum(f, "skipped"); n > 0 {
-			stats = append(stats, fmt.Sprintf("%d skipped", int(n)))
+		stats = append(stats, logDuration(time.Duration(f.DurationMS)*time.Millisecond))
+		names := make([]string, 0, len(f.FailedSteps))
+		for _, v := range f.FailedSteps {
+			names = append(names, safe(v))
 		}
-		if ms, ok := fieldNum(f, "duration_ms"); ok {
-			stats = append(stats, logDuration(time.Duration(ms)*time.Millisecond))
-		}
-		var names []string
-		if list, ok := f["failed_steps"].([]any); ok {
-			for _, v := range list {
-				names = append(names, safe(fmt.Sprint(v)))
-			}
-		}
-		failed, _ := fieldNum(f, "failed")
-		nfailed := max(int(failed), len(names))
+		nfailed := max(f.Failed, len(names))
 		var msg string
 		if nfailed > 0 {
 			// The workflow went on past these by design; it still is not
@@ -603,13 +555,24 @@ func (p *logPrinter) event(e state.Event) {
 		} else {
 			msg = "✓ workflow completed"
 		}
-		if len(stats) > 0 {
-			msg += " (" + strings.Join(stats, ", ") + ")"
-		}
-		p.println(at + msg)
+		p.println(at + msg + " (" + strings.Join(stats, ", ") + ")")
 	default:
 		p.println(at + in + logGeneric(e))
 	}
+}
+
+func sessionLine(id, verb, workflow string) string {
+	msg := fmt.Sprintf("session %s %s", safe(id), verb)
+	if workflow != "" {
+		msg += ": workflow " + safe(workflow)
+	}
+	return msg
+}
+
+// pendingStep is a step start held back, and when it was.
+type pendingStep struct {
+	events.StepStarted
+	at time.Time
 }
 
 // flushPending prints the start of a step whose completion did not follow
@@ -618,10 +581,9 @@ func (p *logPrinter) flushPending(suffix string) {
 	if p.pending == nil {
 		return
 	}
-	e := *p.pending
+	s := *p.pending
 	p.pending = nil
-	f := e.Fields
-	p.println(logStamp(e.Time) + logIndent(fieldStr(f, "address")) + "▸ " + logStepName(f) + suffix)
+	p.println(logStamp(s.at) + logIndent(s.Address) + "▸ " + logStepName(s.Name, s.Address, s.Type) + suffix)
 }
 
 func (p *logPrinter) closeStep(addr string) {
@@ -642,26 +604,24 @@ func (p *logPrinter) nested() string {
 	return logIndent(p.open[len(p.open)-1]) + "  "
 }
 
-func (p *logPrinter) stepCompleted(e state.Event) {
-	f := e.Fields
-	status := fieldStr(f, "status")
-	in := logIndent(fieldStr(f, "address"))
-	msg := logStepGlyph(status) + " " + logStepName(f)
-	ran := status == "done" || status == "failed" || status == "blocked" || status == "stopped"
-	if ms, ok := fieldNum(f, "duration_ms"); ok && ran {
-		msg += " " + logDuration(time.Duration(ms)*time.Millisecond)
+func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
+	in := logIndent(f.Address)
+	msg := logStepGlyph(f.Status) + " " + logStepName(f.Name, f.Address, f.Type)
+	ran := f.Status == "done" || f.Status == "failed" || f.Status == "blocked" || f.Status == "stopped"
+	if ran {
+		msg += " " + logDuration(time.Duration(f.DurationMS)*time.Millisecond)
 	}
-	if code, ok := fieldNum(f, "exit_code"); ok && ran && (fieldStr(f, "type") == "script" || code != 0) {
-		msg += fmt.Sprintf(" exit %d", int64(code))
+	if ran && (f.Type == "script" || f.ExitCode != 0) {
+		msg += fmt.Sprintf(" exit %d", f.ExitCode)
 	}
-	reason := safe(logFirstLine(fieldStr(f, "reason")))
-	switch status {
+	reason := safe(logFirstLine(f.Reason))
+	switch f.Status {
 	case "done":
-		if s := fieldStr(f, "summary"); s != "" {
-			msg += " — " + safe(logFirstLine(s))
+		if f.Summary != "" {
+			msg += " — " + safe(logFirstLine(f.Summary))
 		}
 	case "failed", "blocked":
-		msg += " " + status
+		msg += " " + f.Status
 		if reason != "" {
 			msg += ": " + reason
 		}
@@ -675,20 +635,20 @@ func (p *logPrinter) stepCompleted(e state.Event) {
 	case "waiting":
 		msg += " waiting for a person"
 	default:
-		msg += " " + safe(status)
+		msg += " " + safe(f.Status)
 		if reason != "" {
 			msg += ": " + reason
 		}
 	}
-	p.println(logStamp(e.Time) + in + msg)
-	if status != "failed" {
+	p.println(logStamp(t) + in + msg)
+	if f.Status != "failed" {
 		return
 	}
-	for _, l := range logTail(fieldStr(f, "output"), logFailTail) {
+	for _, l := range logTail(f.Output, logFailTail) {
 		p.println(logNoStamp + in + "    | " + safeLine(l))
 	}
-	if lp := fieldStr(f, "log_path"); lp != "" {
-		p.println(logNoStamp + in + "    log: " + safe(lp))
+	if f.LogPath != "" {
+		p.println(logNoStamp + in + "    log: " + safe(f.LogPath))
 	}
 }
 
@@ -714,13 +674,13 @@ func logIndent(addr string) string {
 	return "  " + strings.Repeat("    ", strings.Count(addr, "/"))
 }
 
-func logStepName(f map[string]any) string {
-	s := safe(fieldStr(f, "name"))
+func logStepName(name, address, typ string) string {
+	s := safe(name)
 	if s == "" {
-		s = "step " + safe(fieldStr(f, "address"))
+		s = "step " + safe(address)
 	}
-	if t := fieldStr(f, "type"); t != "" {
-		s += " (" + safe(t) + ")"
+	if typ != "" {
+		s += " (" + safe(typ) + ")"
 	}
 	return s
 }
@@ -761,7 +721,8 @@ func logStepGlyph(status string) string {
 // know, fields in key order.
 func logGeneric(e state.Event) string {
 	var b strings.Builder
-	name := e.Type
+	name := e.Kind()
+	fields := e.Fields()
 	if name == "" {
 		name = "?"
 	}
@@ -769,13 +730,13 @@ func logGeneric(e state.Event) string {
 	if e.Task != "" {
 		b.WriteString(" task=" + logValue(e.Task))
 	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		b.WriteString(" " + safe(k) + "=" + logValue(e.Fields[k]))
+		b.WriteString(" " + safe(k) + "=" + logValue(fields[k]))
 	}
 	return b.String()
 }
@@ -799,22 +760,6 @@ func logValue(v any) string {
 		return safe(fmt.Sprint(v))
 	}
 	return safe(string(b))
-}
-
-func fieldStr(f map[string]any, k string) string {
-	switch v := f[k].(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	default:
-		return logValue(v)
-	}
-}
-
-func fieldNum(f map[string]any, k string) (float64, bool) {
-	v, ok := f[k].(float64)
-	return v, ok
 }
 
 func logFirstLine(s string) string {

@@ -40,16 +40,29 @@ func newLogFixture(t *testing.T, id string) *logFixture {
 	return &logFixture{t: t, dir: dir, id: id, mgr: mgr, log: l, path: path, at: time.Date(2026, 11, 23, 10, 0, 0, 0, time.Local)}
 }
 
-// emit appends one event, a second after the one before.
+// emit appends one event, a second after the one before, written from its
+// keys as any version (or a hand) might have.
 func (f *logFixture) emit(typ, task string, fields map[string]any) {
 	f.t.Helper()
+	f.write(task, events.Other{Name: typ, Fields: fields})
+}
+
+func (f *logFixture) write(task string, p events.Payload) {
+	f.t.Helper()
 	f.at = f.at.Add(time.Second)
-	if err := f.log.Write(state.Event{Time: f.at, Type: typ, Session: f.id, Task: task, Fields: fields}); err != nil {
+	if err := f.log.Write(state.Event{Time: f.at, Session: f.id, Task: task, Payload: p}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
-func (f *logFixture) step(typ string, v any) { f.emit(typ, "", events.Fields(v)) }
+// step appends a grimoire event of kind typ, as this version writes it.
+func (f *logFixture) step(typ string, p events.Payload) {
+	f.t.Helper()
+	if p.Kind() != typ {
+		f.t.Fatalf("%T is %s, not %s", p, p.Kind(), typ)
+	}
+	f.write("", p)
+}
 
 // run runs the vibeteam binary on the fixture. (Not Main in-process: the
 // commands share flag values that urfave/cli writes while parsing, so

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -347,12 +348,12 @@ func (p *prompter) controller(w waitingTask) *core.SessionController {
 	return p.ctrl
 }
 
-// enqueue is called from the event handler when a task starts waiting;
-// label names the task (safe to print).
-func (p *prompter) enqueue(e core.Event, label string) {
-	w := waitingTask{id: e.Task, session: e.Session, label: label, state: safe(fmt.Sprint(e.Fields["state"])), excerpt: fmt.Sprint(e.Fields["excerpt"])}
-	if why, ok := e.Fields["why"].(string); ok && why != "" {
-		w.state += " (" + safe(why) + ")"
+// enqueue is called from the event handler when a task starts waiting (e,
+// whose payload is ev); label names the task (safe to print).
+func (p *prompter) enqueue(e core.Event, ev events.InteractionNeeded, label string) {
+	w := waitingTask{id: e.Task, session: e.Session, label: label, state: safe(ev.State), excerpt: ev.Excerpt}
+	if ev.Why != "" {
+		w.state += " (" + safe(ev.Why) + ")"
 	}
 	p.mu.Lock()
 	for i, q := range p.queue {

@@ -200,8 +200,8 @@ stages:
 	// Names: the display name defaults to the id.
 	names := map[string]string{}
 	for _, e := range p.events(p.only().ID) {
-		if e.Type == "task_started" {
-			names[e.Task] = e.Fields["name"].(string)
+		if e.Kind() == "task_started" {
+			names[e.Task] = e.Fields()["name"].(string)
 		}
 	}
 	if names["a"] != "a" || names["b"] != "Bee" {

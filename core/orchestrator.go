@@ -255,9 +255,12 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		c.close()
 		return nil, err
 	}
-	c.emit(Event{Time: time.Now(), Type: firstEvent, Session: sess.ID, Fields: map[string]any{
-		"workflow": sess.Workflow, "goal": sess.Goal, "stage": sess.CurrentStageIndex, "pid": os.Getpid(),
-	}})
+	first := events.SessionStart{Workflow: sess.Workflow, Goal: sess.Goal, Stage: sess.CurrentStageIndex, Pid: os.Getpid()}
+	if firstEvent == events.SessionResumed {
+		c.emit(Event{Time: time.Now(), Session: sess.ID, Payload: events.SessionResume(first)})
+	} else {
+		c.emit(Event{Time: time.Now(), Session: sess.ID, Payload: first})
+	}
 	// What a kill or a full disk left unfinished is said once: the run
 	// rewrites the session whole, and goes on from what was.
 	damage := sess.Damage
@@ -265,7 +268,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		damage = append(damage, elog.Damage)
 	}
 	for _, d := range damage {
-		c.emit(Event{Time: time.Now(), Type: events.Warning, Session: sess.ID, Fields: map[string]any{"warning": d}})
+		c.emit(Event{Time: time.Now(), Session: sess.ID, Payload: events.Warn{Warning: d}})
 	}
 	sess.Damage = nil
 	return c, nil
@@ -292,15 +295,14 @@ func (c *SessionController) Run(ctx context.Context) (engine.Outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	fields := map[string]any{"status": string(out.Status)}
+	end := events.SessionEnd{Status: string(out.Status)}
 	if out.FailedTask != "" {
-		fields["failedTask"] = out.FailedTask
-		fields["reason"] = out.Reason
+		end.FailedTask, end.Reason = out.FailedTask, out.Reason
 	}
 	if totals := c.Executor.Session().AgentTotals(); totals.Runs > 0 {
-		fields["agents"] = totals
+		end.Agents = &totals
 	}
-	c.emit(Event{Time: time.Now(), Type: events.SessionFinished, Session: c.ID, Fields: fields})
+	c.emit(Event{Time: time.Now(), Session: c.ID, Payload: end})
 	return out, nil
 }
 
@@ -328,7 +330,7 @@ func (c *SessionController) close() {
 // emit writes to this session's log and forwards to the orchestrator's
 // subscriber. Output chunks are not logged: the task log holds them.
 func (c *SessionController) emit(e Event) {
-	if e.Type != events.TaskOutput {
+	if _, output := e.Payload.(events.TaskOut); !output {
 		_ = c.events.Write(e)
 	}
 	if c.orch.onEvent != nil {

@@ -83,7 +83,7 @@ func TestTwoSessionsInOneOrchestrator(t *testing.T) {
 			t.Fatalf("no events for %s", tc.c.ID)
 		}
 		for _, e := range evs {
-			if text, _ := e.Fields["text"].(string); strings.Contains(text, tc.theirs) {
+			if text, _ := e.Fields()["text"].(string); strings.Contains(text, tc.theirs) {
 				t.Errorf("session %s got output of the other session: %q", tc.c.ID, text)
 			}
 		}
@@ -96,7 +96,7 @@ func TestTwoSessionsInOneOrchestrator(t *testing.T) {
 			if e.Session != tc.c.ID {
 				t.Errorf("event of %s in the log of %s", e.Session, tc.c.ID)
 			}
-			if e.Type == events.SessionState {
+			if e.Kind() == events.SessionState {
 				states++
 			}
 		}
@@ -116,8 +116,8 @@ func TestTwoSessionsInOneOrchestrator(t *testing.T) {
 			t.Errorf("no pid recorded")
 		}
 	}
-	if outs[0].Status == state.StatusCompleted && bySession[c1.ID][0].Type != events.SessionStarted {
-		t.Errorf("first event %s", bySession[c1.ID][0].Type)
+	if outs[0].Status == state.StatusCompleted && bySession[c1.ID][0].Kind() != events.SessionStarted {
+		t.Errorf("first event %s", bySession[c1.ID][0].Kind())
 	}
 }
 

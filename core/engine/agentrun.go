@@ -92,14 +92,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 	host, id := s.host, s.taskID
 	switch ev.Kind {
 	case agentstream.Init:
-		f := map[string]any{"session_id": ev.SessionID}
-		if ev.Model != "" {
-			f["model"] = ev.Model
-		}
-		if len(ev.MCPServers) > 0 {
-			f["mcp_servers"] = ev.MCPServers
-		}
-		host.emit(events.AgentInit, id, f)
+		host.emit(id, events.AgentStart{SessionID: ev.SessionID, Model: ev.Model, MCPServers: ev.MCPServers})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· agent session %s", ev.SessionID)
 		if ev.Model != "" {
@@ -110,7 +103,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 			fmt.Fprintf(text, "· mcp server %s: %s\n", m.Name, m.Status)
 		}
 	case agentstream.Message:
-		host.emit(events.AgentMessage, id, map[string]any{"text": ev.Text, "delta": ev.Delta})
+		host.emit(id, events.AgentSaid{Text: ev.Text, Delta: ev.Delta})
 		if ev.Delta {
 			text.WriteString(ev.Text)
 			s.inDelta = true
@@ -120,15 +113,15 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		text.WriteString(strings.TrimRight(ev.Text, "\n"))
 		text.WriteString("\n")
 	case agentstream.Thinking:
-		host.emit(events.AgentThinking, id, map[string]any{"text": ev.Text})
+		host.emit(id, events.AgentThought{Text: ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
 	case agentstream.ToolCall:
-		host.emit(events.AgentToolCall, id, map[string]any{"tool": ev.Tool, "tool_id": ev.ToolID, "input": rawOrNil(ev.Input)})
+		host.emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input)})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
 	case agentstream.ToolResult:
-		host.emit(events.AgentToolResult, id, map[string]any{"tool": ev.Tool, "tool_id": ev.ToolID, "output": ev.Output, "is_error": ev.IsError, "duration_ms": ev.DurationMS})
+		host.emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
 		s.breakDeltaLocked(text)
 		mark := "⎿"
 		if ev.IsError {
@@ -147,13 +140,13 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		}
 	case agentstream.Usage:
 		if ev.Tokens != nil {
-			host.emit(events.AgentUsage, id, map[string]any{
-				"input_tokens": ev.Tokens.Input, "output_tokens": ev.Tokens.Output,
-				"cache_read_tokens": ev.Tokens.CacheRead, "cache_write_tokens": ev.Tokens.CacheWrite,
+			host.emit(id, events.Usage{
+				InputTokens: ev.Tokens.Input, OutputTokens: ev.Tokens.Output,
+				CacheReadTokens: ev.Tokens.CacheRead, CacheWriteTokens: ev.Tokens.CacheWrite,
 			})
 		}
 	case agentstream.Error:
-		host.emit(events.AgentError, id, map[string]any{"error": ev.Text})
+		host.emit(id, events.AgentFailure{Error: ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
 	}
@@ -172,9 +165,9 @@ func oneLine(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-func rawOrNil(r json.RawMessage) any {
-	if len(r) == 0 {
-		return nil
+func rawOrNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 || !json.Valid(r) {
+		return json.RawMessage("null") // as it reads back
 	}
 	return r
 }
@@ -255,7 +248,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	}
 	what := denialText(sum.Denials)
 	for _, d := range sum.Denials {
-		host.emit(events.AgentDenied, t.ID, map[string]any{"tool": d.Tool, "tool_id": d.ToolID, "input": rawOrNil(d.Input), "message": d.Message})
+		host.emit(t.ID, events.Denial{Tool: d.Tool, ToolID: d.ToolID, Input: rawOrNull(d.Input), Message: d.Message})
 	}
 	excerpt := "denied: " + what
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
@@ -307,7 +300,7 @@ func (tr *taskRun) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, 
 		excerpt += " [" + strings.Join(q.Options, " | ") + "]"
 	}
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt, rec.Question = excerpt, q })
-	host.emit(events.AgentQuestion, t.ID, map[string]any{"kind": string(q.Kind), "text": q.Text, "options": q.Options})
+	host.emit(t.ID, events.Question{QuestionKind: string(q.Kind), Text: q.Text, Options: q.Options})
 	answer := ""
 	if tr.cfg.Interaction == InteractionAsk && tr.cfg.Question != nil {
 		answer = tr.cfg.Question(tr.ctx, QuestionRequest{TaskID: t.ID, Name: t.DisplayName(), Adapter: t.Adapter, Question: *q})

@@ -87,7 +87,7 @@ func (x *Executor) beadStatus(status string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := x.opts.Beads.SetStatus(ctx, id, status); err != nil {
-		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("bead %s: could not set status %s: %v", id, status, err)})
+		x.emit("", events.Warn{Warning: fmt.Sprintf("bead %s: could not set status %s: %v", id, status, err)})
 	}
 }
 
@@ -100,7 +100,7 @@ func (x *Executor) beadClose(reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := x.opts.Beads.Close(ctx, id, reason); err != nil {
-		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("bead %s: could not close it: %v", id, err)})
+		x.emit("", events.Warn{Warning: fmt.Sprintf("bead %s: could not close it: %v", id, err)})
 	}
 }
 
@@ -147,8 +147,8 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 			x.mu.Lock()
 			x.pendingMerge = true
 			x.mu.Unlock()
-			x.emit(events.MergePending, "", map[string]any{
-				"step": step.Label(), "address": at.Key(), "bead": id, "branch": ws.Branch(), "base": ws.Base(), "stat": stat, "commits": commits,
+			x.emit("", events.MergeWait{
+				Step: step.Label(), Address: at.Key(), Bead: id, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits,
 			})
 			return flow.Result{Status: flow.Waiting, Reason: fmt.Sprintf("the merge of %s into %s waits for a review", ws.Branch(), ws.Base())}
 		}
@@ -172,7 +172,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	req := MergeRequest{
 		Message: fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID),
 		Queued: func() {
-			x.emit(events.MergeQueued, "", map[string]any{"step": step.Label(), "address": at.Key(), "base": ws.Base()})
+			x.emit("", events.MergeQueue{Step: step.Label(), Address: at.Key(), Base: ws.Base()})
 		},
 	}
 	var gate *gateRunner
@@ -222,7 +222,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	x.sess.Intent = nil
 	x.checkpointLocked(state.Change{}, true)
 	x.mu.Unlock()
-	x.emit(events.Merged, "", map[string]any{"step": step.Label(), "address": at.Key(), "commit": out.Commit, "branch": ws.Branch(), "base": ws.Base()})
+	x.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base()})
 	summary := fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())
 	if last := gate.lastRun(); last != nil {
 		summary += fmt.Sprintf(", its gate green in %s", last.Duration.Round(time.Millisecond))
@@ -252,7 +252,7 @@ func (x *Executor) cleanupAfterMerge() {
 	ws := x.opts.Workspace
 	x.setIntent(&state.GitIntent{Kind: state.IntentRemove, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
 	if err := ws.Remove(ctx); err != nil {
-		x.emit(events.Warning, "", map[string]any{"warning": "remove the worktree after the merge: " + err.Error()})
+		x.emit("", events.Warn{Warning: "remove the worktree after the merge: " + err.Error()})
 		return // the intent stays open: a resume removes what is left
 	}
 	x.setIntent(nil)

@@ -72,7 +72,7 @@ func stepMetered(ctx context.Context, step *workflow.Step) context.Context {
 // and returns why.
 func refuseForBudget(host taskHost, taskID string, m *budget.Meter, what string) string {
 	tokens, cost := m.Spent()
-	host.emit(events.BudgetSpent, taskID, map[string]any{"what": what, "tokens": tokens, "cost_usd": cost, "stopped": false})
+	host.emit(taskID, events.Budget{What: what, Tokens: tokens, CostUSD: cost})
 	return budgetMessage(what, false)
 }
 
@@ -167,7 +167,7 @@ func (tr *taskRun) stopForBudget(what string, finish func(st state.TaskStatus, r
 	}
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Agent = recordSummary(sum) })
 	tokens, cost := tr.stream.spend.meter.Spent()
-	host.emit(events.BudgetSpent, t.ID, map[string]any{"what": what, "tokens": tokens, "cost_usd": cost, "stopped": true})
+	host.emit(t.ID, events.Budget{What: what, Tokens: tokens, CostUSD: cost, Stopped: true})
 	return finish(state.TaskError, BudgetReason, &res, budgetMessage(what, true))
 }
 

@@ -344,9 +344,9 @@ func (x *Executor) status(taskID string) state.TaskStatus {
 	return x.sess.TaskStatus[taskID]
 }
 
-// setStatus records a task status change, saves, and emits the task and
-// derived session state events.
-func (x *Executor) setStatus(taskID string, st state.TaskStatus, fields map[string]any) {
+// setStatus records a task status change, saves, and emits the task (ev,
+// with its status) and derived session state events.
+func (x *Executor) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
 	x.mu.Lock()
 	x.sess.TaskStatus[taskID] = st
 	// The end of a task is made durable; its other steps need only survive
@@ -356,13 +356,10 @@ func (x *Executor) setStatus(taskID string, st state.TaskStatus, fields map[stri
 	changed := overall != x.overall
 	x.overall = overall
 	x.mu.Unlock()
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	fields["status"] = string(st)
-	x.emit(events.TaskStatus, taskID, fields)
+	ev.Status = string(st)
+	x.emit(taskID, ev)
 	if changed {
-		x.emit(events.SessionState, "", map[string]any{"state": overall})
+		x.emit("", events.SessionStateChange{State: overall})
 	}
 }
 
@@ -410,7 +407,7 @@ func (x *Executor) saveLocked() {
 // run: going on would report as done what is not saved.
 func (x *Executor) writeFailedLocked(err error) {
 	// emit never calls back into the executor, so holding mu is fine.
-	x.emit(events.Error, "", map[string]any{"error": err.Error()})
+	x.emit("", events.RunError{Error: err.Error()})
 	if x.writeErr == nil {
 		x.writeErr = err
 	}
@@ -419,11 +416,11 @@ func (x *Executor) writeFailedLocked(err error) {
 	}
 }
 
-func (x *Executor) emit(typ, taskID string, fields map[string]any) {
+func (x *Executor) emit(taskID string, p events.Payload) {
 	if x.opts.Emit == nil {
 		return
 	}
-	x.opts.Emit(state.Event{Time: time.Now(), Type: typ, Session: x.sess.ID, Task: taskID, Fields: fields})
+	x.opts.Emit(state.Event{Time: time.Now(), Session: x.sess.ID, Task: taskID, Payload: p})
 }
 
 func (x *Executor) record(taskID string) *state.TaskRecord {
@@ -575,7 +572,7 @@ func (x *Executor) stopOrphans() {
 	x.mu.Unlock()
 	for _, o := range found {
 		if runner.StopOrphan(o.pid, o.start, x.opts.Grace, x.sess.ID+"/"+o.task) {
-			x.emit(events.OrphanStopped, o.task, map[string]any{"pid": o.pid})
+			x.emit(o.task, events.OrphanStop{Pid: o.pid})
 		}
 	}
 }
@@ -609,7 +606,7 @@ func (x *Executor) keep(tr *taskRun) {
 // task runs.
 func (x *Executor) stopStrays() {
 	if n := runner.StopStrays(x.opts.Grace); n > 0 {
-		x.emit(events.Warning, "", map[string]any{"warning": fmt.Sprintf("stopped %d process(es) a task left running in a session of their own (a daemon)", n)})
+		x.emit("", events.Warn{Warning: fmt.Sprintf("stopped %d process(es) a task left running in a session of their own (a daemon)", n)})
 	}
 }
 

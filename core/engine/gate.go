@@ -143,10 +143,10 @@ type gateRunner struct {
 
 func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, error) {
 	x, m := r.g.x, r.step.Merge
-	x.emit(events.GateStarted, "", events.Fields(events.GateStart{
+	x.emit("", events.GateStart{
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Command: m.Gate,
 		Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Dir: dir,
-	}))
+	})
 	name := logName(r.step, r.at) + ".gate-" + strconv.Itoa(try.Attempt)
 	f, logPath := r.g.openStepLog(name)
 	var logMu sync.Mutex
@@ -183,10 +183,10 @@ func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, er
 	x.sess.AddGateRun(run)
 	x.checkpointLocked(state.Change{}, true)
 	x.mu.Unlock()
-	x.emit(events.GateFinished, "", events.Fields(events.GateEnd{
+	x.emit("", events.GateEnd{
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Commit: try.Commit,
 		Green: res.Green, ExitCode: res.ExitCode, DurationMS: run.DurationMS, Reason: run.Reason, LogPath: logPath,
-	}))
+	})
 	r.mu.Lock()
 	r.last = &res
 	r.mu.Unlock()

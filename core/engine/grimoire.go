@@ -64,7 +64,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	// not report, which renders empty.
 	g.scope.Workflow = def.ID
 	g.scope.Warn = func(step, w string) {
-		x.emit(events.TemplateWarned, "", map[string]any{"step": step, "warning": w})
+		x.emit("", events.TemplateWarning{Step: step, Warning: w})
 	}
 	if x.sess.Bead != nil {
 		g.scope.SetBead(x.sess.Bead)
@@ -81,7 +81,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	}
 	// What bd says on stderr during the run is a warning of the run.
 	if n, ok := x.opts.Beads.(interface{ SetNotice(func(string)) }); ok {
-		n.SetNotice(func(l string) { x.emit(events.Warning, "", map[string]any{"warning": "bd: " + l}) })
+		n.SetNotice(func(l string) { x.emit("", events.Warn{Warning: "bd: " + l}) })
 	}
 	x.beadStatus(beadInProgress)
 	x.mu.Lock()
@@ -90,9 +90,9 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.sess.FailedSteps = nil
 	resumed := len(x.sess.Runs) > 0
 	x.mu.Unlock()
-	x.emit(events.WorkflowStarted, "", events.Fields(events.Started{
+	x.emit("", events.Started{
 		Grimoire: def.ID, Source: def.Source, Bead: beadID(x.sess.Bead), ID: x.sess.ID, Resumed: resumed,
-	}))
+	})
 	// What scripts of a crashed run left behind stops before anything runs
 	// again; what this run's leave stops when it ends.
 	if resumed {
@@ -148,9 +148,9 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.mu.Lock()
 	steps, skipped, failed := runTotals(x.sess.Runs)
 	x.mu.Unlock()
-	x.emit(events.WorkflowCompleted, "", events.Fields(events.Completed{
+	x.emit("", events.Completed{
 		DurationMS: time.Since(start).Milliseconds(), Steps: steps, Failed: len(failed), Skipped: skipped, FailedSteps: failed,
-	}))
+	})
 	summary := fmt.Sprintf("Completed by vibeteam grimoire %s (session %s)", def.ID, x.sess.ID)
 	if x.sess.Merged != "" {
 		summary += fmt.Sprintf("; merged into %s as %s", x.sess.BaseBranch, x.sess.Merged)
@@ -232,7 +232,7 @@ func (g *grimoire) block(out flow.Outcome) Outcome {
 	x.sess.BlockedContext = context
 	x.sess.Cursor = out.At.Key()
 	x.mu.Unlock()
-	x.emit(events.WorkflowBlocked, "", events.Fields(events.Blocked{Reason: reason, Step: out.Step, Address: out.At.Key(), Context: context}))
+	x.emit("", events.Blocked{Reason: reason, Step: out.Step, Address: out.At.Key(), Context: context})
 	x.beadStatus(beadBlocked)
 	return x.finish(state.StatusBlocked, "", fmt.Sprintf("step %q (%s) blocked: %s", out.Step, out.At, why))
 }
@@ -429,9 +429,9 @@ func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
 	}
 	store.prune(at, n)
 	if !store.replaying(at.Iteration(n).Step(0)) {
-		s.x.emit(events.LoopIteration, "", events.Fields(events.Iteration{
+		s.x.emit("", events.Iteration{
 			Loop: loop.Label(), Address: at.Key(), Iteration: n, Max: loop.Loop.MaxIterations,
-		}))
+		})
 	}
 }
 
@@ -549,7 +549,7 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key, Cursor: &key}, false)
 	x.mu.Unlock()
 	if step.Type == workflow.StepLoop {
-		x.emit(events.WorkflowStepStarted, "", events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)}.Map())
+		x.emit("", events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)})
 	}
 }
 
@@ -594,14 +594,14 @@ func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) 
 	if len(ev.Output) > events.OutputLimit {
 		ev.Output, ev.Truncated = ev.Output[len(ev.Output)-events.OutputLimit:], true
 	}
-	x.emit(events.WorkflowStepCompleted, "", ev.Map())
+	x.emit("", ev)
 }
 
 // stepStarted announces a step with what it was rendered to.
 func (g *grimoire) stepStarted(step *workflow.Step, at flow.Addr, inputs map[string]string) {
-	g.x.emit(events.WorkflowStepStarted, "", events.StepStarted{
+	g.x.emit("", events.StepStarted{
 		Name: step.Label(), Type: step.Type, Address: at.Key(), Iteration: iterationOf(at), Inputs: inputs,
-	}.Map())
+	})
 }
 
 // stopped is the result of a step whose context ended: the workflow's

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -17,9 +18,9 @@ type taskHost interface {
 	updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord))
 	// record returns a copy of the task's record.
 	readRecord(taskID string) state.TaskRecord
-	setStatus(taskID string, st state.TaskStatus, fields map[string]any)
+	setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange)
 	history(kind, taskID, text string)
-	emit(typ, taskID string, fields map[string]any)
+	emit(taskID string, p events.Payload)
 	// park stops the session for a person (waiting) or fails it;
 	// parked says whether and how it was.
 	park(status state.Status, taskID, reason string)

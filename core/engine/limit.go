@@ -83,18 +83,18 @@ func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 	if lim.ResetAt != nil {
 		what += ", resets " + lim.ResetAt.Local().Format("2006-01-02 15:04 MST")
 	}
-	fields := map[string]any{"adapter": t.Adapter, "message": lim.Message, "waiting": wait > 0}
+	ev := events.Limited{Adapter: t.Adapter, Message: lim.Message, Waiting: wait > 0}
 	if lim.ResetAt != nil {
-		fields["reset_at"] = lim.ResetAt.UTC().Format(time.RFC3339)
+		ev.ResetAt = lim.ResetAt.UTC().Format(time.RFC3339)
 	}
 	if wait > 0 {
-		fields["until"] = now.Add(wait).UTC().Format(time.RFC3339)
-	} else if why != "" {
-		fields["reason"] = why
+		ev.Until = now.Add(wait).UTC().Format(time.RFC3339)
+	} else {
+		ev.Reason = why
 	}
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = "limited: " + oneLine(lim.Message, 300) })
 	host.setLimit(&state.Limit{Adapter: t.Adapter, TaskID: t.ID, ResetAt: lim.ResetAt, Message: lim.Message, Waiting: wait > 0})
-	host.emit(events.AgentLimited, t.ID, fields)
+	host.emit(t.ID, ev)
 	if wait == 0 {
 		msg := "the agent stopped on a " + what
 		if why != "" {
@@ -103,7 +103,7 @@ func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 		host.park(state.StatusLimited, t.ID, fmt.Sprintf("task %s: %s; continue after it with: vibeteam resume ID", t.ID, msg))
 		return state.TaskLimited, LimitReason, msg, true
 	}
-	host.setStatus(t.ID, state.TaskLimited, map[string]any{"reason": LimitReason})
+	host.setStatus(t.ID, state.TaskLimited, events.TaskStatusChange{Reason: LimitReason})
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -116,7 +116,7 @@ func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 		return state.TaskLimited, LimitReason, "stopped while waiting out a " + what, true
 	}
 	host.setLimit(nil)
-	host.emit(events.AgentLimitResumed, t.ID, map[string]any{"adapter": t.Adapter})
+	host.emit(t.ID, events.LimitResume{Adapter: t.Adapter})
 	tr.next = &followUp{limit: true, limitWaited: waited + wait, limitTries: tries + 1}
 	return state.TaskLimited, LimitReason, "the agent waited out a " + what + "; its session continues", true
 }

@@ -37,7 +37,7 @@ func mcpServers(host taskHost, t workflow.Task, dir string, strict bool) ([]adap
 			if strict {
 				return nil, fmt.Errorf("%s (--strict)", msg)
 			}
-			host.emit(events.Warning, t.ID, map[string]any{"warning": msg})
+			host.emit(t.ID, events.Warn{Warning: msg})
 		}
 		out = append(out, adapters.MCPServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env})
 	}

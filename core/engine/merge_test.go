@@ -129,7 +129,7 @@ func TestMergeWithoutTerminalWaitsThenApprove(t *testing.T) {
 	}
 	found := false
 	for _, e := range events {
-		if e.Type == "workflow.merge_pending" && e.Fields["stat"] == " a.go | 2 +-" {
+		if e.Kind() == "workflow.merge_pending" && e.Fields()["stat"] == " a.go | 2 +-" {
 			found = true
 		}
 	}
@@ -207,7 +207,7 @@ func TestMergeConflictAndRefusalBlock(t *testing.T) {
 			}
 			warned := false
 			for _, e := range events {
-				if e.Type == "warning" && strings.Contains(fmt.Sprint(e.Fields["warning"]), "database locked") {
+				if e.Kind() == "warning" && strings.Contains(fmt.Sprint(e.Fields()["warning"]), "database locked") {
 					warned = true
 				}
 			}

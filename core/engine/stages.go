@@ -59,13 +59,13 @@ func (s stageStore) Started(at flow.Addr, st *workflow.Step) {
 	x.sess.CurrentStageIndex = i
 	x.checkpointLocked(state.Change{Stage: &i}, true)
 	x.mu.Unlock()
-	x.emit(events.StageStarted, "", map[string]any{"stage": st.ID, "index": i, "tasks": len(st.Tasks)})
+	x.emit("", events.StageStart{Stage: st.ID, Index: i, Tasks: len(st.Tasks)})
 }
 
 func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
 	s.x.stopStrays()
 	if r.Status == flow.Done {
-		s.x.emit(events.StageCompleted, "", map[string]any{"stage": st.ID, "index": at[0].Index})
+		s.x.emit("", events.StageEnd{Stage: st.ID, Index: at[0].Index})
 	}
 }
 

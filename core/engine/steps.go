@@ -135,7 +135,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	cmd, warnings, err := g.scope.Command(step.Label(), step.Script.Command)
 	g.mu.Unlock()
 	for _, w := range warnings {
-		x.emit(events.TemplateWarned, "", map[string]any{"step": step.Label(), "warning": w})
+		x.emit("", events.TemplateWarning{Step: step.Label(), Warning: w})
 	}
 	if err != nil {
 		g.stepStarted(step, at, nil)
@@ -153,7 +153,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	onOutput := func(c runner.Chunk) {
 		out.Write(c.Clean)
 		log.Write(c.Clean)
-		x.emit(events.TaskOutput, name, map[string]any{"stream": c.Stream, "text": string(c.Clean)})
+		x.emit(name, events.TaskOut{Stream: c.Stream, Text: string(c.Clean)})
 	}
 	args := []string{"-c", cmd}
 	if len(cmd) > maxInlineScript {

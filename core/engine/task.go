@@ -93,8 +93,8 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
 			rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
 		})
-		host.setStatus(t.ID, state.TaskError, map[string]any{"reason": reason, "error": msg})
-		host.emit(events.TaskFinished, t.ID, map[string]any{"status": string(state.TaskError), "reason": reason, "error": msg})
+		host.setStatus(t.ID, state.TaskError, events.TaskStatusChange{Reason: reason, Error: msg})
+		host.emit(t.ID, events.TaskEnd{Status: string(state.TaskError), Reason: reason, Error: msg})
 		return false, msg, nil
 	}
 
@@ -226,7 +226,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		default:
 		}
 		if len(text) > 0 {
-			host.emit(events.TaskOutput, t.ID, map[string]any{"stream": c.Stream, "text": string(text), "raw": string(c.Raw)})
+			host.emit(t.ID, events.TaskOut{Stream: c.Stream, Text: string(text), Raw: string(c.Raw)})
 		}
 	}
 
@@ -255,10 +255,10 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Pid, rec.PidStart = proc.Pid(), start })
 	host.running(tr)
 	defer host.ended(t.ID)
-	host.setStatus(t.ID, state.TaskRunning, nil)
-	host.emit(events.TaskStarted, t.ID, map[string]any{
-		"adapter": t.Adapter, "name": t.DisplayName(), "mode": string(mode),
-		"argv": argv, "pid": proc.Pid(), "cwd": spec.Dir,
+	host.setStatus(t.ID, state.TaskRunning, events.TaskStatusChange{})
+	host.emit(t.ID, events.TaskStart{
+		Adapter: t.Adapter, Name: t.DisplayName(), Mode: string(mode),
+		Argv: argv, Pid: proc.Pid(), Cwd: spec.Dir,
 	})
 	defer warnUntested(host, cfg, t)()
 
@@ -329,7 +329,7 @@ func (tr *taskRun) send(text, source string) error {
 		return err
 	}
 	tr.host.history("input", tr.task.ID, strings.TrimRight(text, "\r\n"))
-	tr.host.emit(events.TaskInput, tr.task.ID, map[string]any{"text": text, "source": source})
+	tr.host.emit(tr.task.ID, events.TaskIn{Text: text, Source: source})
 	return nil
 }
 
@@ -386,7 +386,7 @@ func (tr *taskRun) applyReply(r reply) {
 		// asked again while the TUI redraws past it.
 		tr.term.answeredByPerson(r)
 		tr.term.waitingState = ""
-		tr.host.setStatus(tr.task.ID, state.TaskRunning, map[string]any{"reason": "answered"})
+		tr.host.setStatus(tr.task.ID, state.TaskRunning, events.TaskStatusChange{Reason: "answered"})
 	}
 }
 
@@ -438,26 +438,17 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 				rec.LogPath = tr.log.Path()
 			}
 		})
-		fields := map[string]any{"reason": reason}
-		if msg != "" {
-			fields["error"] = msg
-		}
-		if st == state.TaskDone && reason == "idle" && tr.evidence != "" {
+		ev := events.TaskStatusChange{Reason: reason, Error: msg}
+		if st == state.TaskDone && reason == "idle" {
 			// A DONE that rested on the fallback rule says so.
-			fields["evidence"] = tr.evidence
+			ev.Evidence = tr.evidence
 		}
 		if res != nil {
-			fields["exit_code"] = res.ExitCode
-			if res.Signal != "" {
-				fields["signal"] = res.Signal
-			}
+			code := res.ExitCode
+			ev.ExitCode, ev.Signal = &code, res.Signal
 		}
-		host.setStatus(t.ID, st, fields)
-		fin := map[string]any{"status": string(st)}
-		for k, v := range fields {
-			fin[k] = v
-		}
-		host.emit(events.TaskFinished, t.ID, fin)
+		host.setStatus(t.ID, st, ev)
+		host.emit(t.ID, events.TaskEnd{Status: string(st), Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
 		return st == state.TaskDone, msg
 	}
 
@@ -503,7 +494,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			if tr.task.KeepAlive && tr.completeCause != completedByUser {
 				tr.kept = true
 				host.keep(tr)
-				host.emit(events.KeptAlive, t.ID, map[string]any{"pid": tr.proc.Pid()})
+				host.emit(t.ID, events.KeepAlive{Pid: tr.proc.Pid()})
 				return finish(state.TaskDone, "kept_alive", nil, "")
 			}
 			tr.proc.Stop(tr.cfg.Grace)
@@ -597,9 +588,9 @@ func warnUntested(host taskHost, cfg taskSettings, t workflow.Task) (wait func()
 		if !v.Untested() {
 			return
 		}
-		host.emit(events.Warning, t.ID, map[string]any{
-			"warning": fmt.Sprintf("%s %s: %s", t.Adapter, v.String(), v.Risk()),
-			"adapter": t.Adapter, "version": v.Line, "tested": v.Tested,
+		host.emit(t.ID, events.Warn{
+			Warning: fmt.Sprintf("%s %s: %s", t.Adapter, v.String(), v.Risk()),
+			Adapter: t.Adapter, Version: v.Line, Tested: v.Tested,
 		})
 	}()
 	return func() { <-probed }

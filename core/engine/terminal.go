@@ -426,7 +426,7 @@ func (tr *taskRun) continueChoice(d runner.Detection, start int) {
 		ch.keys += "\r"
 		ts.remember(d, start)
 		_ = tr.proc.Send("\r")
-		host.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": ch.keys, "action": ch.description, "choose": ch.label})
+		host.emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: ch.keys, Action: ch.description, Choose: ch.label})
 		return
 	}
 	if ch.steps > 0 && m.Selected == ch.selected {
@@ -488,7 +488,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
 		ts.lastSeen = d.State
-		host.emit(events.StateSeen, t.ID, map[string]any{"state": d.State, "match": d.Match, "seq": d.Seq})
+		host.emit(t.ID, events.StateMatch{State: d.State, Match: d.Match, Seq: d.Seq})
 	}
 	if ts.waitingState == unknownState && d.State == "" {
 		return // still a screen the adapter does not know: still asked
@@ -496,7 +496,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
-		host.setStatus(t.ID, state.TaskRunning, map[string]any{"reason": "answered"})
+		host.setStatus(t.ID, state.TaskRunning, events.TaskStatusChange{Reason: "answered"})
 	}
 	if ts.attached || ts.waitingState != "" {
 		return
@@ -545,7 +545,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 				}
 				ts.remember(d, start)
 				_ = tr.proc.Send(act.Keys)
-				host.emit(events.AutoAction, t.ID, map[string]any{"state": d.State, "match": d.Match, "keys": act.Keys, "action": act.Description})
+				host.emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: act.Keys, Action: act.Description})
 				return
 			}
 		}
@@ -568,7 +568,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		}
 		tr.submit(queue[0], "queue")
 		tr.popQueue()
-		host.emit(events.QueueSent, t.ID, map[string]any{"text": queue[0], "remaining": len(queue) - 1})
+		host.emit(t.ID, events.QueueSend{Text: queue[0], Remaining: len(queue) - 1})
 	}
 }
 
@@ -728,16 +728,8 @@ func (tr *taskRun) askPerson(d runner.Detection, why string) {
 		rec.Reason = "waiting:" + d.State
 		rec.Excerpt = excerpt
 	})
-	fields := map[string]any{"state": d.State}
-	if why != "" {
-		fields["why"] = why
-	}
-	host.setStatus(t.ID, state.TaskWaitingForUser, fields)
-	ev := map[string]any{"state": d.State, "excerpt": excerpt, "name": t.DisplayName(), "adapter": t.Adapter}
-	if why != "" {
-		ev["why"] = why
-	}
-	host.emit(events.Interaction, t.ID, ev)
+	host.setStatus(t.ID, state.TaskWaitingForUser, events.TaskStatusChange{State: d.State, Why: why})
+	host.emit(t.ID, events.InteractionNeeded{State: d.State, Excerpt: excerpt, Name: t.DisplayName(), Adapter: t.Adapter, Why: why})
 	what := d.State
 	if why != "" {
 		what += ": " + why

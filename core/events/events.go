@@ -6,16 +6,15 @@
 //
 // time, event and session are on every line; task is there when the event
 // is about one task (a stage task, or an agent step's run); the other keys
-// are the event's fields, listed below. Consumers must ignore keys they do
-// not know: fields are added, never renamed.
+// are the event's fields: those of the event's Payload type (payload.go,
+// one Go type per kind; the constants below are the kinds). Consumers must
+// ignore keys they do not know: fields are added, never renamed.
 package events
-
-import "encoding/json"
 
 // Session events.
 const (
-	SessionStarted  = "session_started"  // workflow, source, base_dir
-	SessionResumed  = "session_resumed"  // workflow, from (the status it resumed from)
+	SessionStarted  = "session_started"  // workflow, goal, stage, pid
+	SessionResumed  = "session_resumed"  // as session_started
 	SessionFinished = "session_finished" // status, failedTask, reason, agents (totals: tokens, costUsd, toolCalls, runs)
 	SessionState    = "session_state"    // state: RUNNING | AWAITING_INTERACTION | IDLE | ERROR
 	Error           = "error"            // error: something vibeteam could not do (save a checkpoint, …)
@@ -29,13 +28,13 @@ const (
 
 // Task events: one process (a stage task, or the agent of an agent step).
 const (
-	TaskStarted    = "task_started"     // adapter, mode, argv, pid, log
-	TaskOutput     = "task_output"      // text (clean lines)
+	TaskStarted    = "task_started"     // adapter, mode, argv, pid, cwd, name
+	TaskOutput     = "task_output"      // stream, text (clean lines), raw
 	TaskInput      = "task_input"       // text, source
-	TaskStatus     = "task_status"      // status, reason, error, exit_code, signal
-	TaskFinished   = "task_finished"    // status, reason, exit_code, error, evidence
+	TaskStatus     = "task_status"      // status, reason, error, exit_code, signal, state, why
+	TaskFinished   = "task_finished"    // status, reason, exit_code, signal, error, evidence
 	OrphanStopped  = "orphan_stopped"   // pid: a process left by a vibeteam that died was stopped
-	Interaction    = "interaction"      // state, excerpt: a task waits for a person
+	Interaction    = "interaction"      // state, why, excerpt, name, adapter: a task waits for a person
 	AutoAction     = "auto_action"      // state, match, keys: the auto-policy answered
 	StateSeen      = "state"            // state: a state check matched a (changed) screen
 	QueueSent      = "queue_sent"       // text: a pendingInputs item was typed
@@ -137,52 +136,4 @@ type Completed struct {
 	FailedSteps []string `json:"failed_steps"` // their names, with addresses
 	Skipped     int      `json:"skipped"`      // steps whose when was false
 	Steps       int      `json:"steps"`        // step runs that ran (done or failed)
-}
-
-// Fields turns one of the structs above into an event's fields.
-func Fields(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return map[string]any{"error": err.Error()}
-	}
-	return m
-}
-
-// Map is the event's fields, as Fields(e) gives them, built without a trip
-// through JSON: it is emitted twice for every step.
-func (e StepStarted) Map() map[string]any {
-	m := map[string]any{"name": e.Name, "type": e.Type, "address": e.Address}
-	if e.Iteration != 0 {
-		m["iteration"] = e.Iteration
-	}
-	if len(e.Inputs) > 0 {
-		in := make(map[string]any, len(e.Inputs))
-		for k, v := range e.Inputs {
-			in[k] = v
-		}
-		m["inputs"] = in
-	}
-	return m
-}
-
-// Map is the event's fields, as Fields(e) gives them.
-func (e StepCompleted) Map() map[string]any {
-	m := map[string]any{"name": e.Name, "type": e.Type, "address": e.Address, "status": e.Status,
-		"success": e.Success, "exit_code": e.ExitCode, "duration_ms": e.DurationMS}
-	for k, v := range map[string]string{"output": e.Output, "summary": e.Summary, "reason": e.Reason, "log_path": e.LogPath} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	if e.Iteration != 0 {
-		m["iteration"] = e.Iteration
-	}
-	if e.Truncated {
-		m["truncated"] = true
-	}
-	return m
 }

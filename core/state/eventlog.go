@@ -12,31 +12,53 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
 )
 
-// Keys of the flat event form that Fields may not override.
+// Keys of the flat event form that a payload's fields may not override.
 var reservedEventKeys = map[string]bool{"time": true, "event": true, "session": true, "task": true}
 
 // MarshalJSON writes the flat form
-// {"time":RFC3339Nano,"event":type,"session":id,"task":taskID,...fields}
-// with "task" omitted when empty and fields in sorted key order. Fields that
-// collide with the reserved keys are dropped. A field value that cannot be
-// encoded is written as its fmt %v text: losing one detail is better than
+// {"time":RFC3339Nano,"event":kind,"session":id,"task":taskID,...fields}
+// with "task" omitted when empty and the fields in sorted key order (the
+// payload types declare them so). A payload that cannot be encoded is
+// written as an "error" field saying why: losing one detail is better than
 // losing the whole event.
 func (e Event) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"time":`)
 	writeJSON(&b, e.Time.Format(time.RFC3339Nano))
 	b.WriteString(`,"event":`)
-	writeJSON(&b, e.Type)
+	writeJSON(&b, e.Kind())
 	b.WriteString(`,"session":`)
 	writeJSON(&b, e.Session)
 	if e.Task != "" {
 		b.WriteString(`,"task":`)
 		writeJSON(&b, e.Task)
 	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
+	switch p := e.Payload.(type) {
+	case nil:
+	case events.Other:
+		writeFields(&b, p.Fields)
+	default:
+		v, err := json.Marshal(p)
+		if err != nil {
+			writeFields(&b, map[string]any{"error": fmt.Sprintf("%T: %v", p, err)})
+		} else if len(v) > 2 {
+			b.WriteByte(',')
+			b.Write(v[1 : len(v)-1])
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeFields writes fields in sorted key order, each value that cannot be
+// encoded as its fmt %v text.
+func writeFields(b *bytes.Buffer, fields map[string]any) {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		if !reservedEventKeys[k] {
 			keys = append(keys, k)
 		}
@@ -44,16 +66,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		b.WriteByte(',')
-		writeJSON(&b, k)
+		writeJSON(b, k)
 		b.WriteByte(':')
-		v, err := json.Marshal(e.Fields[k])
+		v, err := json.Marshal(fields[k])
 		if err != nil {
-			v, _ = json.Marshal(fmt.Sprintf("%v", e.Fields[k]))
+			v, _ = json.Marshal(fmt.Sprintf("%v", fields[k]))
 		}
 		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }
 
 func writeJSON(b *bytes.Buffer, s string) {
@@ -61,42 +81,65 @@ func writeJSON(b *bytes.Buffer, s string) {
 	b.Write(v)
 }
 
-// UnmarshalJSON reads the flat form back. Every key other than the reserved
-// four lands in Fields, decoded the way encoding/json decodes into any
-// (numbers become float64).
+// UnmarshalJSON reads the flat form back, the fields as the payload of the
+// event's kind (events.Decode: events.Other for a kind this version does
+// not know).
 func (e *Event) UnmarshalJSON(data []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var head struct {
+		Time    *time.Time      `json:"time"`
+		Event   json.RawMessage `json:"event"`
+		Session json.RawMessage `json:"session"`
+		Task    json.RawMessage `json:"task"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
 		return err
 	}
 	var out Event
-	if v, ok := raw["time"]; ok {
-		if err := json.Unmarshal(v, &out.Time); err != nil {
-			return fmt.Errorf("event time: %w", err)
-		}
+	if head.Time != nil {
+		out.Time = *head.Time
 	}
-	for key, dst := range map[string]*string{"event": &out.Type, "session": &out.Session, "task": &out.Task} {
-		if v, ok := raw[key]; ok {
-			if err := json.Unmarshal(v, dst); err != nil {
-				return fmt.Errorf("event %s: %w", key, err)
+	var kind string
+	for _, f := range []struct {
+		key string
+		raw json.RawMessage
+		dst *string
+	}{{"event", head.Event, &kind}, {"session", head.Session, &out.Session}, {"task", head.Task, &out.Task}} {
+		if f.raw != nil {
+			if err := json.Unmarshal(f.raw, f.dst); err != nil {
+				return fmt.Errorf("event %s: %w", f.key, err)
 			}
 		}
 	}
-	for k, v := range raw {
-		if reservedEventKeys[k] {
-			continue
+	p := events.Decode(kind, data)
+	if o, ok := p.(events.Other); ok {
+		for k := range reservedEventKeys {
+			delete(o.Fields, k)
 		}
-		var val any
-		if err := json.Unmarshal(v, &val); err != nil {
-			return fmt.Errorf("event field %s: %w", k, err)
+		if len(o.Fields) == 0 {
+			o.Fields = nil
 		}
-		if out.Fields == nil {
-			out.Fields = make(map[string]any, len(raw))
-		}
-		out.Fields[k] = val
+		p = o
 	}
+	out.Payload = p
 	*e = out
 	return nil
+}
+
+// Fields is the payload as the log line's keys give it, each value as
+// encoding/json decodes into any (numbers are float64): the generic view,
+// for a reader that looks for keys rather than kinds.
+func (e Event) Fields() map[string]any {
+	if o, ok := e.Payload.(events.Other); ok {
+		return o.Fields
+	}
+	if e.Payload == nil {
+		return nil
+	}
+	var m map[string]any
+	if data, err := json.Marshal(e.Payload); err == nil {
+		_ = json.Unmarshal(data, &m)
+	}
+	return m
 }
 
 // EventLog appends events to a JSONL file. It is safe for concurrent use.

@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
 )
 
 func TestEventMarshalFlat(t *testing.T) {
 	ts := time.Date(2025, 3, 4, 5, 6, 7, 890, time.UTC)
-	e := Event{Time: ts, Type: "task_done", Session: "ab12cd34", Task: "impl", Fields: map[string]any{
+	e := Event{Time: ts, Session: "ab12cd34", Task: "impl", Payload: events.Other{Name: "task_done", Fields: map[string]any{
 		"exit": 0, "duration": 1.5, "event": "spoofed", "time": "spoofed", "session": "x", "task": "y",
-	}}
+	}}}
 	data, err := json.Marshal(e)
 	if err != nil {
 		t.Fatal(err)
@@ -28,13 +31,13 @@ func TestEventMarshalFlat(t *testing.T) {
 	}
 
 	// No task: the key is left out rather than written empty.
-	data, _ = json.Marshal(Event{Time: ts, Type: "workflow_start", Session: "s"})
+	data, _ = json.Marshal(Event{Time: ts, Session: "s", Payload: events.Other{Name: "workflow_start"}})
 	if strings.Contains(string(data), `"task"`) {
 		t.Errorf("empty task written: %s", data)
 	}
 
 	// A value encoding/json refuses still yields a valid line.
-	data, err = json.Marshal(Event{Time: ts, Type: "x", Fields: map[string]any{"ch": make(chan int), "ok": true}})
+	data, err = json.Marshal(Event{Time: ts, Payload: events.Other{Name: "x", Fields: map[string]any{"ch": make(chan int), "ok": true}}})
 	if err != nil || !json.Valid(data) || !strings.Contains(string(data), `"ok":true`) {
 		t.Errorf("unencodable field: %s, %v", data, err)
 	}
@@ -50,10 +53,10 @@ func TestEventLogRoundTrip(t *testing.T) {
 	checkMode(t, filepath.Dir(path), 0o700)
 	ts := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	in := []Event{
-		{Time: ts, Type: "workflow_start", Session: "ab12cd34", Fields: map[string]any{"workflow": "review"}},
-		{Time: ts.Add(time.Second), Type: "task_done", Session: "ab12cd34", Task: "impl",
-			Fields: map[string]any{"exit": 3, "tags": []any{"a", "b"}, "nested": map[string]any{"k": "v"}}},
-		{Type: "no_time", Session: "ab12cd34"},
+		{Time: ts, Session: "ab12cd34", Payload: events.Other{Name: "workflow_start", Fields: map[string]any{"workflow": "review"}}},
+		{Time: ts.Add(time.Second), Session: "ab12cd34", Task: "impl",
+			Payload: events.Other{Name: "task_done", Fields: map[string]any{"exit": 3, "tags": []any{"a", "b"}, "nested": map[string]any{"k": "v"}}}},
+		{Session: "ab12cd34", Payload: events.Other{Name: "no_time"}},
 	}
 	for _, e := range in {
 		if err := l.Write(e); err != nil {
@@ -72,7 +75,7 @@ func TestEventLogRoundTrip(t *testing.T) {
 
 	// Reopening appends.
 	l, _ = OpenEventLog(path)
-	l.Write(Event{Time: ts, Type: "resumed", Session: "ab12cd34"})
+	l.Write(Event{Time: ts, Session: "ab12cd34", Payload: events.Other{Name: "resumed"}})
 	l.Close()
 
 	out, err := ReadEvents(path)
@@ -82,18 +85,19 @@ func TestEventLogRoundTrip(t *testing.T) {
 	if len(out) != 4 {
 		t.Fatalf("read %d events, want 4", len(out))
 	}
-	if !out[0].Time.Equal(ts) || out[0].Type != "workflow_start" || out[0].Fields["workflow"] != "review" || out[0].Task != "" {
+	if !out[0].Time.Equal(ts) || out[0].Kind() != "workflow_start" || out[0].Fields()["workflow"] != "review" || out[0].Task != "" {
 		t.Errorf("event 0: %+v", out[0])
 	}
 	e := out[1]
-	if e.Task != "impl" || e.Fields["exit"] != float64(3) || fmt.Sprint(e.Fields["tags"]) != "[a b]" ||
-		e.Fields["nested"].(map[string]any)["k"] != "v" || len(e.Fields) != 3 {
+	f := e.Fields()
+	if e.Task != "impl" || f["exit"] != float64(3) || fmt.Sprint(f["tags"]) != "[a b]" ||
+		f["nested"].(map[string]any)["k"] != "v" || len(f) != 3 {
 		t.Errorf("event 1: %+v", e)
 	}
-	if out[2].Time.IsZero() || out[2].Fields != nil {
+	if out[2].Time.IsZero() || out[2].Fields() != nil {
 		t.Errorf("event 2: %+v", out[2])
 	}
-	if out[3].Type != "resumed" {
+	if out[3].Kind() != "resumed" {
 		t.Errorf("event 3: %+v", out[3])
 	}
 }
@@ -112,7 +116,7 @@ func TestEventLogConcurrentWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if err := l.Write(Event{Type: "tick", Session: "s", Task: fmt.Sprint("t", w), Fields: map[string]any{"i": i, "pad": big}}); err != nil {
+				if err := l.Write(Event{Session: "s", Task: fmt.Sprint("t", w), Payload: events.Other{Name: "tick", Fields: map[string]any{"i": i, "pad": big}}}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -174,7 +178,60 @@ func TestEventUnmarshalRejectsNonObject(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"time":5}`), &e); err == nil {
 		t.Error("numeric time accepted")
 	}
-	if err := json.Unmarshal(bytes.TrimSpace([]byte(` {"event":"x","k":null} `)), &e); err != nil || e.Type != "x" {
+	if err := json.Unmarshal(bytes.TrimSpace([]byte(` {"event":"x","k":null} `)), &e); err != nil || e.Kind() != "x" {
 		t.Errorf("%+v %v", e, err)
+	}
+}
+
+// Every kind of event goes through the log's line and comes back as the
+// same typed payload, keys in order.
+func TestEveryKindRoundTripsThroughALine(t *testing.T) {
+	t.Parallel()
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, kind := range events.Kinds() {
+		p := events.Decode(kind, []byte(`{"status":"DONE","state":"IDLE","name":"n","address":"1.2/0","pid":42,"exit_code":3,"failed_steps":["a (1)"],"input":{"a":1}}`))
+		if _, other := p.(events.Other); other {
+			t.Fatalf("%s: decoded as %#v", kind, p)
+		}
+		in := Event{Time: ts, Session: "s1", Task: "t1", Payload: p}
+		line, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(line, []byte(`{"time":"2026-01-02T03:04:05.000000006Z","event":"`+kind+`","session":"s1","task":"t1"`)) {
+			t.Errorf("%s: %s", kind, line)
+		}
+		var out Event
+		if err := json.Unmarshal(line, &out); err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if !out.Time.Equal(in.Time) || out.Session != in.Session || out.Task != in.Task || !reflect.DeepEqual(out.Payload, in.Payload) {
+			t.Errorf("%s:\n wrote %#v\n read  %#v", kind, in, out)
+		}
+	}
+}
+
+// A log line of an older version, with task_finished's "exitCode", reads
+// as today's TaskEnd; one of a kind this version does not know keeps its
+// fields.
+func TestOldAndUnknownLinesRead(t *testing.T) {
+	t.Parallel()
+	var e Event
+	if err := json.Unmarshal([]byte(`{"time":"2026-01-02T03:04:05Z","event":"task_finished","session":"s","task":"t","exitCode":3,"reason":"exit","status":"ERROR"}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := e.Payload.(events.TaskEnd)
+	if !ok || p.ExitCode == nil || *p.ExitCode != 3 || p.Status != "ERROR" || p.Reason != "exit" || e.Task != "t" {
+		t.Fatalf("%#v", e)
+	}
+	line, _ := json.Marshal(e)
+	if !strings.Contains(string(line), `"exit_code":3`) || strings.Contains(string(line), "exitCode") {
+		t.Errorf("rewritten as %s", line)
+	}
+	if err := json.Unmarshal([]byte(`{"time":"2026-01-02T03:04:05Z","event":"from.the.future","session":"s","n":1}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := e.Payload.(events.Other); !ok || e.Kind() != "from.the.future" || !reflect.DeepEqual(o.Fields, map[string]any{"n": float64(1)}) {
+		t.Fatalf("%#v", e)
 	}
 }

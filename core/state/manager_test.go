@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"math/rand/v2"
 	"os"
@@ -410,7 +411,7 @@ func TestPrune(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		el.Write(Event{Type: "x", Session: s.id})
+		el.Write(Event{Session: s.id, Payload: events.Other{Name: "x"}})
 		el.Close()
 	}
 	lock, err := m.Lock("run00001")

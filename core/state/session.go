@@ -11,6 +11,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/budget"
+	"github.com/vibeteam/vibeteam/core/events"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -102,12 +103,7 @@ func (s *Session) WaitingFor(reason string) []string {
 }
 
 // AgentTotals adds up what the session's agents reported.
-type AgentTotals struct {
-	Tokens    agentstream.Tokens `json:"tokens"`
-	CostUSD   float64            `json:"costUsd,omitempty"`
-	ToolCalls int                `json:"toolCalls,omitempty"`
-	Runs      int                `json:"runs"` // task runs with a structured report
-}
+type AgentTotals = events.AgentTotals
 
 // AgentTotals is the sum over every task's last run.
 func (s *Session) AgentTotals() AgentTotals {
@@ -303,11 +299,19 @@ const (
 )
 
 // Event is one line of the JSONL event log and the unit the core emits to the
-// CLI. It marshals flat: {"time":..,"event":..,"session":..,"task":..,<fields>}.
+// CLI. It marshals flat: {"time":..,"event":..,"session":..,"task":..,<fields>},
+// the event being the payload's kind and the fields the payload's.
 type Event struct {
 	Time    time.Time
-	Type    string
 	Session string
-	Task    string
-	Fields  map[string]any
+	Task    string // the task it is about; "" for the session's
+	Payload events.Payload
+}
+
+// Kind is the event's name, its payload's kind.
+func (e Event) Kind() string {
+	if e.Payload == nil {
+		return ""
+	}
+	return e.Payload.Kind()
 }
