@@ -21,6 +21,7 @@ func TestGoldenEventLogs(t *testing.T) {
 		name, file, body string
 		args             []string
 		code             int
+		files            map[string]string // more files of the project
 	}{
 		{name: "stages", file: "wf.yaml", code: 1, body: `id: golden
 goal: the golden run
@@ -71,12 +72,27 @@ steps:
     type: script
     command: echo failing; exit 2
 `},
+		// A headless agent with a structured output: the agent.* events,
+		// and the session's agent totals.
+		{name: "agent", file: "wf.yaml", code: 0, body: `id: golden-agent
+stages:
+  - id: s
+    tasks:
+      - { id: t, adapter: structured, executionMode: headless, prompt: "cat=run.jsonl" }
+`, files: map[string]string{
+			"run.jsonl": claudeToolRun,
+			".vibeteam/adapters/structured.yaml": "name: structured\ncommand: " + fakeAgent +
+				"\nmodes:\n  headless:\n    args: []\n    output: claude-stream-json\n    prompt: { position: arg }\n",
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := newProject(t)
 			p.write(c.file, c.body)
+			for name, body := range c.files {
+				p.write(name, body)
+			}
 			r := p.exec(append([]string{"run", c.file}, c.args...)...)
 			if r.code != c.code {
 				t.Fatalf("exit %d, want %d\n%s", r.code, c.code, r.stderr)

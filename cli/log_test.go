@@ -236,6 +236,26 @@ task b started (fake, headless, pid 8)
 	}
 }
 
+// A log written by an older version (task_finished's exit code spelt
+// "exitCode") reads as one of today's; a line whose fields do not fit its
+// kind is shown as it is rather than dropped.
+func TestLogReadsOldLines(t *testing.T) {
+	t.Parallel()
+	f := newLogFixture(t, "5e6f7081")
+	f.emit(events.TaskStarted, "a", map[string]any{"name": "a", "adapter": "shell", "mode": "headless", "pid": 7})
+	f.emit(events.TaskFinished, "a", map[string]any{"status": "ERROR", "reason": "exit", "exitCode": 3})
+	f.emit(events.StageStarted, "", map[string]any{"stage": "x", "index": "first"})
+	r := f.run("log", f.id)
+	wantCode(t, r, 0)
+	want := `task a started (shell, headless, pid 7)
+✗ task a ERROR (exit 3) after 1s
+stage_started index=first stage=x
+`
+	if got := untimed(t, r.stdout); got != want {
+		t.Errorf("log printed:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 // --json prints the lines as they are; a last line still being written is
 // not printed by either form.
 func TestLogJSONIsTheRawLines(t *testing.T) {
