@@ -149,10 +149,11 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	if cfg.Manager != nil {
 		logPath = cfg.Manager.TaskLogPath(cfg.SessionID, t.ID)
 		open := state.OpenTaskLog
-		if mode == adapters.Headless && !lc.UsePTY && agentstream.New(lc.Output) == nil {
+		if mode == adapters.Headless && !lc.UsePTY && agentstream.New(lc.Output) == nil && capture == nil {
 			// A command's output, often a line or two: kept in the
 			// session, a file only when there is more (making a file can
-			// cost more than running the command).
+			// cost more than running the command). An agent step's text
+			// is its result: always in a file.
 			open = state.OpenShortTaskLog
 		}
 		tlog, err = open(logPath, cfg.TailLines)
