@@ -453,6 +453,34 @@ func (in *interrupts) attach() os.Signal {
 	return in.first
 }
 
+// watch acts on the signals of a run: first at the first (stop the run
+// and save), again at each later one (kill now). The returned stop ends
+// the watch, once the run is over.
+func (in *interrupts) watch(first func(os.Signal), again func()) (stop func()) {
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		stopping := false
+		for {
+			select {
+			case s := <-in.C:
+				if !stopping {
+					stopping = true
+					first(s)
+				} else {
+					again()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-watched
+	}
+}
+
 // got is the first stopping signal, or nil.
 func (in *interrupts) got() os.Signal {
 	in.mu.Lock()

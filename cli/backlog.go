@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -247,31 +248,17 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	br.board.start(br.sess)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runDone := make(chan struct{})
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
-		stopping := false
-		for {
-			select {
-			case s := <-sigs.C:
-				if !stopping {
-					stopping = true
-					br.board.line(fmt.Sprintf("%s: stopping every bead and saving the sessions (again to kill them now)", s))
-					cancel()
-				} else {
-					br.board.line("killing every task now")
-					br.ctrlMu.Lock()
-					for _, ctrl := range br.ctrls {
-						ctrl.Kill()
-					}
-					br.ctrlMu.Unlock()
-				}
-			case <-runDone:
-				return
-			}
+	stopWatch := sigs.watch(func(s os.Signal) {
+		br.board.line(fmt.Sprintf("%s: stopping every bead and saving the sessions (again to kill them now)", s))
+		cancel()
+	}, func() {
+		br.board.line("killing every task now")
+		br.ctrlMu.Lock()
+		for _, ctrl := range br.ctrls {
+			ctrl.Kill()
 		}
-	}()
+		br.ctrlMu.Unlock()
+	})
 	var promptDone chan struct{}
 	if p := br.board.prompter; p != nil {
 		promptDone = p.done
@@ -293,8 +280,7 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	})
 	err := sched.Run(ctx, again)
 	cancel()
-	close(runDone)
-	<-watcherDone
+	stopWatch()
 	if promptDone != nil {
 		<-promptDone
 	}

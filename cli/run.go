@@ -383,29 +383,15 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	runDone := make(chan struct{})
 	// A signal that came while the session was being created is waiting in
 	// sigs.C: the watcher stops the run as soon as it starts.
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
-		stopping := false
-		for {
-			select {
-			case s := <-sigs.C:
-				if !stopping {
-					stopping = true
-					disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
-					cancel()
-				} else {
-					disp.note("killing every task now")
-					ctrl.Kill()
-				}
-			case <-runDone:
-				return
-			}
-		}
-	}()
+	stopWatch := sigs.watch(func(s os.Signal) {
+		disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
+		cancel()
+	}, func() {
+		disp.note("killing every task now")
+		ctrl.Kill()
+	})
 
 	var promptDone chan struct{}
 	if prompt != nil {
@@ -414,8 +400,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	}
 	out, err := ctrl.Run(ctx)
 	cancel()
-	close(runDone)
-	<-watcherDone
+	stopWatch()
 	if promptDone != nil {
 		<-promptDone
 	}
