@@ -3,15 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-runewidth"
-	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/budget"
@@ -46,26 +42,10 @@ type backlogBoard struct {
 }
 
 func newBacklogBoard(streams IO, eventsFile string, mu *sync.Mutex) (*backlogBoard, error) {
-	b := &backlogBoard{streams: streams, mu: mu, width: func() int { return 0 }}
-	if f, ok := streams.Err.(interface{ Fd() uintptr }); ok && streams.ErrTTY {
-		b.width = func() int {
-			cols, _, err := term.GetSize(int(f.Fd()))
-			if err != nil {
-				return 0
-			}
-			return cols
-		}
-	}
-	switch eventsFile {
-	case "":
-	case "-":
-		b.events = streams.Out
-	default:
-		f, err := os.OpenFile(eventsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("--events: %w", err)
-		}
-		b.events, b.eventsClose = f, f.Close
+	b := &backlogBoard{streams: streams, mu: mu, width: stderrWidth(streams)}
+	var err error
+	if b.events, b.eventsClose, err = openEvents(streams, eventsFile); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -95,21 +75,7 @@ func (b *backlogBoard) start(sess *state.Session) {
 }
 
 func (b *backlogBoard) tick() {
-	defer close(b.tickDone)
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.tickStop:
-			return
-		case <-t.C:
-		case <-winch:
-		}
-		b.redraw()
-	}
+	redrawEvery(500*time.Millisecond, b.redraw, b.tickStop, b.tickDone)
 }
 
 // finish stops the redraws and leaves the last board on screen.
@@ -287,17 +253,8 @@ func (b *backlogBoard) rows(cols int) []string {
 
 // clearLocked erases the board drawn (outMu held).
 func (b *backlogBoard) clearLocked() {
-	if !b.streams.ErrTTY || len(b.drawn) == 0 {
-		return
+	if b.streams.ErrTTY {
+		eraseBoard(b.streams.Err, b.drawn, b.width())
 	}
-	cols, rows := b.width(), 0
-	for _, w := range b.drawn {
-		n := 1
-		if cols > 0 && w > cols {
-			n = (w + cols - 1) / cols
-		}
-		rows += n
-	}
-	fmt.Fprintf(b.streams.Err, "\r\x1b[%dA\x1b[J", rows)
 	b.drawn = nil
 }

@@ -6,17 +6,14 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
-	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -97,29 +94,11 @@ func newDisplay(streams IO, verbose bool, events string) (*display, error) {
 		color:   streams.ErrTTY && os.Getenv("NO_COLOR") == "",
 		tasks:   map[string]*taskView{},
 		partial: map[string]string{},
-		width:   func() int { return 0 },
 	}
-	if f, ok := streams.Err.(interface{ Fd() uintptr }); ok && streams.ErrTTY {
-		// Asked at every redraw rather than cached: the size is one ioctl,
-		// and a resize between two redraws is then never missed.
-		d.width = func() int {
-			cols, _, err := term.GetSize(int(f.Fd()))
-			if err != nil {
-				return 0
-			}
-			return cols
-		}
-	}
-	switch events {
-	case "":
-	case "-":
-		d.events = streams.Out
-	default:
-		f, err := os.OpenFile(events, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("--events: %w", err)
-		}
-		d.events, d.eventsClose = f, f.Close
+	d.width = stderrWidth(streams)
+	var err error
+	if d.events, d.eventsClose, err = openEvents(streams, events); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -142,23 +121,11 @@ func (d *display) attach(ctrl *core.SessionController) {
 // terminal is resized, so its lines are cut to the new width before the
 // terminal wraps them.
 func (d *display) tick() {
-	defer close(d.tickDone)
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-d.tickStop:
-			return
-		case <-t.C:
-		case <-winch:
-		}
+	redrawEvery(250*time.Millisecond, func() {
 		d.mu.Lock()
 		d.redrawLocked()
 		d.mu.Unlock()
-	}
+	}, d.tickStop, d.tickDone)
 }
 
 // finish stops the ticker and leaves the final board on screen.
@@ -448,22 +415,9 @@ func (d *display) paint(code, s string) string {
 // clearBoardLocked erases the board: up to its first line, then to the end
 // of the screen.
 func (d *display) clearBoardLocked() {
-	if !d.streams.ErrTTY || len(d.drawn) == 0 {
-		return
+	if d.streams.ErrTTY {
+		eraseBoard(d.streams.Err, d.drawn, d.width())
 	}
-	// Lines are drawn narrower than the terminal, so each takes one row,
-	// unless the terminal has since been narrowed: most terminals (VTE,
-	// iTerm2, kitty, tmux...) then rewrap each line over several rows, and
-	// moving up one row per line would leave the rest as a stale copy.
-	cols, rows := d.width(), 0
-	for _, w := range d.drawn {
-		n := 1
-		if cols > 0 && w > cols {
-			n = (w + cols - 1) / cols
-		}
-		rows += n
-	}
-	fmt.Fprintf(d.streams.Err, "\r\x1b[%dA\x1b[J", rows)
 	d.drawn = nil
 }
 
