@@ -539,3 +539,22 @@ func TestReadyResumeAsksTheWaitingBeadsAgain(t *testing.T) {
 		t.Errorf("backlog %s", s.Status)
 	}
 }
+
+// Cancelling a parked backlog says which of its beads keep a session
+// waiting, and how to cancel each.
+func TestCancelBacklogNamesItsWaitingBeads(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "One", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", strings.Replace(backlogGrimoire, "require_review: false", "require_review: true", 1))
+	wantCode(t, p.bdExec("run", "--ready", "--headless", "--set", "log="+logPath, "--set", "pause=0"), 3)
+	bl := p.backlogSession()
+	r := p.bdExec("cancel", bl.ID)
+	wantCode(t, r, 0)
+	bead := bl.Backlog.Beads[0]
+	if !strings.Contains(r.stderr, "bead bd-1 keeps its session "+bead.Session+" (pending_merge): vibeteam cancel "+bead.Session) {
+		t.Errorf("cancel does not name the waiting bead:\n%s", r.stderr)
+	}
+	if s := p.sessionByID(bl.ID); s.Status != state.StatusCancelled {
+		t.Errorf("backlog %s", s.Status)
+	}
+}

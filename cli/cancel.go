@@ -83,6 +83,18 @@ func cancelCommand(streams IO) *ucli.Command {
 				return exitf(ExitFailed, "%v", err)
 			}
 			fmt.Fprintf(streams.Err, "session %s cancelled\n", id)
+			if bl := sess.Backlog; bl != nil {
+				// The beads keep their own sessions: one waiting for a
+				// review may still be wanted.
+				for _, b := range bl.Beads {
+					if b.Session == "" || !mgr.Exists(b.Session) {
+						continue
+					}
+					if bs, err := mgr.Load(b.Session); err == nil && bs.Status != state.StatusCompleted && bs.Status != state.StatusCancelled {
+						fmt.Fprintf(streams.Err, "bead %s keeps its session %s (%s): vibeteam cancel %s [--clean]\n", safe(b.ID), b.Session, bs.Status, b.Session)
+					}
+				}
+			}
 			if beadID != "" && sess.BeadSource == "bd" {
 				if client, err := beads.NewClient(base); err != nil {
 					fmt.Fprintf(streams.Err, "warning: bead %s stays as it is: %v\n", safe(beadID), err)
