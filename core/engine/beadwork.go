@@ -110,29 +110,19 @@ func (x *Executor) beadClose(reason string) {
 type mergeRunner struct{ g *grimoire }
 
 func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
-	g, x := r.g, r.g.x
-	ws := x.opts.Workspace
+	g, host := r.g, r.g.host
+	ws := g.cfg.Workspace
 	g.stepStarted(step, at, nil)
 	if ws == nil {
 		return flow.Result{Status: flow.Blocked, Reason: "a merge step needs the bead's worktree: run the grimoire with --bead ID"}
 	}
-	title, _ := x.sess.Bead["title"].(string)
-	id := beadID(x.sess.Bead)
-	msg := fmt.Sprintf("%s: %s\n\nWork of vibeteam grimoire %s (session %s) on bead %s.", id, title, g.def.ID, x.sess.ID, id)
+	title, id := g.title, g.bead
+	msg := fmt.Sprintf("%s: %s\n\nWork of vibeteam grimoire %s (session %s) on bead %s.", id, title, g.def.ID, g.cfg.SessionID, id)
 	if _, err := ws.CommitAll(ctx, msg); err != nil {
 		return flow.Result{Status: flow.Failed, Reason: "commit the worktree: " + err.Error()}
 	}
 
-	x.mu.Lock()
-	decision, reason := x.sess.MergeDecision, x.sess.MergeReason
-	x.sess.MergeDecision, x.sess.MergeReason = "", "" // one answer, one merge
-	// A merge intent still open is a merge that was approved and begun
-	// when vibeteam was killed: it is finished (git says whether the base
-	// has the work already), not asked about again.
-	if in := x.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
-		decision = ReviewApprove
-	}
-	x.mu.Unlock()
+	decision, reason := host.takeMergeDecision()
 	if step.Merge.RequireReview && decision == "" {
 		stat, commits, err := ws.Summary(ctx)
 		if err != nil {
@@ -140,14 +130,12 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		req := ReviewRequest{Step: step.Label(), Bead: id, Title: title, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits, Dir: ws.Dir()}
 		decision = ReviewLater
-		if x.opts.Review != nil {
-			decision, reason = x.opts.Review(ctx, req)
+		if g.cfg.Review != nil {
+			decision, reason = g.cfg.Review(ctx, req)
 		}
 		if decision == ReviewLater {
-			x.mu.Lock()
-			x.pendingMerge = true
-			x.mu.Unlock()
-			x.emit("", events.MergeWait{
+			host.awaitReview()
+			host.emit("", events.MergeWait{
 				Step: step.Label(), Address: at.Key(), Bead: id, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits,
 			})
 			return flow.Result{Status: flow.Waiting, Reason: fmt.Sprintf("the merge of %s into %s waits for a review", ws.Branch(), ws.Base())}
@@ -168,11 +156,11 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		// grimoire was loaded.
 		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed + ": gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged"}
 	}
-	x.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
+	host.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
 	req := MergeRequest{
-		Message: fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, x.sess.ID),
+		Message: fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, g.cfg.SessionID),
 		Queued: func() {
-			x.emit("", events.MergeQueue{Step: step.Label(), Address: at.Key(), Base: ws.Base()})
+			host.emit("", events.MergeQueue{Step: step.Label(), Address: at.Key(), Base: ws.Base()})
 		},
 	}
 	var gate *gateRunner
@@ -183,7 +171,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	out, err := ws.Merge(ctx, req)
 	if err != nil || len(out.Conflicts) > 0 || out.Refused != "" || out.GateRed || out.Moving != "" {
 		// Nothing changed (git said so): no intent is left open.
-		x.setIntent(nil)
+		host.setIntent(nil)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -196,7 +184,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		for _, c := range out.Conflicts {
 			fmt.Fprintf(&b, "\n%s\n%s\n", c.Path, c.Hunks)
 		}
-		fmt.Fprintf(&b, "\nResolve it in the worktree %s (git rebase %s, or git merge %s, then commit), then: vibeteam resume %s --approve-merge", ws.Dir(), ws.Base(), ws.Base(), x.sess.ID)
+		fmt.Fprintf(&b, "\nResolve it in the worktree %s (git rebase %s, or git merge %s, then commit), then: vibeteam resume %s --approve-merge", ws.Dir(), ws.Base(), ws.Base(), g.cfg.SessionID)
 		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: fmt.Sprintf("merge_conflict: %s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts))}
 	case out.Refused != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: "merge_refused: git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + firstLine(out.Refused)}
@@ -212,17 +200,13 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 			why += " after " + last.Duration.Round(time.Millisecond).String()
 		}
 		res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
-			BlockedGateRed, firstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), x.sess.ID)
+			BlockedGateRed, firstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), g.cfg.SessionID)
 		return res
 	case out.Moving != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}
 	}
-	x.mu.Lock()
-	x.sess.Merged = out.Commit
-	x.sess.Intent = nil
-	x.checkpointLocked(state.Change{}, true)
-	x.mu.Unlock()
-	x.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base()})
+	host.merged(out.Commit)
+	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base()})
 	summary := fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())
 	if last := gate.lastRun(); last != nil {
 		summary += fmt.Sprintf(", its gate green in %s", last.Duration.Round(time.Millisecond))
@@ -256,17 +240,4 @@ func (x *Executor) cleanupAfterMerge() {
 		return // the intent stays open: a resume removes what is left
 	}
 	x.setIntent(nil)
-}
-
-// setIntent records the git change about to be made (nil: none is under
-// way) before git is asked to make it, so a resume after a kill knows to
-// check what git did.
-func (x *Executor) setIntent(in *state.GitIntent) {
-	if in != nil {
-		in.Time = time.Now()
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.Intent = in
-	x.checkpointLocked(state.Change{}, true)
 }

@@ -142,13 +142,13 @@ type gateRunner struct {
 }
 
 func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, error) {
-	x, m := r.g.x, r.step.Merge
-	x.emit("", events.GateStart{
+	g, m := r.g, r.step.Merge
+	g.host.emit("", events.GateStart{
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Command: m.Gate,
 		Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Dir: dir,
 	})
 	name := logName(r.step, r.at) + ".gate-" + strconv.Itoa(try.Attempt)
-	f, logPath := r.g.openStepLog(name)
+	f, logPath := g.openStepLog(name)
 	var logMu sync.Mutex
 	write := func(p []byte) {
 		logMu.Lock()
@@ -158,8 +158,8 @@ func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, er
 		}
 	}
 	started := time.Now()
-	res, err := RunGate(ctx, x.opts.processes(), GateSpec{
-		Command: m.Gate, Dir: dir, Timeout: time.Duration(m.GateTimeout), Tag: r.g.tag, Grace: x.opts.Grace, Log: write,
+	res, err := RunGate(ctx, g.cfg.processes(), GateSpec{
+		Command: m.Gate, Dir: dir, Timeout: time.Duration(m.GateTimeout), Tag: g.tag, Grace: g.cfg.Grace, Log: write,
 		Env: map[string]string{
 			"VIBETEAM_GATE_ATTEMPT": strconv.Itoa(try.Attempt),
 			"VIBETEAM_GATE_BASE":    try.Base,
@@ -179,11 +179,8 @@ func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, er
 	if err != nil {
 		run.Reason = "interrupted"
 	}
-	x.mu.Lock()
-	x.sess.AddGateRun(run)
-	x.checkpointLocked(state.Change{}, true)
-	x.mu.Unlock()
-	x.emit("", events.GateEnd{
+	g.host.addGateRun(run)
+	g.host.emit("", events.GateEnd{
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Commit: try.Commit,
 		Green: res.Green, ExitCode: res.ExitCode, DurationMS: run.DurationMS, Reason: run.Reason, LogPath: logPath,
 	})

@@ -37,7 +37,12 @@ const (
 // grimoire is one run of a grimoire: the scope its templates see and the
 // runners of its steps.
 type grimoire struct {
-	x      *Executor
+	x *Executor
+	// host is all the step runners reach of the session; cfg its settings.
+	host   stepHost
+	cfg    taskSettings
+	bead   string // the bead's id and title ("" without a bead)
+	title  string
 	def    *workflow.Definition
 	scope  *render.Scope
 	spells *render.Spells
@@ -51,6 +56,9 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	def := x.sess.WorkflowDefinition
 	g := &grimoire{
 		x:      x,
+		host:   x,
+		cfg:    x.settings(),
+		bead:   beadID(x.sess.Bead),
 		def:    def,
 		scope:  render.NewScope(def.Goal, x.sess.Vars),
 		spells: render.NewSpells(x.sess.BaseDir),
@@ -69,6 +77,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	if x.sess.Bead != nil {
 		g.scope.SetBead(x.sess.Bead)
 	}
+	g.title, _ = x.sess.Bead["title"].(string)
 	if ws := x.opts.Workspace; ws != nil {
 		g.dir = ws.Dir()
 		x.mu.Lock()
@@ -599,7 +608,7 @@ func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) 
 
 // stepStarted announces a step with what it was rendered to.
 func (g *grimoire) stepStarted(step *workflow.Step, at flow.Addr, inputs map[string]string) {
-	g.x.emit("", events.StepStarted{
+	g.host.emit("", events.StepStarted{
 		Name: step.Label(), Type: step.Type, Address: at.Key(), Iteration: iterationOf(at), Inputs: inputs,
 	})
 }
@@ -629,11 +638,12 @@ func StepTaskID(name, address string) string {
 
 // openStepLog opens the log file of a step run (nil without a manager).
 func (g *grimoire) openStepLog(name string) (*os.File, string) {
-	if g.x.opts.Manager == nil {
+	m := g.cfg.Manager
+	if m == nil {
 		return nil, ""
 	}
-	path := g.x.opts.Manager.TaskLogPath(g.x.sess.ID, name)
-	if err := os.MkdirAll(g.x.opts.Manager.LogDir(g.x.sess.ID), 0o700); err != nil {
+	path := m.TaskLogPath(g.cfg.SessionID, name)
+	if err := os.MkdirAll(m.LogDir(g.cfg.SessionID), 0o700); err != nil {
 		return nil, ""
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)

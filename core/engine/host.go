@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"time"
+
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // taskHost is all that one task's run needs from whoever runs it: the
@@ -111,4 +114,117 @@ func (x *Executor) ended(taskID string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.active, taskID)
+}
+
+// stepHost is all a grimoire's step runners need of the session besides
+// running tasks. A runner reaches the session only through it — never the
+// executor's lock or session — so what a step does and how the session
+// records it stay apart, and every change a runner makes is one call that
+// also journals it.
+type stepHost interface {
+	taskHost
+	// status is a task's status; taskRecord is a copy of its record (nil
+	// when it has none yet).
+	status(taskID string) state.TaskStatus
+	taskRecord(taskID string) *state.TaskRecord
+	// pendTasks marks tasks pending before they run: all of them (afresh),
+	// or only those the session does not know yet.
+	pendTasks(afresh bool, taskIDs ...string)
+	// workflowMCP is the MCP servers the whole workflow declares.
+	workflowMCP() []workflow.MCPServer
+	// takeMergeDecision is a person's answer to the pending merge, used
+	// up (one answer, one merge); an open merge intent is an approval.
+	takeMergeDecision() (decision, reason string)
+	// awaitReview records that a merge waits for a person's review.
+	awaitReview()
+	// setIntent records the git change about to be made (nil: none is
+	// under way); merged records the merge's commit and closes its intent.
+	setIntent(in *state.GitIntent)
+	merged(commit string)
+	addGateRun(run state.GateRun)
+	setBlockedReason(reason string)
+}
+
+func (x *Executor) pendTasks(afresh bool, taskIDs ...string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range taskIDs {
+		if _, ok := x.sess.TaskStatus[id]; afresh || !ok {
+			x.sess.TaskStatus[id] = state.TaskPending
+		}
+	}
+}
+
+// taskRecord is a copy of a task's record.
+func (x *Executor) taskRecord(id string) *state.TaskRecord {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r := x.sess.Tasks[id]; r != nil {
+		cp := *r
+		return &cp
+	}
+	return nil
+}
+
+func (x *Executor) takeMergeDecision() (decision, reason string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	decision, reason = x.sess.MergeDecision, x.sess.MergeReason
+	x.sess.MergeDecision, x.sess.MergeReason = "", ""
+	// A merge intent still open is a merge that was approved and begun
+	// when vibeteam was killed: it is finished (git says whether the base
+	// has the work already), not asked about again.
+	if in := x.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
+		decision = ReviewApprove
+	}
+	return decision, reason
+}
+
+func (x *Executor) awaitReview() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.pendingMerge = true
+}
+
+// setIntent records the git change about to be made (nil: none is under
+// way) before git is asked to make it, so a resume after a kill knows to
+// check what git did.
+func (x *Executor) setIntent(in *state.GitIntent) {
+	if in != nil {
+		in.Time = time.Now()
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.Intent = in
+	x.checkpointLocked(state.Change{}, true)
+}
+
+func (x *Executor) merged(commit string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.Merged = commit
+	x.sess.Intent = nil
+	x.checkpointLocked(state.Change{}, true)
+}
+
+func (x *Executor) addGateRun(run state.GateRun) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.AddGateRun(run)
+	x.checkpointLocked(state.Change{}, true)
+}
+
+func (x *Executor) setBlockedReason(reason string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.BlockedReason = reason
+}
+
+// setLimit records the limit the session stopped on or waits out (nil: none
+// any more), with the session's header in the journal.
+func (x *Executor) setLimit(l *state.Limit) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.sess.Limit = l
+	x.checkpointLocked(state.Change{}, true)
 }

@@ -121,15 +121,6 @@ func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 	return state.TaskLimited, LimitReason, "the agent waited out a " + what + "; its session continues", true
 }
 
-// setLimit records the limit the session stopped on or waits out (nil: none
-// any more), with the session's header in the journal.
-func (x *Executor) setLimit(l *state.Limit) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.Limit = l
-	x.checkpointLocked(state.Change{}, true)
-}
-
 // parkedStep is the status of a step whose run the session stopped on.
 func parkedStep(as state.Status) (flow.Status, string) {
 	if as == state.StatusLimited {

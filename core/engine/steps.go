@@ -130,12 +130,12 @@ func scriptFile(cmd string) (string, error) {
 type scriptRunner struct{ g *grimoire }
 
 func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
-	g, x := r.g, r.g.x
+	g, host := r.g, r.g.host
 	g.mu.Lock()
 	cmd, warnings, err := g.scope.Command(step.Label(), step.Script.Command)
 	g.mu.Unlock()
 	for _, w := range warnings {
-		x.emit("", events.TemplateWarning{Step: step.Label(), Warning: w})
+		host.emit("", events.TemplateWarning{Step: step.Label(), Warning: w})
 	}
 	if err != nil {
 		g.stepStarted(step, at, nil)
@@ -153,7 +153,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	onOutput := func(c runner.Chunk) {
 		out.Write(c.Clean)
 		log.Write(c.Clean)
-		x.emit(name, events.TaskOut{Stream: c.Stream, Text: string(c.Clean)})
+		host.emit(name, events.TaskOut{Stream: c.Stream, Text: string(c.Clean)})
 	}
 	args := []string{"-c", cmd}
 	if len(cmd) > maxInlineScript {
@@ -166,7 +166,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		defer os.Remove(file)
 		args = []string{file}
 	}
-	proc, err := x.opts.processes().StartHeadless(runner.Spec{
+	proc, err := g.cfg.processes().StartHeadless(runner.Spec{
 		Command: shell, Args: args, Dir: g.dir, Tag: g.tag,
 		GroupOnly: true, NoInput: true, MergeOutput: true,
 	}, onOutput)
@@ -203,12 +203,12 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		}
 		return fr
 	case <-timeout:
-		proc.Stop(x.opts.Grace)
+		proc.Stop(g.cfg.Grace)
 		fr := result(proc.Result())
 		fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("timed out after %s", time.Duration(step.Timeout))
 		return fr
 	case <-ctx.Done():
-		proc.Stop(x.opts.Grace)
+		proc.Stop(g.cfg.Grace)
 		return stopped(ctx, result(proc.Result()))
 	}
 }
@@ -304,17 +304,6 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	}
 	res.Status = flow.Done
 	return res
-}
-
-// taskRecord is a copy of a task's record.
-func (x *Executor) taskRecord(id string) *state.TaskRecord {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if r := x.sess.Tasks[id]; r != nil {
-		cp := *r
-		return &cp
-	}
-	return nil
 }
 
 // grimoireStageRunner runs a stage step of a grimoire: its tasks in
