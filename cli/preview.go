@@ -381,8 +381,17 @@ func (pv *previewer) step(s *workflow.Step, depth int) {
 		pv.agent(s, body)
 	case workflow.StepStage:
 		for _, t := range s.Tasks {
-			prompt, warns, err := pv.scope.Render(label, "tasks."+t.ID+".prompt", t.Prompt)
-			pv.warnings(t.Pos, label, "tasks."+t.ID+".prompt", warns)
+			// As the run renders it: a command line's values quoted.
+			field := "tasks." + t.ID + ".prompt"
+			var prompt string
+			var warns []string
+			var err error
+			if t.PromptIsCommand() {
+				prompt, warns, err = pv.scope.Command(label+"."+t.ID, t.Prompt)
+			} else {
+				prompt, warns, err = pv.scope.Render(label, field, t.Prompt)
+			}
+			pv.warnings(t.Pos, label, field, warns)
 			pv.problem(t.Pos, err)
 			pv.printf("%stask %s (%s, %s):\n", body, safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))
 			if err != nil {
@@ -463,7 +472,7 @@ func (pv *previewer) stages(def *workflow.Definition, from string, vars map[stri
 			if t.Prompt == "" {
 				continue
 			}
-			prompt, err := render.Prompt(t.ID, t.Prompt, vars, def.Goal)
+			prompt, err := t.RenderPrompt(vars, def.Goal)
 			if err != nil {
 				pv.problem(t.Pos, err)
 				pv.printf("        %s\n", notRendered)

@@ -392,3 +392,38 @@ func TestReadBeadFile(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// TestPreviewRendersAsRun: what preview shows is what run renders. A stage
+// task run by the shell adapter is a command line, its values quoted where
+// they land; the old preview rendered it as plain text, so it showed a
+// value that run quotes as if it were code.
+func TestPreviewRendersAsRun(t *testing.T) {
+	t.Parallel()
+	const v = "a b; touch PWN"
+	p := newProject(t)
+	p.write("g.yaml", `name: g
+steps:
+  - name: both
+    type: stage
+    tasks:
+      - { id: say, adapter: shell, executionMode: headless, prompt: "echo {{.v}} > said.txt" }
+`)
+	p.write("wf.yaml", `id: w
+stages:
+  - id: s
+    tasks:
+      - { id: say, adapter: shell, executionMode: headless, prompt: "echo {{.v}} > said.txt" }
+`)
+	for _, f := range []string{"g.yaml", "wf.yaml"} {
+		r := p.exec("preview", f, "--set", "v="+v)
+		wantCode(t, r, 0)
+		if want := "│ echo 'a b; touch PWN' > said.txt\n"; !strings.Contains(r.stdout, want) {
+			t.Errorf("preview %s: stdout lacks %q:\n%s", f, want, r.stdout)
+		}
+		r = p.exec("run", f, "--set", "v="+v)
+		wantCode(t, r, 0)
+		if got := p.read("said.txt"); got != v+"\n" || p.exists("PWN") {
+			t.Errorf("run %s: said.txt = %q, PWN exists: %t", f, got, p.exists("PWN"))
+		}
+	}
+}

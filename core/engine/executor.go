@@ -16,7 +16,6 @@ import (
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/flow"
-	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -177,11 +176,7 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 	var errs []string
 	for _, st := range def.Stages() {
 		for _, t := range st.Tasks {
-			rendered := render.Prompt
-			if t.PromptIsCommand() {
-				rendered = render.CommandPrompt
-			}
-			p, err := rendered(t.ID, t.Prompt, vars, def.Goal)
+			p, err := t.RenderPrompt(vars, def.Goal)
 			if err != nil {
 				errs = append(errs, err.Error())
 				continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/budget"
+	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
@@ -251,6 +252,17 @@ const ShellAdapter = "shell"
 // PromptIsCommand reports whether the task's prompt is a shell command line:
 // its values are then quoted for where they land, as a script step's.
 func (t Task) PromptIsCommand() bool { return t.Adapter == ShellAdapter }
+
+// RenderPrompt renders the prompt of a stage workflow's task with the run's
+// variables and goal: a command line (PromptIsCommand) with each value
+// quoted, any other prompt as text. Run and preview both call it, so that
+// preview shows what run will start.
+func (t Task) RenderPrompt(vars map[string]string, goal string) (string, error) {
+	if t.PromptIsCommand() {
+		return render.CommandPrompt(t.ID, t.Prompt, vars, goal)
+	}
+	return render.Prompt(t.ID, t.Prompt, vars, goal)
+}
 
 type Task struct {
 	ID            string            `json:"id"`
