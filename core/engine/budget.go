@@ -170,13 +170,3 @@ func (tr *taskRun) stopForBudget(what string, finish func(st state.TaskStatus, r
 	host.emit(t.ID, events.Budget{What: what, Tokens: tokens, CostUSD: cost, Stopped: true})
 	return finish(state.TaskError, BudgetReason, &res, budgetMessage(what, true))
 }
-
-// taskReason is why a task ended, as its record says.
-func (x *Executor) taskReason(id string) string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if rec := x.sess.Tasks[id]; rec != nil {
-		return rec.Reason
-	}
-	return ""
-}

@@ -227,7 +227,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	if grimoire {
 		return x.runGrimoire(ctx), nil
 	}
-	stagesRun := &stageRunner{x: x, prompts: prompts}
+	stagesRun := &stageRunner{host: x, prompts: prompts}
 	in := &flow.Interpreter{
 		Runners: map[string]flow.Runner{workflow.StepStage: stagesRun},
 		Scope:   stageScope{},
@@ -282,55 +282,6 @@ func (x *Executor) finish(status state.Status, failedTask, reason string) Outcom
 	}
 	x.mu.Unlock()
 	return Outcome{Status: status, FailedTask: failedTask, Reason: reason}
-}
-
-// runStage starts every task of st that is not DONE and waits for all of
-// them. The first failure stops the others.
-func (x *Executor) runStage(ctx context.Context, st workflow.Step, prompts map[string]string) (failedTask, reason string) {
-	stageCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		failOnce sync.Once
-	)
-	// The first task to fail is the one named, even if a later one finishes
-	// failing first (a timeout waits out its grace period before it ends).
-	// It stops the others unless the run keeps going.
-	failing := func(taskID, why string) {
-		if ctx.Err() != nil {
-			return
-		}
-		failOnce.Do(func() {
-			failedTask, reason = taskID, why
-			if !x.opts.KeepGoing {
-				cancel()
-			}
-		})
-	}
-	run := func(t workflow.Task) {
-		if ok, why := x.runTask(stageCtx, t, prompts[t.ID], failing); !ok && stageCtx.Err() == nil {
-			failing(t.ID, why)
-		}
-	}
-	var todo []workflow.Task
-	for _, t := range st.Tasks {
-		if x.status(t.ID) != state.TaskDone {
-			todo = append(todo, t)
-		}
-	}
-	if len(todo) == 1 {
-		run(todo[0]) // no goroutine to hand it to and back
-		return failedTask, reason
-	}
-	for _, t := range todo {
-		wg.Add(1)
-		go func(t workflow.Task) {
-			defer wg.Done()
-			run(t)
-		}(t)
-	}
-	wg.Wait()
-	return failedTask, reason
 }
 
 func (x *Executor) status(taskID string) state.TaskStatus {

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
+
 	"github.com/vibeteam/vibeteam/core/events"
 
 	"github.com/vibeteam/vibeteam/core/flow"
@@ -12,32 +14,87 @@ import (
 
 // stageRunner runs a stage step: its tasks in parallel.
 type stageRunner struct {
-	x       *Executor
+	host    stepHost
 	prompts map[string]string
 	// failedTask names the task whose failure failed the last stage.
 	failedTask string
 }
 
 func (r *stageRunner) Run(ctx context.Context, st *workflow.Step, at flow.Addr) flow.Result {
-	failed, reason := r.x.runStage(ctx, *st, r.prompts)
-	r.x.mu.Lock()
-	parked := r.x.parkStatus
-	r.x.mu.Unlock()
+	failed, reason := runStage(ctx, r.host, *st, r.prompts)
+	parked := r.host.parked()
 	switch {
 	case parked != "":
 		return flow.Result{Status: flow.Waiting, Reason: string(parked)}
 	case ctx.Err() != nil:
 		return flow.Result{Status: flow.Stopped, Reason: "interrupted"}
-	case failed != "" && r.x.taskReason(failed) == BudgetReason:
-		r.x.mu.Lock()
-		r.x.sess.BlockedReason = BlockedBudget
-		r.x.mu.Unlock()
+	case failed != "" && taskReason(r.host, failed) == BudgetReason:
+		r.host.setBlockedReason(BlockedBudget)
 		return flow.Result{Status: flow.Blocked, Reason: fmt.Sprintf("task %q: %s", failed, reason)}
 	case failed != "":
 		r.failedTask = failed
 		return flow.Result{Status: flow.Failed, Reason: reason}
 	}
 	return flow.Result{Status: flow.Done}
+}
+
+// runStage starts every task of st that is not DONE and waits for all of
+// them. The first failure stops the others.
+func runStage(ctx context.Context, host stepHost, st workflow.Step, prompts map[string]string) (failedTask, reason string) {
+	stageCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		failOnce sync.Once
+	)
+	keepGoing, mcp := host.settings().KeepGoing, host.workflowMCP()
+	// The first task to fail is the one named, even if a later one finishes
+	// failing first (a timeout waits out its grace period before it ends).
+	// It stops the others unless the run keeps going.
+	failing := func(taskID, why string) {
+		if ctx.Err() != nil {
+			return
+		}
+		failOnce.Do(func() {
+			failedTask, reason = taskID, why
+			if !keepGoing {
+				cancel()
+			}
+		})
+	}
+	run := func(t workflow.Task) {
+		t.MCP = workflow.MergeMCP(mcp, t.MCP)
+		if ok, why := runTask(stageCtx, host, t, prompts[t.ID], failing, nil); !ok && stageCtx.Err() == nil {
+			failing(t.ID, why)
+		}
+	}
+	var todo []workflow.Task
+	for _, t := range st.Tasks {
+		if host.status(t.ID) != state.TaskDone {
+			todo = append(todo, t)
+		}
+	}
+	if len(todo) == 1 {
+		run(todo[0]) // no goroutine to hand it to and back
+		return failedTask, reason
+	}
+	for _, t := range todo {
+		wg.Add(1)
+		go func(t workflow.Task) {
+			defer wg.Done()
+			run(t)
+		}(t)
+	}
+	wg.Wait()
+	return failedTask, reason
+}
+
+// taskReason is why a task ended, as its record says.
+func taskReason(host stepHost, id string) string {
+	if rec := host.taskRecord(id); rec != nil {
+		return rec.Reason
+	}
+	return ""
 }
 
 // stageStore keeps a stage workflow's place as the spec has it: the index

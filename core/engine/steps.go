@@ -219,7 +219,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 type agentRunner struct{ g *grimoire }
 
 func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
-	g, x := r.g, r.g.x
+	g, host := r.g, r.g.host
 	a := step.Agent
 	g.mu.Lock()
 	inputs, err := g.scope.RenderInputs(step.Label(), a.InputMap())
@@ -243,23 +243,19 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		ExtraArgs:     a.ExtraArgs,
 		Cwd:           g.dir,
 		Timeout:       step.Timeout,
-		MCP:           workflow.MergeMCP(x.workflowMCP(), a.MCP),
+		MCP:           workflow.MergeMCP(host.workflowMCP(), a.MCP),
 	}
-	x.mu.Lock()
-	x.sess.TaskStatus[task.ID] = state.TaskPending
-	x.mu.Unlock()
+	host.pendTasks(true, task.ID)
 	before := gitSnapshot(g.dir)
 	out := &tailBuffer{limit: captureLimit}
-	ok, why := runTask(stepMetered(ctx, step), x, task, prompt, func(string, string) {}, out)
-	x.mu.Lock()
+	ok, why := runTask(stepMetered(ctx, step), host, task, prompt, func(string, string) {}, out)
+	parkedAs := host.parked()
+	parked := parkedAs != ""
+	rec := host.taskRecord(task.ID)
 	logPath := ""
-	if rec := x.sess.Tasks[task.ID]; rec != nil {
+	if rec != nil {
 		logPath = rec.LogPath
 	}
-	parkedAs := x.parkStatus
-	parked := parkedAs != ""
-	x.mu.Unlock()
-	rec := x.taskRecord(task.ID)
 	var text string
 	if rec != nil && rec.Agent != nil && rec.Agent.HasResult {
 		// The agent's own final message, read from its structured output
@@ -312,7 +308,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 type grimoireStageRunner struct{ g *grimoire }
 
 func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr) flow.Result {
-	g, x := r.g, r.g.x
+	g, host := r.g, r.g.host
 	st := *step
 	st.Tasks = make([]workflow.Task, len(step.Tasks))
 	prompts := map[string]string{}
@@ -343,23 +339,19 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 	}
 	g.mu.Unlock()
 	g.stepStarted(step, at, inputs)
-	x.mu.Lock()
-	for _, t := range st.Tasks {
-		if _, ok := x.sess.TaskStatus[t.ID]; !ok {
-			x.sess.TaskStatus[t.ID] = state.TaskPending
-		}
+	ids := make([]string, len(st.Tasks))
+	for i, t := range st.Tasks {
+		ids[i] = t.ID
 	}
-	x.mu.Unlock()
+	host.pendTasks(false, ids...)
 	ctx, cancel := flow.WithTimeout(ctx, step)
 	defer cancel()
-	failedTask, reason := x.runStage(ctx, st, prompts)
-	x.mu.Lock()
-	parkedAs := x.parkStatus
+	failedTask, reason := runStage(ctx, host, st, prompts)
+	parkedAs := host.parked()
 	parked := parkedAs != ""
-	x.mu.Unlock()
 	var lines []string
 	for _, t := range st.Tasks {
-		lines = append(lines, fmt.Sprintf("%s: %s", strings.TrimSuffix(t.ID, suffix), x.status(t.ID)))
+		lines = append(lines, fmt.Sprintf("%s: %s", strings.TrimSuffix(t.ID, suffix), host.status(t.ID)))
 	}
 	res := flow.Result{Output: strings.Join(lines, "\n")}
 	switch {
@@ -367,7 +359,7 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 		res.Status, res.Reason = parkedStep(parkedAs)
 	case ctx.Err() != nil:
 		return stopped(ctx, res)
-	case failedTask != "" && x.taskReason(failedTask) == BudgetReason:
+	case failedTask != "" && taskReason(host, failedTask) == BudgetReason:
 		res.Status, res.Reason = flow.Blocked, fmt.Sprintf("%s: task %q: %s", BlockedBudget, strings.TrimSuffix(failedTask, suffix), reason)
 	case failedTask != "":
 		res.Status, res.Reason, res.ExitCode = flow.Failed, fmt.Sprintf("task %q: %s", strings.TrimSuffix(failedTask, suffix), reason), 1

@@ -57,14 +57,8 @@ type taskRun struct {
 }
 
 // runTask runs one task to its end and reports whether it ended DONE, and if
-// not, why.
-func (x *Executor) runTask(ctx context.Context, t workflow.Task, prompt string, failing func(taskID, why string)) (ok bool, why string) {
-	t.MCP = workflow.MergeMCP(x.workflowMCP(), t.MCP)
-	return runTask(ctx, x, t, prompt, failing, nil)
-}
-
-// runTaskWith is runTask keeping what the agent wrote to capture too: its
-// stdout headless, its screen's text in a terminal (an agent step reads its
+// not, why; capture, when set, keeps what the agent wrote too: its stdout
+// headless, its screen's text in a terminal (an agent step reads its
 // result from it).
 func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string, failing func(taskID, why string), capture *tailBuffer) (ok bool, why string) {
 	var next *followUp
