@@ -34,10 +34,10 @@ const (
 	BlockedBudget        = "budget"         // a budget was spent: the agent was stopped, or not started
 )
 
-// grimoire is one run of a grimoire: the scope its templates see and the
-// runners of its steps.
+// grimoire is one run of a grimoire as its step runners see it: the scope
+// its templates see, where its steps run, and the host they record what
+// they do through.
 type grimoire struct {
-	x *Executor
 	// host is all the step runners reach of the session; cfg its settings.
 	host   stepHost
 	cfg    taskSettings
@@ -55,7 +55,6 @@ type grimoire struct {
 func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	def := x.sess.WorkflowDefinition
 	g := &grimoire{
-		x:      x,
 		host:   x,
 		cfg:    x.settings(),
 		bead:   beadID(x.sess.Bead),
@@ -117,6 +116,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	defer cancel()
 
 	start := time.Now()
+	store := &grimoireStore{x: x, def: def}
 	in := &flow.Interpreter{
 		Runners: map[string]flow.Runner{
 			workflow.StepScript: scriptRunner{g},
@@ -124,8 +124,8 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 			workflow.StepStage:  grimoireStageRunner{g},
 			workflow.StepMerge:  mergeRunner{g},
 		},
-		Scope:  (*grimoireScope)(g),
-		Store:  (*grimoireStore)(g),
+		Scope:  &grimoireScope{g: g, store: store},
+		Store:  store,
 		Blocks: blocks,
 	}
 	out := in.Run(ctx, def.Steps)
@@ -143,7 +143,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 		x.beadStatus(beadBlocked)
 		return x.finish(state.StatusPendingMerge, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
 	case out.Status == flow.Blocked || out.Status == flow.Stopped && errors.Is(context.Cause(ctx), flow.ErrTimeout):
-		return g.block(out)
+		return x.block(out)
 	case out.Status == flow.Stopped || ctx.Err() != nil:
 		return x.finish(state.StatusCancelled, "", "interrupted")
 	case out.Status == flow.Waiting:
@@ -184,8 +184,7 @@ func blocks(s *workflow.Step) bool {
 }
 
 // block ends the run as blocked, keeping why and what the step printed.
-func (g *grimoire) block(out flow.Outcome) Outcome {
-	x := g.x
+func (x *Executor) block(out flow.Outcome) Outcome {
 	reason, why := BlockedStepFailed, out.Reason
 	switch {
 	case strings.HasPrefix(out.Reason, flow.ErrTimeout.Error()):
@@ -401,15 +400,18 @@ func stepAt(steps []workflow.Step, at flow.Addr) *workflow.Step {
 }
 
 // grimoireScope is the flow.Scope of a grimoire: the render.Scope.
-type grimoireScope grimoire
+type grimoireScope struct {
+	g     *grimoire
+	store *grimoireStore
+}
 
 func (s *grimoireScope) When(step *workflow.Step) (bool, error) {
 	if step.When == "" {
 		return true, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ok, err := s.scope.When(step.Label(), step.When)
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	ok, err := s.g.scope.When(step.Label(), step.When)
 	if err != nil {
 		return false, fmt.Errorf("template: %s: %v", step.PosOf("when"), err)
 	}
@@ -417,37 +419,37 @@ func (s *grimoireScope) When(step *workflow.Step) (bool, error) {
 }
 
 func (s *grimoireScope) Record(step *workflow.Step, r flow.Result) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scope.Record(step.Label(), step.Output, stepResult(r))
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	s.g.scope.Record(step.Label(), step.Output, stepResult(r))
 }
 
 func (s *grimoireScope) EnterLoop(loop *workflow.Step) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scope.EnterLoop(loop.Label())
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	s.g.scope.EnterLoop(loop.Label())
 }
 
 func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
-	s.mu.Lock()
-	s.scope.NextIteration() // n: the interpreter counts as the scope does
-	s.mu.Unlock()
-	store := (*grimoireStore)(s)
+	s.g.mu.Lock()
+	s.g.scope.NextIteration() // n: the interpreter counts as the scope does
+	s.g.mu.Unlock()
+	store := s.store
 	if n <= store.PrunedThrough(at) {
 		return // passed over on resume
 	}
 	store.prune(at, n)
 	if !store.replaying(at.Iteration(n).Step(0)) {
-		s.x.emit("", events.Iteration{
+		s.g.host.emit("", events.Iteration{
 			Loop: loop.Label(), Address: at.Key(), Iteration: n, Max: loop.Loop.MaxIterations,
 		})
 	}
 }
 
 func (s *grimoireScope) ExitLoop(loop *workflow.Step) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.scope.ExitLoop()
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	s.g.scope.ExitLoop()
 }
 
 // stepResult is a run's result as templates read it.
@@ -466,7 +468,10 @@ func stepResult(r flow.Result) render.StepResult {
 
 // grimoireStore keeps the runs in the session by address; the cursor is
 // the address of the run in progress.
-type grimoireStore grimoire
+type grimoireStore struct {
+	x   *Executor
+	def *workflow.Definition
+}
 
 func (s *grimoireStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
 	x := s.x
