@@ -527,9 +527,16 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	if err != nil {
 		b.Status, b.Reason = string(state.StatusFailed), err.Error()
 	}
+	b.Next = ""
+	if out.Status != state.StatusCompleted {
+		b.Next = nextCommand(sess, false)
+	}
 	switch out.Status {
 	case state.StatusBlocked:
 		b.Reason = sess.BlockedReason
+		if c := firstLine(sess.BlockedContext); c != "" {
+			b.Reason += ": " + c
+		}
 	case state.StatusFailed:
 		if b.Reason == "" {
 			b.Reason = firstLine(sess.Error)
@@ -667,7 +674,10 @@ func backlogSummary(bl *state.Backlog, all bool) string {
 		} else if bd.LimitedUntil != nil {
 			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}
-		if bd.Session != "" && (all || bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped) {
+		switch {
+		case bd.Next != "" && bd.Status != string(state.StatusCompleted):
+			fmt.Fprintf(&b, "      next: %s\n", safe(bd.Next))
+		case bd.Session != "" && (all || bd.Status != string(state.StatusCompleted) && bd.Status != state.BeadSkipped):
 			fmt.Fprintf(&b, "      session %s\n", bd.Session)
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/vibeteam/vibeteam/core"
 	"text/tabwriter"
 	"time"
 
@@ -180,6 +181,9 @@ func nextCommand(s *state.Session, running bool) string {
 	}
 	if s.BlockedReason == "merge_conflict" {
 		return "resolve the conflict in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
+	}
+	if s.BlockedReason == core.BlockedGateRed {
+		return "fix the work in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
 	}
 	return "vibeteam resume " + s.ID
 }

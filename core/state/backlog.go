@@ -41,6 +41,9 @@ type BacklogBead struct {
 	Adapters []string `json:"adapters,omitempty"`
 	// LimitedUntil is when the usage limit that stopped the bead resets.
 	LimitedUntil *time.Time `json:"limitedUntil,omitempty"`
+	// Next is what a person types to take the bead on, when its session
+	// waits for them.
+	Next string `json:"next,omitempty"`
 }
 
 // Backlog bead statuses besides the session statuses.
