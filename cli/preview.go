@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -174,10 +176,15 @@ func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, erro
 type previewer struct {
 	out   io.Writer
 	full  bool
-	scope *render.PreviewScope
+	scope *render.Scope // dry
 	spell *render.Spells
 	load  workflow.ErrorList // the problems loading found (warnings only)
 	probs workflow.ErrorList
+	// warned are the warnings of the renderings since the last drain.
+	warned []string
+	// orig is the step of the grimoire each step of the walked copy is.
+	orig  map[*workflow.Step]*workflow.Step
+	depth int // of the loops the walk is in
 }
 
 func (pv *previewer) printf(format string, args ...any) { fmt.Fprintf(pv.out, format, args...) }
@@ -207,6 +214,13 @@ func (pv *previewer) problem(pos workflow.Pos, err error) {
 		return
 	}
 	pv.probs = append(pv.probs, &workflow.Error{Pos: pos, Msg: err.Error()})
+}
+
+// drain returns the warnings the scope told of since the last drain.
+func (pv *previewer) drain() []string {
+	w := pv.warned
+	pv.warned = nil
+	return w
 }
 
 // warnings records warnings at pos, but not those loading reported already
@@ -249,25 +263,102 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 	if g, ok := vars["goal"]; ok {
 		goal = g // as run does: a --set goal is the goal
 	}
-	pv.scope = render.NewPreviewScope(goal, vars, bead)
-	pv.scope.SetWorkflow(def.ID)
+	// The scope and the interpreter of a run, dry: the scope's results
+	// are placeholders, and the one runner prints each step and runs
+	// nothing.
+	pv.scope = render.NewDryScope(goal, vars, bead)
+	pv.scope.Workflow = def.ID
+	pv.scope.Warn = func(_, w string) { pv.warned = append(pv.warned, w) }
 	pv.spell = render.NewSpells(base)
 	declare(pv.scope, def.Steps)
-	pv.steps(def.Steps, 0)
+	pv.orig = map[*workflow.Step]*workflow.Step{}
+	steps := pv.dryCopy(def.Steps)
+	in := &flow.Interpreter{
+		Runners: map[string]flow.Runner{},
+		Scope:   (*dryScope)(pv),
+		Store:   dryStore{},
+	}
+	for _, t := range []string{workflow.StepScript, workflow.StepAgent, workflow.StepStage, workflow.StepMerge} {
+		in.Runners[t] = (*dryRunner)(pv)
+	}
+	if out := in.Run(context.Background(), steps); out.Status != flow.Done {
+		// Nothing fails in a dry walk; say so if it does.
+		pv.problem(workflow.Pos{File: def.Source}, fmt.Errorf("preview stopped at %s: %s", out.Step, out.Reason))
+	}
 	if opt := pv.scope.Optional(); len(opt) > 0 {
 		pv.printf("\noptional (empty, with a warning, when the agent does not report it): %s\n", safe(strings.Join(opt, ", ")))
 	}
 }
 
 // declare tells the scope of every step, nested ones included.
-func declare(ps *render.PreviewScope, steps []workflow.Step) {
+func declare(ps *render.Scope, steps []workflow.Step) {
 	for _, s := range steps {
 		ps.Declare(s.Label(), s.Output, fmt.Sprintf("line %d", s.Pos.Line))
 		if s.Loop != nil {
+			ps.DeclareLoop(s.Label(), stepNames(s.Loop.Steps))
 			declare(ps, s.Loop.Steps)
 		}
 	}
 }
+
+// dryCopy copies steps for the dry walk: each loop runs one iteration and
+// then exits, as every template of its steps is rendered once.
+func (pv *previewer) dryCopy(steps []workflow.Step) []workflow.Step {
+	out := slices.Clone(steps)
+	for i := range out {
+		if l := steps[i].Loop; l != nil {
+			c := *l
+			c.MaxIterations, c.OnMaxIterations = 1, workflow.OnMaxExit
+			c.Steps = pv.dryCopy(l.Steps)
+			out[i].Loop = &c
+		}
+		pv.orig[&out[i]] = &steps[i]
+	}
+	return out
+}
+
+// dryScope is the flow.Scope of the dry walk: the dry render.Scope. Its When
+// prints the step's header and condition, and lets every step run, so that
+// every template is shown.
+type dryScope previewer
+
+func (d *dryScope) When(s *workflow.Step) (bool, error) {
+	pv := (*previewer)(d)
+	pv.header(pv.orig[s])
+	pv.when(s)
+	return true, nil
+}
+
+func (d *dryScope) Record(s *workflow.Step, _ flow.Result) {
+	d.scope.Record(s.Label(), s.Output, render.StepResult{})
+}
+
+func (d *dryScope) EnterLoop(s *workflow.Step) {
+	d.scope.EnterLoop(s.Label())
+	d.depth++
+}
+
+func (d *dryScope) Iteration(*workflow.Step, flow.Addr, int) { d.scope.NextIteration() }
+
+func (d *dryScope) ExitLoop(*workflow.Step) {
+	d.scope.ExitLoop()
+	d.depth--
+}
+
+// dryRunner prints what a step would do, and runs nothing.
+type dryRunner previewer
+
+func (d *dryRunner) Run(_ context.Context, s *workflow.Step, _ flow.Addr) flow.Result {
+	(*previewer)(d).body(s)
+	return flow.Result{Status: flow.Done}
+}
+
+// dryStore keeps nothing: no run has finished before.
+type dryStore struct{}
+
+func (dryStore) Finished(flow.Addr) (flow.Result, bool)       { return flow.Result{}, false }
+func (dryStore) Started(flow.Addr, *workflow.Step)            {}
+func (dryStore) Ended(flow.Addr, *workflow.Step, flow.Result) {}
 
 // stepNames are the names and aliases of steps, nested ones included.
 func stepNames(steps []workflow.Step) []string {
@@ -282,12 +373,6 @@ func stepNames(steps []workflow.Step) []string {
 		}
 	}
 	return names
-}
-
-func (pv *previewer) steps(steps []workflow.Step, depth int) {
-	for i := range steps {
-		pv.step(&steps[i], depth)
-	}
 }
 
 // at is where a step is, as file:line.
@@ -334,31 +419,44 @@ func stepDetails(s *workflow.Step) string {
 
 const notRendered = "(not rendered: see the errors below)"
 
-func (pv *previewer) step(s *workflow.Step, depth int) {
-	indent := strings.Repeat("    ", depth)
-	body := indent + "    "
-	label := s.Label()
-	pv.printf("%s%s  %s %s%s\n", indent, safe(at(s.Pos)), s.Type, safe(label), safe(stepDetails(s)))
+// header prints a step's file:line, type, name and details.
+func (pv *previewer) header(s *workflow.Step) {
+	indent := strings.Repeat("    ", pv.depth)
+	pv.printf("%s%s  %s %s%s\n", indent, safe(at(s.Pos)), s.Type, safe(s.Label()), safe(stepDetails(s)))
+}
 
-	if s.When != "" {
-		result, warns, err := pv.scope.When(label, s.When)
-		pos := s.PosOf("when")
-		pv.warnings(pos, label, fmt.Sprintf("when %q", s.When), warns)
-		pv.problem(pos, err)
-		note := ""
-		switch {
-		case err != nil:
-			note = "  " + notRendered
-		case result == "false":
-			note = "  → false now: the step would be skipped"
-		case result == "true":
-			note = "  → true now"
-		default:
-			note = "  (decided when it runs)"
-		}
-		pv.printf("%swhen %s%s\n", body, safe(s.When), note)
+// when prints a step's condition, evaluated when only known values decide it.
+func (pv *previewer) when(s *workflow.Step) {
+	if s.When == "" {
+		return
 	}
+	label := s.Label()
+	ok, err := pv.scope.When(label, s.When)
+	undecided := errors.Is(err, render.ErrRunTime)
+	if undecided {
+		err = nil
+	}
+	pos := s.PosOf("when")
+	pv.warnings(pos, label, fmt.Sprintf("when %q", s.When), pv.drain())
+	pv.problem(pos, err)
+	note := ""
+	switch {
+	case err != nil:
+		note = "  " + notRendered
+	case undecided:
+		note = "  (decided when it runs)"
+	case !ok:
+		note = "  → false now: the step would be skipped"
+	default:
+		note = "  → true now"
+	}
+	pv.printf("%s    when %s%s\n", strings.Repeat("    ", pv.depth), safe(s.When), note)
+}
 
+// body prints what a step (not a loop) would do.
+func (pv *previewer) body(s *workflow.Step) {
+	body := strings.Repeat("    ", pv.depth+1)
+	label := s.Label()
 	switch s.Type {
 	case workflow.StepScript:
 		cmd, warns, err := pv.scope.Command(label, s.Script.Command)
@@ -389,7 +487,8 @@ func (pv *previewer) step(s *workflow.Step, depth int) {
 			if t.PromptIsCommand() {
 				prompt, warns, err = pv.scope.Command(label+"."+t.ID, t.Prompt)
 			} else {
-				prompt, warns, err = pv.scope.Render(label, field, t.Prompt)
+				prompt, err = pv.scope.Render(label, field, t.Prompt)
+				warns = pv.drain()
 			}
 			pv.warnings(t.Pos, label, field, warns)
 			pv.problem(t.Pos, err)
@@ -400,15 +499,9 @@ func (pv *previewer) step(s *workflow.Step, depth int) {
 				pv.block(body, prompt)
 			}
 		}
-	case workflow.StepLoop:
-		pv.scope.EnterLoop(label, stepNames(s.Loop.Steps))
-		pv.steps(s.Loop.Steps, depth+1)
-		pv.scope.ExitLoop()
-		return // a loop has no result of its own
 	case workflow.StepMerge:
 		pv.printf("%smerges the worktree back (require_review: %t)\n", body, s.Merge.RequireReview)
 	}
-	pv.scope.Record(label, s.Output)
 }
 
 func (pv *previewer) agent(s *workflow.Step, body string) {
@@ -416,9 +509,9 @@ func (pv *previewer) agent(s *workflow.Step, body string) {
 	inputs := map[string]string{}
 	for _, in := range a.Input {
 		field := "input." + in.Name
-		v, warns, err := pv.scope.Render(label, field, in.Value)
+		v, err := pv.scope.Render(label, field, in.Value)
 		pos := s.PosOf(field)
-		pv.warnings(pos, label, field, warns)
+		pv.warnings(pos, label, field, pv.drain())
 		pv.problem(pos, err)
 		switch {
 		case err != nil:
@@ -434,9 +527,9 @@ func (pv *previewer) agent(s *workflow.Step, body string) {
 			pv.printf("%sinput %s: %s\n", body, safe(in.Name), safe(v))
 		}
 	}
-	pp, warns, err := pv.scope.AgentPrompt(label, pv.spell, a.Spell, inputs)
+	pp, err := pv.scope.AgentPromptParts(label, pv.spell, a.Spell, inputs)
 	pos := s.PosOf("spell")
-	pv.warnings(pos, label, "spell", warns)
+	pv.warnings(pos, label, "spell", pv.drain())
 	pv.problem(pos, err)
 	name := "inline spell"
 	if pp.Spell.Source != "inline" && pp.Spell.Source != "" {

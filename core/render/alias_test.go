@@ -119,9 +119,9 @@ func TestMissingOutputIsEmpty(t *testing.T) {
 
 // preview lists an output key read from an agent as optional.
 func TestPreviewListsOptionalOutputs(t *testing.T) {
-	p := NewPreviewScope("g", nil, nil)
+	p := newDryTest("g")
 	p.Declare("review", "findings", "line 3")
-	p.Record("review", "findings")
+	p.Record("review", "findings", StepResult{})
 	out, warnings, err := p.Render("fix", "input.issues", "{{.findings.outputs.issues}} {{(step \"review\").outputs.a}} {{.findings.output}}")
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,8 @@ type run struct {
 	// warnings are the run's and its partials': the output keys an agent
 	// did not report, rendered empty.
 	warnings *[]string
+	// dry is set in the rendering of a dry scope (a preview).
+	dry *dryRun
 }
 
 // action is a printing action of a template: its line and how it was
@@ -178,6 +180,11 @@ func (r *run) render(name, text string) (string, error) {
 	t, err := r.parse(name, text)
 	if err != nil {
 		return "", err
+	}
+	if r.dry != nil {
+		if err := r.dryCheck(t); err != nil {
+			return "", err
+		}
 	}
 	for tries := 0; ; tries++ {
 		out := &limitedBuffer{max: maxOutput}

@@ -1,12 +1,14 @@
 package render
 
-// Preview: the templates of a grimoire rendered without running it. What
-// only a run can know (the result of a step, .previous, .loop_entry, the
-// iteration of a loop) is shown as a placeholder, ⟨tests.output⟩, and what
-// is known (the goal, --set variables, the bead, inputs) is rendered as a
-// run would render it. References are checked against the steps that have
-// run at that point of the file, so a typo or a step that comes later is an
-// error here rather than a blocked run.
+// A dry scope: the Scope of a preview, which renders the templates of a
+// grimoire as a run would, at the same points of the walk, and runs
+// nothing. What only a run can know (the result of a step, .previous,
+// .loop_entry, the iteration of a loop) is shown as a placeholder,
+// ⟨tests.output⟩, and what is known (the goal, --set variables, the bead,
+// inputs) is rendered as a run renders it, by the same code. Before a
+// template executes, its references are checked against the steps that
+// have run at that point of the file, so a typo or a step that comes later
+// is an error here rather than a blocked run.
 
 import (
 	"errors"
@@ -16,7 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"text/template"
 	"text/template/parse"
 )
@@ -24,6 +26,10 @@ import (
 // Placeholder is how a preview shows a value known only at run time:
 // Placeholder("tests.output") is ⟨tests.output⟩.
 func Placeholder(path string) string { return "⟨" + path + "⟩" }
+
+// ErrRunTime is the error of When in a dry scope for a condition that only
+// the run can decide.
+var ErrRunTime = errors.New("decided when it runs")
 
 // resultKeys are the keys of a step result in templates (StepResult.Map).
 var resultKeys = slices.Sorted(maps.Keys(StepResult{}.Map()))
@@ -36,181 +42,114 @@ var resultKinds = map[string]string{
 	"status": "string",
 }
 
-// PreviewScope is the Scope of a preview. The caller walks the steps of the
-// grimoire in file order as the interpreter would, telling it what has run
-// (Record, EnterLoop, ExitLoop), and renders each step's templates on the
-// way. Unlike a Scope, it holds no results: a step that has run is known to
-// have one, and reading it renders a placeholder. Each render returns its
-// warnings and its error; an error may join several problems (errors.Join),
-// each naming the step and field. A PreviewScope is not safe for concurrent
-// use.
-type PreviewScope struct {
-	goal     string
-	workflow string
-	vars     map[string]string
-	bead     map[string]any
-	hasBead  bool
-	// steps are every step and alias of the grimoire, with where they are,
-	// so that reading one before it has run says so.
+// dryState is what a dry scope knows besides a Scope: the whole grimoire,
+// so that reading a step before it has run says where it is.
+type dryState struct {
+	// steps are every step and alias of the grimoire, with where they are.
 	steps map[string]string
-	// ran are the steps and aliases that have run by this point.
-	ran map[string]bool
-	// ended are the loops that have ended; their .iteration stays.
-	ended    map[string]bool
-	loops    []previewLoop
-	previous bool // .previous is defined
-	// optional are the output keys the templates read (.impl.outputs.KEY):
-	// empty, with a warning, when the agent does not report them. Shared
-	// by the snapshots.
-	optional *[]string
+	// bodies are the steps and aliases of each loop, nested ones included:
+	// from the second iteration on, they have a result from the one before.
+	bodies map[string][]string
+	// optional are the output keys the templates read (.impl.outputs.KEY).
+	mu       sync.Mutex
+	optional []string
 }
 
-func (p *PreviewScope) addOptional(path string) {
-	if !slices.Contains(*p.optional, path) {
-		*p.optional = append(*p.optional, path)
-	}
+// NewDryScope returns the scope of a preview: a Scope whose recorded
+// results, .previous, .loop_entry and iterations render as placeholders,
+// and whose renderings check every reference first (see dryWalker). The
+// interpreter drives it as it drives a run's (Record with any result,
+// EnterLoop, NextIteration, ExitLoop). A nil bead is none: .bead is an
+// empty object as in a run without one, and a template reading a key of it
+// is warned about. Tell it of every step first (Declare, DeclareLoop).
+func NewDryScope(goal string, vars map[string]string, bead map[string]any) *Scope {
+	s := NewScope(goal, vars)
+	s.SetBead(bead)
+	s.dry = &dryState{steps: map[string]string{}, bodies: map[string][]string{}}
+	return s
 }
 
-// Optional lists, sorted, the keys of agents' outputs the templates read
-// so far (.impl.outputs.KEY): an agent may leave one out, and it then
-// renders empty, with a warning.
-func (p *PreviewScope) Optional() []string {
-	return slices.Sorted(slices.Values(*p.optional))
-}
-
-type previewLoop struct {
-	name string
-	// body are the names of the loop's steps: from the second iteration
-	// on, they have a result from the iteration before.
-	body []string
-	// entry: a step had run before the loop (.previous after a loop in
-	// which no step ran).
-	entry bool
-}
-
-// NewPreviewScope returns the scope of a preview with the goal, the --set
-// variables and the bead (nil: none, and .bead is an empty object as in a
-// run without one; a template reading a key of it is warned about).
-func NewPreviewScope(goal string, vars map[string]string, bead map[string]any) *PreviewScope {
-	p := &PreviewScope{
-		goal:     goal,
-		vars:     maps.Clone(vars),
-		steps:    map[string]string{},
-		ran:      map[string]bool{},
-		ended:    map[string]bool{},
-		hasBead:  bead != nil,
-		optional: new([]string),
-	}
-	p.bead, _ = copyValue(bead).(map[string]any)
-	return p
-}
-
-// SetWorkflow sets the grimoire's name, {{.workflow.name}}.
-func (p *PreviewScope) SetWorkflow(name string) { p.workflow = name }
-
-// Declare tells the preview, before the walk, of a step of the grimoire,
-// its `output` alias ("" for none) and where it is ("line 12"), so that a
-// template reading it before it has run is told where it comes.
-func (p *PreviewScope) Declare(name, alias, where string) {
+// Declare tells a dry scope of a step of the grimoire, its `output` alias
+// ("" for none) and where it is ("line 12").
+func (s *Scope) Declare(name, alias, where string) {
 	for _, n := range []string{name, alias} {
-		if _, ok := p.steps[n]; n != "" && !ok {
-			p.steps[n] = where
+		if _, ok := s.dry.steps[n]; n != "" && !ok {
+			s.dry.steps[n] = where
 		}
 	}
 }
 
-// Record marks the step (and its alias) as run: the steps after it can
-// read its result, and it is .previous.
-func (p *PreviewScope) Record(name, alias string) {
-	p.ran[name] = true
-	if alias != "" {
-		p.ran[alias] = true
-	}
-	p.previous = true
+// DeclareLoop tells a dry scope the steps and aliases of loop name, nested
+// ones included.
+func (s *Scope) DeclareLoop(name string, body []string) { s.dry.bodies[name] = body }
+
+// Optional lists, sorted, the keys of agents' outputs the templates of a
+// dry scope read so far (.impl.outputs.KEY): an agent may leave one out,
+// and it then renders empty, with a warning.
+func (s *Scope) Optional() []string {
+	s.dry.mu.Lock()
+	defer s.dry.mu.Unlock()
+	return slices.Sorted(slices.Values(s.dry.optional))
 }
 
-// EnterLoop starts loop name, whose steps (nested ones included, with their
-// aliases) are body. As in a run, .previous is undefined until a step of
-// the loop has run, and .loop_entry is defined.
-func (p *PreviewScope) EnterLoop(name string, body []string) {
-	entry := p.previous
-	if n := len(p.loops); n > 0 {
-		entry = entry || p.loops[n-1].entry
+func (d *dryState) addOptional(path string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !slices.Contains(d.optional, path) {
+		d.optional = append(d.optional, path)
 	}
-	p.loops = append(p.loops, previewLoop{name: name, body: body, entry: entry})
-	p.previous = false
 }
 
-// ExitLoop ends the innermost loop; its .iteration stays readable.
-func (p *PreviewScope) ExitLoop() {
-	n := len(p.loops)
-	if n == 0 {
-		return
-	}
-	f := p.loops[n-1]
-	p.loops = p.loops[:n-1]
-	p.ended[f.name] = true
-	p.previous = p.previous || f.entry
+// dryView is a dry scope as one rendering sees it: a copy, as a rendering
+// abandoned at its time limit may still read it while the walk goes on.
+type dryView struct {
+	state    *dryState
+	hasBead  bool
+	previous bool            // .previous is defined
+	ran      map[string]bool // steps and aliases recorded
+	ended    map[string]bool // loops that have ended; their .iteration stays
+	loops    []string        // the loops running, outermost first
 }
 
-// snapshot is a copy of p for one rendering: a rendering abandoned at its
-// time limit may still read it while the walk goes on.
-func (p *PreviewScope) snapshot() *PreviewScope {
-	c := *p
-	c.vars = maps.Clone(p.vars)
-	c.steps = maps.Clone(p.steps)
-	c.ran = maps.Clone(p.ran)
-	c.ended = maps.Clone(p.ended)
-	c.loops = slices.Clone(p.loops)
-	return &c
+// dryRun is what a rendering of a dry scope adds to a run.
+type dryRun struct {
+	view *dryView
+	// known are the names of the data that are known values whatever the
+	// scope says: a spell's inputs, the arguments of an include.
+	known map[string]bool
+	// pending is set when a value only a run knows was met; shared with
+	// the partials.
+	pending *bool
 }
 
-// inLoop reports whether loop name is running.
-func (p *PreviewScope) inLoop(name string) bool {
-	return slices.ContainsFunc(p.loops, func(f previewLoop) bool { return f.name == name })
+// newRun is a rendering of the scope: dry when the scope is.
+func (s *Scope) newRun(m mode, data map[string]any, known ...string) *run {
+	r := &run{mode: m, data: data, scope: s, warnings: new([]string)}
+	if s.dry == nil {
+		return r
+	}
+	v := &dryView{state: s.dry, hasBead: s.Bead != nil, ran: map[string]bool{}, ended: map[string]bool{}}
+	for name := range s.Steps {
+		v.ran[name] = true
+	}
+	for alias := range s.Aliases {
+		v.ran[alias] = true
+	}
+	for name := range s.Iterations {
+		v.ended[name] = true
+	}
+	for _, f := range s.Loops {
+		v.loops = append(v.loops, f.Name)
+	}
+	_, v.previous = s.Steps[s.Previous]
+	r.dry = &dryRun{view: v, known: map[string]bool{}, pending: new(bool)}
+	for _, k := range known {
+		r.dry.known[k] = true
+	}
+	return r
 }
 
-// data is what templates execute on, as Scope.data builds it, with a
-// placeholder for every value only a run knows. The templates' references
-// to them are replaced before execution (see previewWalker); these are for
-// what reaches them another way ({{index . "previous"}}, {{step "x"}}).
-func (p *PreviewScope) data(step string) map[string]any {
-	d := make(map[string]any, len(p.vars)+len(p.ran)+8)
-	d["goal"] = p.goal
-	for k, v := range p.vars {
-		d[k] = v
-	}
-	for name := range p.ran {
-		d[name] = placeholderResult(name)
-	}
-	loop := func(name string) {
-		m := map[string]any{}
-		if r, ok := d[name].(map[string]any); ok {
-			m = maps.Clone(r)
-		}
-		m["iteration"] = Placeholder(name + ".iteration")
-		d[name] = m
-	}
-	for name := range p.ended {
-		loop(name)
-	}
-	for _, f := range p.loops {
-		loop(f.name)
-	}
-	d["bead"] = copyValue(beadView(p.bead))
-	d["workflow"] = map[string]any{"name": p.workflow}
-	d["step"] = map[string]any{"name": step}
-	delete(d, "previous")
-	if p.previous {
-		d["previous"] = placeholderResult("previous")
-	}
-	delete(d, "loop_entry")
-	if len(p.loops) > 0 {
-		d["loop_entry"] = placeholderResult("loop_entry")
-	}
-	delete(d, "spell_content")
-	return d
-}
+func (v *dryView) inLoop(name string) bool { return slices.Contains(v.loops, name) }
 
 // placeholderResult is a step result whose every value is a placeholder.
 // outputs is empty: a template reading a key of it directly is rewritten to
@@ -224,223 +163,22 @@ func placeholderResult(name string) map[string]any {
 	return m
 }
 
-// When checks the `when` of a step. When its value depends only on what is
-// known (the goal, variables, the bead), it is evaluated: result is "true"
-// or "false". Otherwise result is "" (decided at run time).
-func (p *PreviewScope) When(step, expr string) (result string, warnings []string, err error) {
-	if strings.TrimSpace(expr) == "" {
-		return "true", nil, nil
-	}
-	field := fmt.Sprintf("when %q", expr)
-	v := p.newRun(modeText, p.data(step), nil, nil, nil)
-	out, pending, warns, err := v.renderLimited("when", expr)
-	warnings = placeAll(step, field, expr, warns)
-	if err != nil {
-		return "", warnings, placeErrors(step, field, expr, err)
-	}
-	if pending {
-		return "", warnings, nil
-	}
-	switch t := strings.TrimSpace(out); t {
-	case "true", "false":
-		return t, warnings, nil
-	}
-	return "", warnings, fmt.Errorf("step %q: %s: must be true or false, got %s", step, field, describe(v.printed, out))
-}
-
-// Render is Scope.Render for a preview: text with placeholders for what
-// only a run knows.
-func (p *PreviewScope) Render(step, field, text string) (string, []string, error) {
-	v := p.newRun(modeText, p.data(step), nil, nil, nil)
-	out, _, warns, err := v.renderLimited(field, text)
-	if err != nil {
-		return "", placeAll(step, field, text, warns), placeErrors(step, field, text, err)
-	}
-	return out, placeAll(step, field, text, warns), nil
-}
-
-// RenderInputs is Scope.RenderInputs for a preview. Every input is
-// rendered, so that every problem is found; one that fails is left out of
-// the map.
-func (p *PreviewScope) RenderInputs(step string, input map[string]string) (map[string]string, []string, error) {
-	out := make(map[string]string, len(input))
-	var warnings []string
-	var errs []error
-	for _, k := range slices.Sorted(maps.Keys(input)) {
-		v, w, err := p.Render(step, "input."+k, input[k])
-		warnings = append(warnings, w...)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out[k] = v
-	}
-	return out, warnings, errors.Join(errs...)
-}
-
-// Command is Scope.Command for a preview: the command of a script step
-// with each value quoted for where it lands as the run will, a placeholder
-// included, and the warnings of CommandWarnings.
-func (p *PreviewScope) Command(step, text string) (string, []string, error) {
-	warnings, err := CommandWarnings(step, text)
-	if err != nil {
-		return "", warnings, err
-	}
-	if !strings.Contains(text, "{{") {
-		return text, warnings, nil
-	}
-	v := p.newRun(modeCommand, p.data(step), nil, nil, nil)
-	v.values = newCommandValues()
-	out, _, warns, err := v.renderLimited("command", text)
-	warnings = append(warnings, placeAll(step, "command", text, warns)...)
-	if err == nil {
-		out, err = v.values.fill(out, v.actions)
-	}
-	if err != nil {
-		return "", warnings, placeErrors(step, "command", text, err)
-	}
-	return out, warnings, nil
-}
-
-// PromptPreview is the prompt of an agent step as a preview renders it.
-type PromptPreview struct {
-	Spell   Spell  // the spell as found: its name and where it came from
-	Content string // the spell rendered
-	System  Spell  // the system prompt that wraps the spell
-	Prompt  string // the whole prompt, system prompt included
-}
-
-// AgentPrompt is Scope.AgentPrompt for a preview: the spell rendered with
-// the scope and the step's rendered inputs, then the system prompt around
-// it.
-func (p *PreviewScope) AgentPrompt(step string, spells *Spells, spell string, inputs map[string]string) (PromptPreview, []string, error) {
-	var pp PromptPreview
-	sp, err := spells.Load(spell)
-	if err != nil {
-		return pp, nil, fmt.Errorf("step %q: %v", step, err)
-	}
-	pp.Spell = sp
-	data := p.data(step)
-	known := map[string]bool{}
-	for _, k := range slices.Sorted(maps.Keys(inputs)) {
-		if IsReserved(k) {
-			return pp, nil, fmt.Errorf("step %q: input %q: the name is reserved (%s)", step, k, strings.Join(ReservedNames, ", "))
-		}
-		data[k] = inputs[k]
-		known[k] = true
-	}
-	var warnings []string
-	prefix := func(ws []string, what string) {
-		for _, w := range ws {
-			warnings = append(warnings, fmt.Sprintf("step %q: %s: %s", step, what, w))
-		}
-	}
-	v := p.newRun(modeText, data, known, spells, []string{chainName(sp)})
-	content, _, warns, err := v.renderLimited("spell", sp.Text)
-	prefix(warns, sp.label())
-	if err != nil {
-		return pp, warnings, joinPrefixed(fmt.Sprintf("step %q: %s: ", step, sp.label()), err)
-	}
-	pp.Content = content
-	sys, err := spells.SystemPrompt()
-	if err != nil {
-		return pp, warnings, fmt.Errorf("step %q: %v", step, err)
-	}
-	pp.System = sys
-	sysData := maps.Clone(data)
-	sysData["spell_content"] = strings.TrimSpace(content)
-	sysKnown := maps.Clone(known)
-	sysKnown["spell_content"] = true
-	v = p.newRun(modeText, sysData, sysKnown, spells, []string{sys.Name})
-	out, _, warns, err := v.renderLimited("system", sys.Text)
-	prefix(warns, "system prompt ("+sys.Source+")")
-	if err != nil {
-		return pp, warnings, joinPrefixed(fmt.Sprintf("step %q: system prompt (%s): ", step, sys.Source), err)
-	}
-	pp.Prompt = out
-	return pp, warnings, nil
-}
-
-// previewRun is one rendering of a preview: a run whose templates have
-// their run-time values replaced by placeholders before they execute.
-type previewRun struct {
-	*run
-	p *PreviewScope
-	// known are the names of the data that are known values whatever the
-	// scope says: a spell's inputs, the arguments of an include.
-	known map[string]bool
-	// warnings are the run's, those of its partials included (named by
-	// include); pending is shared with the partials.
-	warnings *[]string
-	pending  *bool
-}
-
-func (p *PreviewScope) newRun(m mode, data map[string]any, known map[string]bool, spells *Spells, chain []string) *previewRun {
-	if known == nil {
-		known = map[string]bool{}
-	}
-	return &previewRun{
-		run:      &run{mode: m, data: data, spells: spells, chain: chain},
-		p:        p.snapshot(),
-		known:    known,
-		warnings: new([]string),
-		pending:  new(bool),
-	}
-}
-
-// previewErrors are the problems a template has before it runs: each is
+// dryErrors are the problems a template has before it runs: each is
 // "line N: message".
-type previewErrors []string
+type dryErrors []string
 
-func (e previewErrors) Error() string { return strings.Join(e, "; ") }
+func (e dryErrors) Error() string { return strings.Join(e, "; ") }
 
-// renderLimited is run.renderLimited for a preview. pending reports whether
-// a value only a run knows was met.
-func (v *previewRun) renderLimited(name, text string) (out string, pending bool, warnings []string, err error) {
-	v.stop = new(atomic.Bool)
-	out, err = limited(v.stop, func() (string, error) { return v.render(name, text) })
-	if err != nil && v.stop.Load() {
-		return "", false, nil, err
-	}
-	return out, *v.pending, *v.warnings, err
-}
-
-// parse is run.parse with include replaced by the preview's.
-func (v *previewRun) parse(name, text string) (*template.Template, error) {
-	text, err := rewriteIncludes(text)
-	if err != nil {
-		return nil, err
-	}
-	fm := v.funcs()
-	if v.spells != nil {
-		fm["include"] = v.include
-	}
-	t, err := template.New(name).Option("missingkey=error").Funcs(fm).Parse(text)
-	if err != nil {
-		return nil, errors.New(cleanMessage(err.Error()))
-	}
-	v.actions = nil
-	for _, tt := range t.Templates() {
-		if tt.Tree != nil {
-			hookActions(tt.Tree, tt.Tree.Root, &v.actions)
-		}
-	}
-	return t, nil
-}
-
-// render parses text, checks and rewrites its references, and executes it.
-func (v *previewRun) render(name, text string) (string, error) {
-	t, err := v.parse(name, text)
-	if err != nil {
-		return "", err
-	}
-	var errs previewErrors
+// dryCheck checks and rewrites the references of a parsed template of a
+// dry rendering (see dryWalker); its warnings join the run's.
+func (r *run) dryCheck(t *template.Template) error {
+	var errs dryErrors
 	for _, tt := range t.Templates() {
 		if tt.Tree == nil {
 			continue
 		}
 		main := tt.Name() == t.Name()
-		w := &previewWalker{v: v, tree: tt.Tree, vars: map[string]string{}}
+		w := &dryWalker{r: r, tree: tt.Tree, vars: map[string]string{}}
 		c := walkCtx{dot: dotTop, main: main}
 		if !main {
 			c.dot = dotOther // a defined template's dot is what it is given
@@ -448,75 +186,20 @@ func (v *previewRun) render(name, text string) (string, error) {
 		w.list(tt.Tree.Root, c)
 		errs = append(errs, w.errs...)
 		for _, msg := range w.warns {
-			if !slices.Contains(*v.warnings, msg) {
-				*v.warnings = append(*v.warnings, msg)
+			if !slices.Contains(*r.warnings, msg) {
+				*r.warnings = append(*r.warnings, msg)
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return "", errs
+		return errs
 	}
-	out := &limitedBuffer{max: maxOutput}
-	if err := t.Execute(out, v.data); err != nil {
-		return "", v.explain(t, err)
-	}
-	return out.String(), nil
-}
-
-// include is run.include for a preview: the partial's references are
-// checked and rewritten as its caller's are.
-func (v *previewRun) include(name string, kv ...any) (string, error) {
-	if v.stopped() {
-		return "", errStopped
-	}
-	if err := checkName(name); err != nil {
-		return "", &funcError{fmt.Sprintf("include %q: %v", name, err)}
-	}
-	file := fileName(name)
-	if slices.Contains(v.chain, file) {
-		return "", cycleError(v.chain, file)
-	}
-	if len(v.chain) > maxIncludeDepth {
-		return "", depthError(v.chain, file)
-	}
-	if len(kv)%2 != 0 {
-		return "", &funcError{fmt.Sprintf("include %q: the arguments after the name must be pairs of a key and a value", name)}
-	}
-	data := maps.Clone(v.data)
-	known := maps.Clone(v.known)
-	for i := 0; i < len(kv); i += 2 {
-		k, ok := kv[i].(string)
-		if !ok {
-			return "", &funcError{fmt.Sprintf("include %q: argument %d must be a key (a string), not %s", name, i+2, kindOf(kv[i], ""))}
-		}
-		data[k] = kv[i+1]
-		known[k] = true
-	}
-	sp, err := v.spells.find(file, "partial")
-	if err != nil {
-		return "", &funcError{err.Error()}
-	}
-	child := &previewRun{run: v.child(data, file), p: v.p, known: known, warnings: new([]string), pending: v.pending}
-	out, err := child.render("partial", sp.Text)
-	for _, w := range *child.warnings {
-		w = fmt.Sprintf("include %q (%s): %s", strings.TrimSuffix(file, ".md"), sp.Source, w)
-		if !slices.Contains(*v.warnings, w) {
-			*v.warnings = append(*v.warnings, w)
-		}
-	}
-	if err != nil {
-		var ce *chainError
-		if errors.As(err, &ce) || errors.Is(err, errStopped) {
-			return "", err
-		}
-		return "", &includeError{fmt.Sprintf("include %q (%s): %v", strings.TrimSuffix(file, ".md"), sp.Source, err)}
-	}
-	return out, nil
+	return nil
 }
 
 // placeErrors is placeError for each problem of err.
 func placeErrors(step, field, text string, err error) error {
-	var pe previewErrors
+	var pe dryErrors
 	if !errors.As(err, &pe) {
 		// The values of a command that cannot be placed are joined.
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -535,18 +218,9 @@ func placeErrors(step, field, text string, err error) error {
 	return errors.Join(errs...)
 }
 
-// placeAll is placeError for warnings.
-func placeAll(step, field, text string, warnings []string) []string {
-	out := make([]string, len(warnings))
-	for i, w := range warnings {
-		out[i] = placeError(step, field, text, errors.New(w)).Error()
-	}
-	return out
-}
-
 // joinPrefixed puts prefix in front of each problem of err.
 func joinPrefixed(prefix string, err error) error {
-	var pe previewErrors
+	var pe dryErrors
 	if !errors.As(err, &pe) {
 		return errors.New(prefix + err.Error())
 	}
@@ -575,14 +249,14 @@ type walkCtx struct {
 	flatRange bool
 }
 
-// previewWalker checks the references of one template against the scope
+// dryWalker checks the references of one template against the scope
 // of the preview and replaces those to values only a run knows with
 // placeholders: an action that prints one prints ⟨tests.output⟩ (or, for
 // an expression, ⟨printf "%q" .tests.output⟩); an if, with or range that
 // depends on one shows its branches one after the other between markers,
 // ⟨if .previous.failed⟩...⟨else⟩...⟨end⟩.
-type previewWalker struct {
-	v    *previewRun
+type dryWalker struct {
+	r    *run
 	tree *parse.Tree
 	// vars are the variables that hold a value only a run knows, with the
 	// path their placeholders show.
@@ -591,7 +265,7 @@ type previewWalker struct {
 	warns []string
 }
 
-func (w *previewWalker) list(l *parse.ListNode, c walkCtx) {
+func (w *dryWalker) list(l *parse.ListNode, c walkCtx) {
 	if l == nil {
 		return
 	}
@@ -603,7 +277,7 @@ func (w *previewWalker) list(l *parse.ListNode, c walkCtx) {
 }
 
 // node returns what replaces n.
-func (w *previewWalker) node(n parse.Node, c walkCtx) []parse.Node {
+func (w *dryWalker) node(n parse.Node, c walkCtx) []parse.Node {
 	switch n := n.(type) {
 	case *parse.ActionNode:
 		pending := w.pipe(n.Pipe, c)
@@ -654,7 +328,7 @@ func (w *previewWalker) node(n parse.Node, c walkCtx) []parse.Node {
 		w.list(n.ElseList, c)
 	case *parse.TemplateNode:
 		if w.pipe(n.Pipe, c) {
-			*w.v.pending = true
+			*w.r.dry.pending = true
 			return []parse.Node{w.marker(n.Pos, Placeholder(strings.TrimSuffix(strings.TrimPrefix(n.String(), "{{"), "}}")))}
 		}
 	case *parse.BreakNode:
@@ -672,7 +346,7 @@ func (w *previewWalker) node(n parse.Node, c walkCtx) []parse.Node {
 // includeArgs replaces the arguments of an include that only a run knows
 // with their placeholders, so that the partial is still rendered. It
 // reports false for a pipeline that is not one include.
-func (w *previewWalker) includeArgs(p *parse.PipeNode, c walkCtx) bool {
+func (w *dryWalker) includeArgs(p *parse.PipeNode, c walkCtx) bool {
 	cmds, _ := unhooked(p)
 	if len(cmds) != 1 || len(p.Decl) > 0 {
 		return false
@@ -680,7 +354,7 @@ func (w *previewWalker) includeArgs(p *parse.PipeNode, c walkCtx) bool {
 	if id, ok := cmds[0].Args[0].(*parse.IdentifierNode); !ok || id.Ident != "include" {
 		return false
 	}
-	*w.v.pending = true
+	*w.r.dry.pending = true
 	for i, a := range cmds[0].Args[1:] {
 		if w.arg(a, c) {
 			text := Placeholder(w.argPath(a, c))
@@ -691,8 +365,8 @@ func (w *previewWalker) includeArgs(p *parse.PipeNode, c walkCtx) bool {
 }
 
 // flatten shows both branches of a node whose condition only a run knows.
-func (w *previewWalker) flatten(kind string, b *parse.BranchNode, inner, outer walkCtx) []parse.Node {
-	*w.v.pending = true
+func (w *dryWalker) flatten(kind string, b *parse.BranchNode, inner, outer walkCtx) []parse.Node {
+	*w.r.dry.pending = true
 	out := []parse.Node{w.marker(b.Pos, Placeholder(kind+" "+pipeSource(b.Pipe)))}
 	w.list(b.List, inner)
 	if b.List != nil {
@@ -709,16 +383,16 @@ func (w *previewWalker) flatten(kind string, b *parse.BranchNode, inner, outer w
 // marker is the text node of a marker a preview shows in a template's text
 // (⟨if .x⟩, ⟨else⟩, ⟨end⟩, ⟨break⟩): in a command, a stand-in that fill
 // replaces, so that the shell text around it is parsed without it.
-func (w *previewWalker) marker(pos parse.Pos, text string) *parse.TextNode {
-	if w.v.values != nil {
-		text = w.v.values.marker(text)
+func (w *dryWalker) marker(pos parse.Pos, text string) *parse.TextNode {
+	if w.r.values != nil {
+		text = w.r.values.marker(text)
 	}
 	return textNode(pos, text)
 }
 
 // declare records the variables a pipeline declares: pending with path, or
 // known when path is "".
-func (w *previewWalker) declare(decl []*parse.VariableNode, path string) {
+func (w *dryWalker) declare(decl []*parse.VariableNode, path string) {
 	for _, d := range decl {
 		name := d.Ident[0]
 		if path == "" {
@@ -731,7 +405,7 @@ func (w *previewWalker) declare(decl []*parse.VariableNode, path string) {
 
 // pipe checks the references of a pipeline and reports whether it reads a
 // value only a run knows.
-func (w *previewWalker) pipe(p *parse.PipeNode, c walkCtx) bool {
+func (w *dryWalker) pipe(p *parse.PipeNode, c walkCtx) bool {
 	if p == nil {
 		return false
 	}
@@ -775,7 +449,7 @@ func chainStep(ch *parse.ChainNode) (string, bool) {
 	return stepCall(p.Cmds[0])
 }
 
-func (w *previewWalker) arg(a parse.Node, c walkCtx) bool {
+func (w *dryWalker) arg(a parse.Node, c walkCtx) bool {
 	switch a := a.(type) {
 	case *parse.FieldNode:
 		switch c.dot {
@@ -806,10 +480,10 @@ func (w *previewWalker) arg(a parse.Node, c walkCtx) bool {
 
 // ref checks a reference to the scope, root and the keys after it, and
 // reports whether its value is one only a run knows.
-func (w *previewWalker) ref(n parse.Node, root string, keys []string) bool {
-	p := w.v.p
+func (w *dryWalker) ref(n parse.Node, root string, keys []string) bool {
+	p := w.r.dry.view
 	switch {
-	case w.v.known[root]:
+	case w.r.dry.known[root]:
 		w.known(n, root, keys)
 		return false
 	case root == "bead":
@@ -825,7 +499,7 @@ func (w *previewWalker) ref(n parse.Node, root string, keys []string) bool {
 				// Defined from the second iteration on: a template may
 				// guard it ({{if gt .loop.iteration 1}}), so it is a
 				// warning, and the run says it when it is not guarded.
-				w.warn(n, (&run{scope: &Scope{Loops: []LoopFrame{{Name: p.loops[k-1].name}}}}).missingTop("previous")+" (in the first iteration)")
+				w.warn(n, (&run{scope: &Scope{Loops: []LoopFrame{{Name: p.loops[k-1]}}}}).missingTop("previous")+" (in the first iteration)")
 				return w.result(n, root, keys)
 			}
 			w.errorf(n, "%s", (&run{}).missingTop("previous"))
@@ -850,35 +524,35 @@ func (w *previewWalker) ref(n parse.Node, root string, keys []string) bool {
 		}
 		return w.leaf(n, root, keys)
 	}
-	if _, ok := w.v.data[root]; ok {
+	if _, ok := w.r.data[root]; ok {
 		// The goal, a --set variable: known.
 		w.known(n, root, keys)
 		return false
 	}
-	if where, ok := p.steps[root]; ok {
+	if where, ok := p.state.steps[root]; ok {
 		msg := fmt.Sprintf("step %q has not run yet at this point (it is at %s)", root, where)
 		for i := len(p.loops) - 1; i >= 0; i-- {
-			if slices.Contains(p.loops[i].body, root) {
+			if slices.Contains(p.state.bodies[p.loops[i]], root) {
 				// Its result from the iteration before: a warning, as for
 				// .previous.
-				w.warn(n, msg+fmt.Sprintf("; in loop %q it has a result only from the second iteration on", p.loops[i].name))
+				w.warn(n, msg+fmt.Sprintf("; in loop %q it has a result only from the second iteration on", p.loops[i]))
 				return w.result(n, root, keys)
 			}
 		}
 		w.errorf(n, "%s", msg)
 		return false
 	}
-	w.errorf(n, "%s", w.v.missing("."+root, root, true))
+	w.errorf(n, "%s", w.r.missing("."+root, root, true))
 	return false
 }
 
 // result checks the keys read from a step result.
-func (w *previewWalker) result(n parse.Node, root string, keys []string) bool {
+func (w *dryWalker) result(n parse.Node, root string, keys []string) bool {
 	if len(keys) == 0 || keys[0] == "outputs" {
 		// outputs holds what the agent reports, under keys it chooses;
 		// a key it does not report renders empty.
 		if len(keys) > 1 {
-			w.v.p.addOptional("." + root + ".outputs." + keys[1])
+			w.r.dry.view.state.addOptional("." + root + ".outputs." + keys[1])
 		}
 		return true
 	}
@@ -897,7 +571,7 @@ func (w *previewWalker) result(n parse.Node, root string, keys []string) bool {
 }
 
 // leaf checks that nothing is read from a value that is not an object.
-func (w *previewWalker) leaf(n parse.Node, root string, keys []string) bool {
+func (w *dryWalker) leaf(n parse.Node, root string, keys []string) bool {
 	if len(keys) > 1 {
 		kind := resultKinds[keys[0]]
 		if keys[0] == "iteration" {
@@ -911,8 +585,8 @@ func (w *previewWalker) leaf(n parse.Node, root string, keys []string) bool {
 
 // known checks the keys read from a known value, as far as they go
 // through objects.
-func (w *previewWalker) known(n parse.Node, root string, keys []string) {
-	cur := w.v.data[root]
+func (w *dryWalker) known(n parse.Node, root string, keys []string) {
+	cur := w.r.data[root]
 	for i, k := range keys {
 		m, ok := cur.(map[string]any)
 		if !ok {
@@ -921,14 +595,14 @@ func (w *previewWalker) known(n parse.Node, root string, keys []string) {
 		next, ok := m[k]
 		if !ok {
 			node := "." + root + "." + strings.Join(keys[:i+1], ".")
-			w.errorf(n, "%s", w.v.missing(node, k, true))
+			w.errorf(n, "%s", w.r.missing(node, k, true))
 			return
 		}
 		cur = next
 	}
 }
 
-func (w *previewWalker) line(n parse.Node) string {
+func (w *dryWalker) line(n parse.Node) string {
 	loc, _ := w.tree.ErrorContext(n)
 	parts := strings.Split(loc, ":")
 	if len(parts) >= 3 {
@@ -937,14 +611,14 @@ func (w *previewWalker) line(n parse.Node) string {
 	return ""
 }
 
-func (w *previewWalker) errorf(n parse.Node, format string, args ...any) {
+func (w *dryWalker) errorf(n parse.Node, format string, args ...any) {
 	msg := w.line(n) + fmt.Sprintf(format, args...)
 	if !slices.Contains(w.errs, msg) {
 		w.errs = append(w.errs, msg)
 	}
 }
 
-func (w *previewWalker) warn(n parse.Node, msg string) {
+func (w *dryWalker) warn(n parse.Node, msg string) {
 	msg = w.line(n) + msg
 	if !slices.Contains(w.warns, msg) {
 		w.warns = append(w.warns, msg)
@@ -954,8 +628,8 @@ func (w *previewWalker) warn(n parse.Node, msg string) {
 // replace makes a pipeline that reads a value only a run knows print its
 // placeholder instead (unescaped if it went through raw, as the value
 // would).
-func (w *previewWalker) replace(p *parse.PipeNode, c walkCtx) {
-	*w.v.pending = true
+func (w *dryWalker) replace(p *parse.PipeNode, c walkCtx) {
+	*w.r.dry.pending = true
 	text := Placeholder(w.pipePath(p, c))
 	cmds, hook := unhooked(p)
 	first := cmds[0]
@@ -991,7 +665,7 @@ func unhooked(p *parse.PipeNode) ([]*parse.CommandNode, *parse.CommandNode) {
 
 // pipePath is what the placeholder of a pipeline shows: the path of the
 // value it reads (tests.output), or the expression as written.
-func (w *previewWalker) pipePath(p *parse.PipeNode, c walkCtx) string {
+func (w *dryWalker) pipePath(p *parse.PipeNode, c walkCtx) string {
 	cmds, _ := unhooked(p)
 	// raw changes how the value is printed, not which it is.
 	var read []*parse.CommandNode
@@ -1017,7 +691,7 @@ func (w *previewWalker) pipePath(p *parse.PipeNode, c walkCtx) string {
 
 // argPath is the placeholder path of an argument: the path of the value it
 // reads, or the argument as written.
-func (w *previewWalker) argPath(a parse.Node, c walkCtx) string {
+func (w *dryWalker) argPath(a parse.Node, c walkCtx) string {
 	if path, ok := w.path(a, c); ok {
 		return path
 	}
@@ -1028,7 +702,7 @@ func (w *previewWalker) argPath(a parse.Node, c walkCtx) string {
 }
 
 // path is the placeholder path of a reference.
-func (w *previewWalker) path(a parse.Node, c walkCtx) (string, bool) {
+func (w *dryWalker) path(a parse.Node, c walkCtx) (string, bool) {
 	join := func(base string, keys []string) string {
 		return strings.Join(append([]string{base}, keys...), ".")
 	}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -9,20 +10,55 @@ import (
 // previewAfter is a preview scope at the point where tests (alias
 // test_run) and impl have run, inside loop "quality" (body: fix, check),
 // with one variable and a bead.
-func previewAfter(t *testing.T) *PreviewScope {
+func previewAfter(t *testing.T) *dryTest {
 	t.Helper()
-	p := NewPreviewScope("", map[string]string{"target": "./..."}, map[string]any{"id": "bd-1", "title": "Fix it", "labels": []any{"a", "b"}})
+	p := NewDryScope("", map[string]string{"target": "./..."}, map[string]any{"id": "bd-1", "title": "Fix it", "labels": []any{"a", "b"}})
 	p.Declare("tests", "test_run", "line 3")
 	p.Declare("impl", "", "line 7")
 	p.Declare("quality", "", "line 10")
 	p.Declare("fix", "", "line 12")
 	p.Declare("check", "", "line 16")
 	p.Declare("report", "", "line 20")
-	p.Record("tests", "test_run")
-	p.Record("impl", "")
-	p.EnterLoop("quality", []string{"fix", "check"})
-	return p
+	p.DeclareLoop("quality", []string{"fix", "check"})
+	p.Record("tests", "test_run", StepResult{})
+	p.Record("impl", "", StepResult{})
+	p.EnterLoop("quality")
+	p.NextIteration()
+	return &dryTest{p}
 }
+
+// dryTest is a dry scope whose renderings return their warnings.
+type dryTest struct{ *Scope }
+
+func (d *dryTest) collect() *[]string {
+	warns := new([]string)
+	d.Warn = func(_, w string) { *warns = append(*warns, w) }
+	return warns
+}
+
+func (d *dryTest) Render(step, field, text string) (string, []string, error) {
+	warns := d.collect()
+	out, err := d.Scope.Render(step, field, text)
+	return out, *warns, err
+}
+
+// When is "true", "false", or "" when only the run decides.
+func (d *dryTest) When(step, expr string) (string, []string, error) {
+	warns := d.collect()
+	ok, err := d.Scope.When(step, expr)
+	if errors.Is(err, ErrRunTime) {
+		return "", *warns, nil
+	}
+	return strconv.FormatBool(ok), *warns, err
+}
+
+func (d *dryTest) AgentPrompt(step string, spells *Spells, spell string, inputs map[string]string) (PromptParts, []string, error) {
+	warns := d.collect()
+	pp, err := d.Scope.AgentPromptParts(step, spells, spell, inputs)
+	return pp, *warns, err
+}
+
+func newDryTest(goal string) *dryTest { return &dryTest{NewDryScope(goal, nil, nil)} }
 
 func TestPreviewRenderPlaceholders(t *testing.T) {
 	t.Parallel()
@@ -108,16 +144,18 @@ func TestPreviewLoopValuesFromTheSecondIteration(t *testing.T) {
 
 func TestPreviewPreviousAndLoops(t *testing.T) {
 	t.Parallel()
-	p := NewPreviewScope("", nil, nil)
+	p := newDryTest("")
 	if _, _, err := p.Render("first", "command", "{{.previous.output}}"); err == nil || !strings.Contains(err.Error(), "no step has run before this one") {
 		t.Errorf("previous before any step: %v", err)
 	}
 	if _, _, err := p.Render("first", "command", "{{.loop_entry.output}}"); err == nil || !strings.Contains(err.Error(), "only inside a loop") {
 		t.Errorf("loop_entry outside a loop: %v", err)
 	}
-	p.Record("a", "")
-	p.EnterLoop("l", []string{"b"})
-	p.Record("b", "")
+	p.Record("a", "", StepResult{})
+	p.DeclareLoop("l", []string{"b"})
+	p.EnterLoop("l")
+	p.NextIteration()
+	p.Record("b", "", StepResult{})
 	if got, _, err := p.Render("c", "command", "{{.previous.failed}}"); err != nil || got != "⟨previous.failed⟩" {
 		t.Errorf("previous in a loop after a step: %q, %v", got, err)
 	}
@@ -131,7 +169,7 @@ func TestPreviewBead(t *testing.T) {
 	t.Parallel()
 	// Without a bead, .bead is empty as in a run; a key read from it is a
 	// warning with a placeholder, not an error: the grimoire is fine.
-	p := NewPreviewScope("", nil, nil)
+	p := newDryTest("")
 	got, warns, err := p.Render("s", "input.x", "{{.bead.title}}|{{if .bead}}bead{{else}}none{{end}}|{{.bead}}")
 	if err != nil || got != "⟨bead.title⟩|none|{}" {
 		t.Errorf("got %q, %v", got, err)
@@ -204,7 +242,7 @@ func TestPreviewAgentPrompt(t *testing.T) {
 	})
 	sp := NewSpells(base)
 	p := previewAfter(t)
-	inputs, _, err := p.RenderInputs("fix", map[string]string{"extra": "{{.test_run.summary}}"})
+	inputs, err := p.RenderInputs("fix", map[string]string{"extra": "{{.test_run.summary}}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +273,7 @@ func TestPreviewAgentPrompt(t *testing.T) {
 	}
 
 	// A partial's warning names the partial and its line.
-	q := NewPreviewScope("", nil, nil)
+	q := newDryTest("")
 	sp2 := NewSpells(project(t, map[string]string{
 		".vibeteam/spells/outer.md": "A\n{{include \"inner.md\"}}",
 		".vibeteam/spells/inner.md": "B\n{{.bead.title}}",
@@ -247,8 +285,8 @@ func TestPreviewAgentPrompt(t *testing.T) {
 	}
 
 	// The built-in spells preview without a bead: the goal branch.
-	q = NewPreviewScope("ship it", nil, nil)
-	q.Record("tests", "")
+	q = newDryTest("ship it")
+	q.Record("tests", "", StepResult{})
 	pp, _, err = q.AgentPrompt("fix", sp, "fix-tests", map[string]string{"test_output": "⟨tests.output⟩"})
 	if err != nil || !strings.Contains(pp.Content, "The goal of this work: ship it") || !strings.Contains(pp.Content, "⟨tests.output⟩") {
 		t.Errorf("fix-tests: %q, %v", pp.Content, err)

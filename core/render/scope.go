@@ -108,6 +108,8 @@ type Scope struct {
 	// templates: an output key the agent did not report, rendered empty.
 	// Command returns its warnings instead.
 	Warn func(step, warning string) `json:"-"`
+	// dry makes it the scope of a preview (NewDryScope).
+	dry *dryState
 }
 
 // warnf passes the warnings of a spell's rendering to Warn, as
@@ -234,16 +236,25 @@ func (s *Scope) ExitLoop() {
 // more specific than a --set), then loops, then the reserved names.
 func (s *Scope) data(step string) map[string]any {
 	d := make(map[string]any, len(s.Vars)+len(s.Steps)+len(s.Aliases)+8)
+	// A dry scope's values only a run knows are placeholders. A template's
+	// references to them are replaced before it executes (see dryWalker);
+	// these are for what reaches them another way ({{index . "previous"}}).
+	result := func(name string, r StepResult) map[string]any {
+		if s.dry != nil {
+			return placeholderResult(name)
+		}
+		return r.Map()
+	}
 	d["goal"] = s.Goal
 	for k, v := range s.Vars {
 		d[k] = v
 	}
 	for name, r := range s.Steps {
-		d[name] = r.Map()
+		d[name] = result(name, r)
 	}
 	for alias, name := range s.Aliases {
 		if r, ok := s.Steps[name]; ok {
-			d[alias] = r.Map()
+			d[alias] = result(alias, r)
 		}
 	}
 	loop := func(name string, iteration int) {
@@ -252,6 +263,9 @@ func (s *Scope) data(step string) map[string]any {
 			m = maps.Clone(r)
 		}
 		m["iteration"] = iteration
+		if s.dry != nil {
+			m["iteration"] = Placeholder(name + ".iteration")
+		}
 		d[name] = m
 	}
 	for name, n := range s.Iterations {
@@ -265,7 +279,7 @@ func (s *Scope) data(step string) map[string]any {
 	d["step"] = map[string]any{"name": step}
 	delete(d, "previous")
 	if r, ok := s.Steps[s.Previous]; ok {
-		d["previous"] = r.Map()
+		d["previous"] = result("previous", r)
 	}
 	delete(d, "loop_entry")
 	if len(s.Loops) > 0 {
@@ -274,7 +288,7 @@ func (s *Scope) data(step string) map[string]any {
 		if r, ok := s.Steps[s.Loops[len(s.Loops)-1].Entry]; ok {
 			entry = r
 		}
-		d["loop_entry"] = entry.Map()
+		d["loop_entry"] = result("loop_entry", entry)
 	}
 	delete(d, "spell_content")
 	return d
@@ -300,10 +314,10 @@ func (s *Scope) Render(step, field, text string) (string, error) {
 	if !strings.Contains(text, "{{") {
 		return text, nil
 	}
-	r := &run{mode: modeText, data: s.data(step), scope: s, warnings: new([]string)}
+	r := s.newRun(modeText, s.data(step))
 	out, err := r.renderLimited(field, text)
 	if err != nil {
-		return "", placeError(step, field, text, err)
+		return "", placeErrors(step, field, text, err)
 	}
 	s.warn(step, field, text, *r.warnings)
 	return out, nil

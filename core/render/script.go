@@ -26,7 +26,8 @@ func (s *Scope) Command(step, text string) (cmd string, warnings []string, err e
 	if err != nil {
 		return "", warnings, err
 	}
-	r := &run{mode: modeCommand, data: s.data(step), scope: s, values: newCommandValues(), warnings: new([]string)}
+	r := s.newRun(modeCommand, s.data(step))
+	r.values = newCommandValues()
 	out, err := r.renderLimited("command", text)
 	if err == nil {
 		out, err = r.values.fill(out, r.actions)

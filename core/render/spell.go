@@ -201,38 +201,61 @@ func (sp *Spells) SystemPrompt() (Spell, error) {
 // inline text) with the scope and the step's rendered inputs ({{.KEY}}),
 // then the system prompt with the result as {{.spell_content}}.
 func (s *Scope) AgentPrompt(step string, spells *Spells, spell string, inputs map[string]string) (string, error) {
+	p, err := s.AgentPromptParts(step, spells, spell, inputs)
+	return p.Prompt, err
+}
+
+// PromptParts are the parts of an agent step's prompt.
+type PromptParts struct {
+	Spell   Spell  // the spell as found: its name and where it came from
+	Content string // the spell rendered
+	System  Spell  // the system prompt that wraps the spell
+	Prompt  string // the whole prompt, system prompt included
+}
+
+// AgentPromptParts is AgentPrompt, with the parts of the prompt; what it
+// found is set even when it fails.
+func (s *Scope) AgentPromptParts(step string, spells *Spells, spell string, inputs map[string]string) (PromptParts, error) {
+	var pp PromptParts
 	sp, err := spells.Load(spell)
 	if err != nil {
-		return "", fmt.Errorf("step %q: %v", step, err)
+		return pp, fmt.Errorf("step %q: %v", step, err)
 	}
+	pp.Spell = sp
 	data := s.data(step)
-	for _, k := range slices.Sorted(maps.Keys(inputs)) {
+	keys := slices.Sorted(maps.Keys(inputs))
+	for _, k := range keys {
 		if IsReserved(k) {
-			return "", fmt.Errorf("step %q: input %q: the name is reserved (%s)", step, k, strings.Join(ReservedNames, ", "))
+			return pp, fmt.Errorf("step %q: input %q: the name is reserved (%s)", step, k, strings.Join(ReservedNames, ", "))
 		}
 		data[k] = inputs[k]
 	}
-	r := &run{mode: modeText, data: data, scope: s, spells: spells, chain: []string{chainName(sp)}, warnings: new([]string)}
+	r := s.newRun(modeText, data, keys...)
+	r.spells, r.chain = spells, []string{chainName(sp)}
 	content, err := r.renderLimited("spell", sp.Text)
 	if err != nil {
-		return "", fmt.Errorf("step %q: %s: %v", step, sp.label(), err)
+		return pp, joinPrefixed(fmt.Sprintf("step %q: %s: ", step, sp.label()), err)
 	}
 	s.warnf(step, sp.label(), *r.warnings)
+	pp.Content = content
 	sys, err := spells.SystemPrompt()
 	if err != nil {
-		return "", fmt.Errorf("step %q: %v", step, err)
+		return pp, fmt.Errorf("step %q: %v", step, err)
 	}
+	pp.System = sys
 	sysData := maps.Clone(data)
 	// The system prompt places the spell between its own paragraphs; the
 	// blank lines around it are the system prompt's to choose.
 	sysData["spell_content"] = strings.TrimSpace(content)
-	r = &run{mode: modeText, data: sysData, scope: s, spells: spells, chain: []string{sys.Name}, warnings: new([]string)}
+	r = s.newRun(modeText, sysData, append(keys, "spell_content")...)
+	r.spells, r.chain = spells, []string{sys.Name}
 	out, err := r.renderLimited("system", sys.Text)
 	if err != nil {
-		return "", fmt.Errorf("step %q: system prompt (%s): %v", step, sys.Source, err)
+		return pp, joinPrefixed(fmt.Sprintf("step %q: system prompt (%s): ", step, sys.Source), err)
 	}
 	s.warnf(step, "system prompt ("+sys.Source+")", *r.warnings)
-	return out, nil
+	pp.Prompt = out
+	return pp, nil
 }
 
 func chainName(sp Spell) string {
@@ -283,18 +306,36 @@ func (r *run) include(name string, kv ...any) (string, error) {
 		return "", &funcError{fmt.Sprintf("include %q: the arguments after the name must be pairs of a key and a value", name)}
 	}
 	data := maps.Clone(r.data)
+	c := r.child(data, file)
+	if r.dry != nil {
+		// Its own warnings, named by the partial below; its arguments are
+		// known values.
+		c.warnings = new([]string)
+		c.dry = &dryRun{view: r.dry.view, known: maps.Clone(r.dry.known), pending: r.dry.pending}
+	}
 	for i := 0; i < len(kv); i += 2 {
 		k, ok := kv[i].(string)
 		if !ok {
 			return "", &funcError{fmt.Sprintf("include %q: argument %d must be a key (a string), not %s", name, i+2, kindOf(kv[i], ""))}
 		}
 		data[k] = kv[i+1]
+		if c.dry != nil {
+			c.dry.known[k] = true
+		}
 	}
 	sp, err := r.spells.find(file, "partial")
 	if err != nil {
 		return "", &funcError{err.Error()}
 	}
-	out, err := r.child(data, file).render("partial", sp.Text)
+	out, err := c.render("partial", sp.Text)
+	if r.dry != nil {
+		for _, w := range *c.warnings {
+			w = fmt.Sprintf("include %q (%s): %s", strings.TrimSuffix(file, ".md"), sp.Source, w)
+			if !slices.Contains(*r.warnings, w) {
+				*r.warnings = append(*r.warnings, w)
+			}
+		}
+	}
 	if err != nil {
 		var ce *chainError
 		if errors.As(err, &ce) || errors.Is(err, errStopped) {

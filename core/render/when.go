@@ -9,17 +9,22 @@ import (
 // "false" (spaces around are trimmed): anything else is an error naming the
 // step, the expression and what the value was, because a condition that is
 // quietly read as false (a typo, a string "yes", an object) skips work
-// nobody meant to skip. An empty expression is no condition: true.
+// nobody meant to skip. An empty expression is no condition: true. In a
+// dry scope, a condition that depends on a value only the run knows is
+// ErrRunTime.
 func (s *Scope) When(step, expr string) (bool, error) {
 	if strings.TrimSpace(expr) == "" {
 		return true, nil
 	}
-	r := &run{mode: modeText, data: s.data(step), scope: s, warnings: new([]string)}
+	r := s.newRun(modeText, s.data(step))
 	out, err := r.renderLimited("when", expr)
 	if err != nil {
-		return false, placeError(step, fmt.Sprintf("when %q", expr), expr, err)
+		return false, placeErrors(step, fmt.Sprintf("when %q", expr), expr, err)
 	}
 	s.warn(step, fmt.Sprintf("when %q", expr), expr, *r.warnings)
+	if r.dry != nil && *r.dry.pending {
+		return false, ErrRunTime
+	}
 	switch strings.TrimSpace(out) {
 	case "true":
 		return true, nil
