@@ -534,7 +534,8 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	switch out.Status {
 	case state.StatusBlocked:
 		b.Reason = sess.BlockedReason
-		if c := firstLine(sess.BlockedContext); c != "" {
+		if c := firstLine(sess.BlockedContext); c != "" && sess.BlockedReason == core.BlockedGateRed {
+			// The gate's first failure line says what broke.
 			b.Reason += ": " + c
 		}
 	case state.StatusFailed:
