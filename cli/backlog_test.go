@@ -558,3 +558,33 @@ func TestCancelBacklogNamesItsWaitingBeads(t *testing.T) {
 		t.Errorf("backlog %s", s.Status)
 	}
 }
+
+// A red gate blocks only its bead: the others land, the run exits 3 and
+// says what failed and what to type.
+func TestReadyRedGateBlocksOnlyItsBead(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "One", nil), bead("bd-2", "Breaks", nil), bead("bd-3", "Three", nil))
+	p.write(".vibeteam/grimoires/ship.yaml", strings.Replace(backlogGrimoire, "require_review: false", "require_review: false\n    gate: true", 1))
+	p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\nmerge:\n  gate: \"! test -f bd-2.txt || { echo 'FAIL: bd-2 breaks the build'; exit 1; }\"\n")
+	r := p.bdExec("run", "--ready", "--jobs", "3", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 3)
+	if m := p.mergesOf(); m["bd-1"] != 1 || m["bd-3"] != 1 || m["bd-2"] != 0 {
+		t.Errorf("merges %v", m)
+	}
+	if p.git("ls-tree", "main", "bd-2.txt") != "" {
+		t.Error("main has the red bead's work")
+	}
+	var blocked *state.BacklogBead
+	for _, b := range p.backlogSession().Backlog.Beads {
+		if b.ID == "bd-2" {
+			blocked = b
+		}
+	}
+	if blocked == nil || blocked.Status != "blocked" || blocked.Reason != "merge_gate_red: FAIL: bd-2 breaks the build" ||
+		!strings.Contains(blocked.Next, "vibeteam resume "+blocked.Session+" --approve-merge") {
+		t.Fatalf("bd-2: %+v\n%s", blocked, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "next: fix the work in the worktree, then vibeteam resume "+blocked.Session+" --approve-merge") {
+		t.Errorf("the run does not say what to type:\n%s", r.stderr)
+	}
+}
