@@ -82,9 +82,16 @@ var errStopped = errors.New("rendering stopped")
 // rawString is a value {{raw}} let through unescaped.
 type rawString string
 
+// child is the run of a partial: its warnings are its own, for include to
+// name the partial in them.
 func (r *run) child(data map[string]any, name string) *run {
-	return &run{mode: r.mode, data: data, scope: r.scope, spells: r.spells,
-		chain: append(append([]string(nil), r.chain...), name), stop: r.stop, warnings: r.warnings}
+	c := &run{mode: r.mode, data: data, scope: r.scope, spells: r.spells,
+		chain: append(append([]string(nil), r.chain...), name), stop: r.stop, warnings: new([]string)}
+	if r.dry != nil {
+		// The arguments of the include are known values.
+		c.dry = &dryRun{view: r.dry.view, known: maps.Clone(r.dry.known), pending: r.dry.pending}
+	}
+	return c
 }
 
 func (r *run) funcs() template.FuncMap {

@@ -292,3 +292,70 @@ func TestPreviewAgentPrompt(t *testing.T) {
 		t.Errorf("fix-tests: %q, %v", pp.Content, err)
 	}
 }
+
+// TestDryRendersAsRun: a preview's scope is a run's Scope, dry. Whatever
+// depends only on known values (the goal, --set variables, the bead, the
+// grimoire's and step's names, inputs, include arguments, the template
+// functions) renders in a preview exactly as in a run, through the same
+// parse, functions, include and data, so that the two cannot drift.
+func TestDryRendersAsRun(t *testing.T) {
+	t.Parallel()
+	sp := NewSpells(project(t, map[string]string{
+		".vibeteam/spells/s.md": "{{include \"p.md\" who=.bead.title}} in {{.workflow.name}}/{{.step.name}}: {{.goal | title}} {{list 1 .target | toJson}} {{.bead.body}} {{.bead.labels | join \",\"}} {{.extra | quote}}",
+		".vibeteam/spells/p.md": "hello {{.who | upper}} ({{.bead.type}}, {{.bead.design | default \"no design\"}})",
+	}))
+	bead := map[string]any{"id": "bd-1", "title": "fix it", "description": "the body", "issue_type": "bug", "labels": []any{"a", "b"}}
+	vars := map[string]string{"target": "./... x"}
+	run := NewScope("ship it", vars)
+	run.SetBead(bead)
+	dry := NewDryScope("ship it", vars, bead)
+	type rendered struct {
+		text, when, cmd, prompt string
+		err                     error
+	}
+	render := func(s *Scope) (r rendered) {
+		s.Workflow = "g"
+		var errs []error
+		r.text, r.err = s.Render("st", "input.x", `{{printf "%s|%s" .goal .bead.id}} {{.bead | keys | sortAlpha | join " "}}`)
+		errs = append(errs, r.err)
+		ok, err := s.When("st", `{{and (eq .bead.type "bug") (hasPrefix "./" .target)}}`)
+		r.when = strconv.FormatBool(ok)
+		errs = append(errs, err)
+		r.cmd, _, err = s.Command("st", `go test {{.target}} && echo "{{.bead.title}}" '{{.goal}}'`)
+		errs = append(errs, err)
+		r.prompt, err = s.AgentPrompt("st", sp, "s", map[string]string{"extra": "an input"})
+		errs = append(errs, err)
+		r.err = errors.Join(errs...)
+		return r
+	}
+	want, got := render(run), render(dry)
+	if want.err != nil || got.err != nil {
+		t.Fatalf("run: %v\npreview: %v", want.err, got.err)
+	}
+	if got != want {
+		t.Errorf("preview renders otherwise than run:\npreview %+v\nrun     %+v", got, want)
+	}
+	if !strings.Contains(want.prompt, `hello FIX IT (bug, no design) in g/st: Ship It [1,"./... x"] the body a,b "an input"`) || want.when != "true" {
+		t.Errorf("run rendered %+v", want)
+	}
+}
+
+// A partial's warning names the partial, in a run as in a preview.
+func TestPartialWarningNamesThePartial(t *testing.T) {
+	t.Parallel()
+	sp := NewSpells(project(t, map[string]string{
+		".vibeteam/spells/s.md": "A\n{{include \"p.md\"}}",
+		".vibeteam/spells/p.md": "notes: {{.impl.outputs.notes}}",
+	}))
+	s := NewScope("", nil)
+	s.Record("impl", "", StepResult{Success: true})
+	var warned []string
+	s.Warn = func(_, w string) { warned = append(warned, w) }
+	if _, err := s.AgentPrompt("fix", sp, "s", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `step "fix": spell "s" (.vibeteam/spells/s.md): include "p" (.vibeteam/spells/p.md): .impl.outputs.notes is empty`
+	if len(warned) != 1 || !strings.HasPrefix(warned[0], want) {
+		t.Errorf("warnings %q, want one starting %q", warned, want)
+	}
+}

@@ -307,12 +307,6 @@ func (r *run) include(name string, kv ...any) (string, error) {
 	}
 	data := maps.Clone(r.data)
 	c := r.child(data, file)
-	if r.dry != nil {
-		// Its own warnings, named by the partial below; its arguments are
-		// known values.
-		c.warnings = new([]string)
-		c.dry = &dryRun{view: r.dry.view, known: maps.Clone(r.dry.known), pending: r.dry.pending}
-	}
 	for i := 0; i < len(kv); i += 2 {
 		k, ok := kv[i].(string)
 		if !ok {
@@ -328,12 +322,10 @@ func (r *run) include(name string, kv ...any) (string, error) {
 		return "", &funcError{err.Error()}
 	}
 	out, err := c.render("partial", sp.Text)
-	if r.dry != nil {
-		for _, w := range *c.warnings {
-			w = fmt.Sprintf("include %q (%s): %s", strings.TrimSuffix(file, ".md"), sp.Source, w)
-			if !slices.Contains(*r.warnings, w) {
-				*r.warnings = append(*r.warnings, w)
-			}
+	for _, w := range *c.warnings {
+		w = fmt.Sprintf("include %q (%s): %s", strings.TrimSuffix(file, ".md"), sp.Source, w)
+		if r.warnings != nil && !slices.Contains(*r.warnings, w) {
+			*r.warnings = append(*r.warnings, w)
 		}
 	}
 	if err != nil {
