@@ -479,17 +479,9 @@ func (pv *previewer) body(s *workflow.Step) {
 		pv.agent(s, body)
 	case workflow.StepStage:
 		for _, t := range s.Tasks {
-			// As the run renders it: a command line's values quoted.
 			field := "tasks." + t.ID + ".prompt"
-			var prompt string
-			var warns []string
-			var err error
-			if t.PromptIsCommand() {
-				prompt, warns, err = pv.scope.Command(label+"."+t.ID, t.Prompt)
-			} else {
-				prompt, err = pv.scope.Render(label, field, t.Prompt)
-				warns = pv.drain()
-			}
+			prompt, warns, err := pv.scope.TaskPrompt(label, t.ID, t.Prompt, t.PromptIsCommand())
+			warns = append(warns, pv.drain()...)
 			pv.warnings(t.Pos, label, field, warns)
 			pv.problem(t.Pos, err)
 			pv.printf("%stask %s (%s, %s):\n", body, safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))

@@ -316,14 +316,8 @@ func (r grimoireStageRunner) Run(ctx context.Context, step *workflow.Step, at fl
 	suffix := "@" + strings.ReplaceAll(at.Key(), "/", "-")
 	g.mu.Lock()
 	for i, t := range step.Tasks {
-		var p string
-		var err error
-		if t.PromptIsCommand() {
-			// A command line: bead text and outputs in it are data.
-			p, _, err = g.scope.Command(step.Label()+"."+t.ID, t.Prompt)
-		} else {
-			p, err = g.scope.Render(step.Label(), "tasks."+t.ID+".prompt", t.Prompt)
-		}
+		// A command line's bead text and outputs are data, quoted.
+		p, _, err := g.scope.TaskPrompt(step.Label(), t.ID, t.Prompt, t.PromptIsCommand())
 		if err != nil {
 			g.mu.Unlock()
 			g.stepStarted(step, at, nil)

@@ -25,3 +25,15 @@ func CommandPrompt(taskID, text string, vars map[string]string, goal string) (st
 	}
 	return out, nil
 }
+
+// TaskPrompt renders the prompt of task id of a grimoire's stage step:
+// with command (the task's adapter runs its prompt as a shell command line)
+// as Command does, each value quoted, and its warnings returned; otherwise
+// as Render does. Run and preview both render a stage's tasks with it.
+func (s *Scope) TaskPrompt(step, id, prompt string, command bool) (string, []string, error) {
+	if command {
+		return s.Command(step+"."+id, prompt)
+	}
+	out, err := s.Render(step, "tasks."+id+".prompt", prompt)
+	return out, nil, err
+}
