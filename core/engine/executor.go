@@ -110,27 +110,21 @@ type Outcome struct {
 	Reason     string
 }
 
-// Executor runs one session's workflow. It owns the session value: every
-// mutation happens under mu and is followed by a save.
+// Executor runs one session's workflow. Its sessionStore owns the session
+// value: every mutation happens under its mu (which guards the run's state
+// here too) and is recorded in the journal.
 type Executor struct {
+	sessionStore
 	opts Options
-	sess *state.Session
 
-	mu      sync.Mutex
-	overall string
-	journal *state.Journal // while Run runs: changes are appended here
-	active  map[string]*taskRun
-	kept    []*taskRun // DONE with keepAlive: stopped when the run ends
+	active map[string]*taskRun
+	kept   []*taskRun // DONE with keepAlive: stopped when the run ends
 
-	cancelRun    context.CancelFunc
 	pendingMerge bool // a merge step waits for a review
 	parkStatus   state.Status
 	runAllowed   map[string]bool // tools a person allowed for the rest of the run
 	parkTask     string
 	parkReason   string
-	// writeErr is a write of the session that failed, journal line and
-	// whole snapshot alike: the run stops, and ends failed naming it.
-	writeErr error
 	// meter adds up what the session's agents spend, under its budgets.
 	meter *budget.Meter
 }
@@ -162,7 +156,12 @@ func New(sess *state.Session, opts Options) *Executor {
 			}
 		}
 	}
-	return &Executor{opts: opts, sess: sess, active: map[string]*taskRun{}, meter: sessionMeter(sess, opts.Budget)}
+	return &Executor{
+		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit},
+		opts:         opts,
+		active:       map[string]*taskRun{},
+		meter:        sessionMeter(sess, opts.Budget),
+	}
 }
 
 // Session returns the session; read it only when the executor is not running
@@ -284,133 +283,11 @@ func (x *Executor) finish(status state.Status, failedTask, reason string) Outcom
 	return Outcome{Status: status, FailedTask: failedTask, Reason: reason}
 }
 
-func (x *Executor) status(taskID string) state.TaskStatus {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.sess.TaskStatus[taskID]
-}
-
-// setStatus records a task status change, saves, and emits the task (ev,
-// with its status) and derived session state events.
-func (x *Executor) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
-	x.mu.Lock()
-	x.sess.TaskStatus[taskID] = st
-	// The end of a task is made durable; its other steps need only survive
-	// vibeteam being killed.
-	x.checkpointLocked(state.Change{Task: taskID, Status: st, Record: x.sess.Tasks[taskID]}, st == state.TaskDone || st == state.TaskError)
-	overall := x.deriveLocked()
-	changed := overall != x.overall
-	x.overall = overall
-	x.mu.Unlock()
-	ev.Status = string(st)
-	x.emit(taskID, ev)
-	if changed {
-		x.emit("", events.SessionStateChange{State: overall})
-	}
-}
-
-// deriveLocked computes the overall state from the task statuses.
-func (x *Executor) deriveLocked() string {
-	var running, waiting, failed bool
-	for _, s := range x.sess.TaskStatus {
-		switch s {
-		case state.TaskError:
-			failed = true
-		case state.TaskWaitingForUser:
-			waiting = true
-		case state.TaskRunning:
-			running = true
-		}
-	}
-	switch {
-	case failed:
-		return OverallError
-	case waiting:
-		return OverallAwaiting
-	case running:
-		return OverallRunning
-	}
-	return OverallIdle
-}
-
 // Overall returns the current derived session state.
 func (x *Executor) Overall() string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.deriveLocked()
-}
-
-func (x *Executor) saveLocked() {
-	if x.opts.Manager == nil {
-		return
-	}
-	if err := x.opts.Manager.Save(x.sess); err != nil {
-		x.writeFailedLocked(err)
-	}
-}
-
-// writeFailedLocked records a failed write of the session and stops the
-// run: going on would report as done what is not saved.
-func (x *Executor) writeFailedLocked(err error) {
-	// emit never calls back into the executor, so holding mu is fine.
-	x.emit("", events.RunError{Error: err.Error()})
-	if x.writeErr == nil {
-		x.writeErr = err
-	}
-	if x.cancelRun != nil {
-		x.cancelRun()
-	}
-}
-
-func (x *Executor) emit(taskID string, p events.Payload) {
-	if x.opts.Emit == nil {
-		return
-	}
-	x.opts.Emit(state.Event{Time: time.Now(), Session: x.sess.ID, Task: taskID, Payload: p})
-}
-
-func (x *Executor) record(taskID string) *state.TaskRecord {
-	r := x.sess.Tasks[taskID]
-	if r == nil {
-		r = &state.TaskRecord{}
-		x.sess.Tasks[taskID] = r
-	}
-	return r
-}
-
-func (x *Executor) addHistoryLocked(kind, taskID, text string) {
-	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
-	x.sess.History = append(x.sess.History, h)
-	x.checkpointLocked(state.Change{History: &h}, false)
-}
-
-// checkpointLocked records a change of the session: appended to the
-// journal, at the cost of the change rather than of the whole session.
-func (x *Executor) checkpointLocked(c state.Change, durable bool) {
-	if x.journal == nil {
-		x.saveLocked()
-		return
-	}
-	if err := x.journal.Record(x.sess, c, durable); err != nil {
-		// The whole session written at once may still fit (the journal
-		// line is gone; the snapshot holds the change).
-		x.compactLocked()
-		return
-	}
-	if x.journal.Due() {
-		x.compactLocked()
-	}
-}
-
-// compactLocked writes the whole session and empties the journal.
-func (x *Executor) compactLocked() {
-	if x.journal == nil {
-		x.saveLocked()
-		return
-	}
-	if err := x.journal.Compact(x.sess); err != nil {
-		x.writeFailedLocked(err)
-	}
 }
 
 // Send queues text for a running task: written to its stdin (headless) or

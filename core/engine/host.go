@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -51,29 +49,6 @@ type taskSettings struct {
 
 func (x *Executor) settings() taskSettings {
 	return taskSettings{Options: x.opts, SessionID: x.sess.ID, BaseDir: x.sess.BaseDir}
-}
-
-func (x *Executor) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	rec := x.record(taskID)
-	change(rec)
-	if checkpoint {
-		cp := *rec
-		x.checkpointLocked(state.Change{Task: taskID, Record: &cp}, false)
-	}
-}
-
-func (x *Executor) readRecord(taskID string) state.TaskRecord {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return *x.record(taskID)
-}
-
-func (x *Executor) history(kind, taskID, text string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.addHistoryLocked(kind, taskID, text)
 }
 
 func (x *Executor) allowForRun(tools []string) {
@@ -145,86 +120,8 @@ type stepHost interface {
 	setBlockedReason(reason string)
 }
 
-func (x *Executor) pendTasks(afresh bool, taskIDs ...string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, id := range taskIDs {
-		if _, ok := x.sess.TaskStatus[id]; afresh || !ok {
-			x.sess.TaskStatus[id] = state.TaskPending
-		}
-	}
-}
-
-// taskRecord is a copy of a task's record.
-func (x *Executor) taskRecord(id string) *state.TaskRecord {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if r := x.sess.Tasks[id]; r != nil {
-		cp := *r
-		return &cp
-	}
-	return nil
-}
-
-func (x *Executor) takeMergeDecision() (decision, reason string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	decision, reason = x.sess.MergeDecision, x.sess.MergeReason
-	x.sess.MergeDecision, x.sess.MergeReason = "", ""
-	// A merge intent still open is a merge that was approved and begun
-	// when vibeteam was killed: it is finished (git says whether the base
-	// has the work already), not asked about again.
-	if in := x.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
-		decision = ReviewApprove
-	}
-	return decision, reason
-}
-
 func (x *Executor) awaitReview() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.pendingMerge = true
-}
-
-// setIntent records the git change about to be made (nil: none is under
-// way) before git is asked to make it, so a resume after a kill knows to
-// check what git did.
-func (x *Executor) setIntent(in *state.GitIntent) {
-	if in != nil {
-		in.Time = time.Now()
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.Intent = in
-	x.checkpointLocked(state.Change{}, true)
-}
-
-func (x *Executor) merged(commit string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.Merged = commit
-	x.sess.Intent = nil
-	x.checkpointLocked(state.Change{}, true)
-}
-
-func (x *Executor) addGateRun(run state.GateRun) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.AddGateRun(run)
-	x.checkpointLocked(state.Change{}, true)
-}
-
-func (x *Executor) setBlockedReason(reason string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.BlockedReason = reason
-}
-
-// setLimit records the limit the session stopped on or waits out (nil: none
-// any more), with the session's header in the journal.
-func (x *Executor) setLimit(l *state.Limit) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.sess.Limit = l
-	x.checkpointLocked(state.Change{}, true)
 }

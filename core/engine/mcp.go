@@ -14,16 +14,6 @@ import (
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
-// workflowMCP is the MCP servers of the session's workflow.
-func (x *Executor) workflowMCP() []workflow.MCPServer {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.sess.WorkflowDefinition == nil {
-		return nil
-	}
-	return x.sess.WorkflowDefinition.MCP
-}
-
 // mcpServers are the task's MCP servers for its adapter, each command
 // checked first: the agent CLI starts them, and one that is not there
 // fails inside the agent, where nobody sees it. A missing command is a

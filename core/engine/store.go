@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// sessionStore is the session of a run and all that records it: the lock
+// every change of the session is made under, the journal each change is
+// appended to, and the events that tell it. The executor and its step and
+// task runners (through stepHost and taskHost) change the session only
+// through it.
+type sessionStore struct {
+	mu      sync.Mutex
+	sess    *state.Session
+	manager *state.Manager
+	emitTo  func(state.Event) // Options.Emit
+	overall string
+	journal *state.Journal // while Run runs: changes are appended here
+	// writeErr is a write of the session that failed, journal line and
+	// whole snapshot alike: the run stops (cancelRun), and ends failed
+	// naming it.
+	writeErr  error
+	cancelRun context.CancelFunc
+}
+
+func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.record(taskID)
+	change(rec)
+	if checkpoint {
+		cp := *rec
+		s.checkpointLocked(state.Change{Task: taskID, Record: &cp}, false)
+	}
+}
+
+func (s *sessionStore) readRecord(taskID string) state.TaskRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.record(taskID)
+}
+
+func (s *sessionStore) history(kind, taskID, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addHistoryLocked(kind, taskID, text)
+}
+
+func (s *sessionStore) pendTasks(afresh bool, taskIDs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range taskIDs {
+		if _, ok := s.sess.TaskStatus[id]; afresh || !ok {
+			s.sess.TaskStatus[id] = state.TaskPending
+		}
+	}
+}
+
+// taskRecord is a copy of a task's record.
+func (s *sessionStore) taskRecord(id string) *state.TaskRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.sess.Tasks[id]; r != nil {
+		cp := *r
+		return &cp
+	}
+	return nil
+}
+
+func (s *sessionStore) takeMergeDecision() (decision, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	decision, reason = s.sess.MergeDecision, s.sess.MergeReason
+	s.sess.MergeDecision, s.sess.MergeReason = "", ""
+	// A merge intent still open is a merge that was approved and begun
+	// when vibeteam was killed: it is finished (git says whether the base
+	// has the work already), not asked about again.
+	if in := s.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
+		decision = ReviewApprove
+	}
+	return decision, reason
+}
+
+// setIntent records the git change about to be made (nil: none is under
+// way) before git is asked to make it, so a resume after a kill knows to
+// check what git did.
+func (s *sessionStore) setIntent(in *state.GitIntent) {
+	if in != nil {
+		in.Time = time.Now()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess.Intent = in
+	s.checkpointLocked(state.Change{}, true)
+}
+
+func (s *sessionStore) merged(commit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess.Merged = commit
+	s.sess.Intent = nil
+	s.checkpointLocked(state.Change{}, true)
+}
+
+func (s *sessionStore) addGateRun(run state.GateRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess.AddGateRun(run)
+	s.checkpointLocked(state.Change{}, true)
+}
+
+func (s *sessionStore) setBlockedReason(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess.BlockedReason = reason
+}
+
+// setLimit records the limit the session stopped on or waits out (nil: none
+// any more), with the session's header in the journal.
+func (s *sessionStore) setLimit(l *state.Limit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sess.Limit = l
+	s.checkpointLocked(state.Change{}, true)
+}
+
+func (s *sessionStore) status(taskID string) state.TaskStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess.TaskStatus[taskID]
+}
+
+// setStatus records a task status change, saves, and emits the task (ev,
+// with its status) and derived session state events.
+func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
+	s.mu.Lock()
+	s.sess.TaskStatus[taskID] = st
+	// The end of a task is made durable; its other steps need only survive
+	// vibeteam being killed.
+	s.checkpointLocked(state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}, st == state.TaskDone || st == state.TaskError)
+	overall := s.deriveLocked()
+	changed := overall != s.overall
+	s.overall = overall
+	s.mu.Unlock()
+	ev.Status = string(st)
+	s.emit(taskID, ev)
+	if changed {
+		s.emit("", events.SessionStateChange{State: overall})
+	}
+}
+
+// deriveLocked computes the overall state from the task statuses.
+func (s *sessionStore) deriveLocked() string {
+	var running, waiting, failed bool
+	for _, st := range s.sess.TaskStatus {
+		switch st {
+		case state.TaskError:
+			failed = true
+		case state.TaskWaitingForUser:
+			waiting = true
+		case state.TaskRunning:
+			running = true
+		}
+	}
+	switch {
+	case failed:
+		return OverallError
+	case waiting:
+		return OverallAwaiting
+	case running:
+		return OverallRunning
+	}
+	return OverallIdle
+}
+
+func (s *sessionStore) saveLocked() {
+	if s.manager == nil {
+		return
+	}
+	if err := s.manager.Save(s.sess); err != nil {
+		s.writeFailedLocked(err)
+	}
+}
+
+// writeFailedLocked records a failed write of the session and stops the
+// run: going on would report as done what is not saved.
+func (s *sessionStore) writeFailedLocked(err error) {
+	// emit never calls back into the executor, so holding mu is fine.
+	s.emit("", events.RunError{Error: err.Error()})
+	if s.writeErr == nil {
+		s.writeErr = err
+	}
+	if s.cancelRun != nil {
+		s.cancelRun()
+	}
+}
+
+func (s *sessionStore) emit(taskID string, p events.Payload) {
+	if s.emitTo == nil {
+		return
+	}
+	s.emitTo(state.Event{Time: time.Now(), Session: s.sess.ID, Task: taskID, Payload: p})
+}
+
+func (s *sessionStore) record(taskID string) *state.TaskRecord {
+	r := s.sess.Tasks[taskID]
+	if r == nil {
+		r = &state.TaskRecord{}
+		s.sess.Tasks[taskID] = r
+	}
+	return r
+}
+
+func (s *sessionStore) addHistoryLocked(kind, taskID, text string) {
+	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
+	s.sess.History = append(s.sess.History, h)
+	s.checkpointLocked(state.Change{History: &h}, false)
+}
+
+// checkpointLocked records a change of the session: appended to the
+// journal, at the cost of the change rather than of the whole session.
+func (s *sessionStore) checkpointLocked(c state.Change, durable bool) {
+	if s.journal == nil {
+		s.saveLocked()
+		return
+	}
+	if err := s.journal.Record(s.sess, c, durable); err != nil {
+		// The whole session written at once may still fit (the journal
+		// line is gone; the snapshot holds the change).
+		s.compactLocked()
+		return
+	}
+	if s.journal.Due() {
+		s.compactLocked()
+	}
+}
+
+// compactLocked writes the whole session and empties the journal.
+func (s *sessionStore) compactLocked() {
+	if s.journal == nil {
+		s.saveLocked()
+		return
+	}
+	if err := s.journal.Compact(s.sess); err != nil {
+		s.writeFailedLocked(err)
+	}
+}
+
+// workflowMCP is the MCP servers of the session's workflow.
+func (s *sessionStore) workflowMCP() []workflow.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess.WorkflowDefinition == nil {
+		return nil
+	}
+	return s.sess.WorkflowDefinition.MCP
+}
