@@ -78,7 +78,10 @@ func mergeGrimoire(review bool) *workflow.Definition {
 
 func runMerge(t *testing.T, def *workflow.Definition, ws *fakeWorkspace, beads *fakeBeads, review func(context.Context, ReviewRequest) (string, string), decision string) (*state.Session, Outcome, []state.Event) {
 	t.Helper()
-	sess := &state.Session{ID: "s1", Workflow: "g", WorkflowDefinition: def, BaseDir: t.TempDir(),
+	// A session id of its own: a run stops the scripts tagged with its id
+	// when it ends, and the tests run in parallel.
+	id := strings.ReplaceAll(t.Name(), "/", "-")
+	sess := &state.Session{ID: id, Workflow: "g", WorkflowDefinition: def, BaseDir: t.TempDir(),
 		Bead: map[string]any{"id": "bd-1", "title": "Fix it"}, MergeDecision: decision}
 	ws.dir = sess.BaseDir
 	var (
