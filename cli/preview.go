@@ -27,7 +27,9 @@ func previewCommand(streams IO) *ucli.Command {
 nothing: no agent, no command, no process, and no file or directory is
 written (not even .vibeteam/). The grimoire is found as run finds it (a
 file, .vibeteam/grimoires/NAME.yaml and the other named folders, or a
-built-in) and checked as run checks it.
+built-in) and checked as run checks it. It is walked by run's own
+interpreter and rendered with run's own template scope, each loop once,
+so every template shows as run will render it.
 
 Each step is printed in file order, the steps of a loop indented, with its
 file:line, type, name and condition, and under it what it would do: the
