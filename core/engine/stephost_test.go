@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
+)
+
+// recordingHost is a stepHost without an executor: it notes the changes a
+// runner asks for in the workspace's log, so their order against git's is
+// seen. An operation it does not define panics (the nil stepHost): a
+// runner reaching for more than the test expects fails it.
+type recordingHost struct {
+	stepHost
+	ws *fakeWorkspace
+}
+
+func (h *recordingHost) emit(taskID string, p events.Payload) {}
+func (h *recordingHost) takeMergeDecision() (string, string)  { return "", "" }
+func (h *recordingHost) merged(commit string)                 { h.ws.note("merged " + commit) }
+func (h *recordingHost) setIntent(in *state.GitIntent) {
+	if in == nil {
+		h.ws.note("intent none")
+		return
+	}
+	h.ws.note("intent " + in.Kind)
+}
+
+// A merge step's runner records the merge's intent before git is asked to
+// merge, and closes it with the commit after, or drops it when git changed
+// nothing: what a resume after a kill reconciles.
+func TestMergeRunnerRecordsIntentAroundTheMerge(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		outcome MergeOutcome
+		status  flow.Status
+		calls   string
+	}{
+		{"merged", MergeOutcome{Commit: "m1"}, flow.Done, "commit bd-1: Fix it,intent merge,merge,merged m1"},
+		{"conflict", MergeOutcome{Conflicts: []MergeConflict{{Path: "a.go", Hunks: "<<<"}}}, flow.Blocked, "commit bd-1: Fix it,intent merge,merge,intent none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws := &fakeWorkspace{dir: t.TempDir(), outcome: tc.outcome}
+			g := &grimoire{
+				host: &recordingHost{ws: ws}, cfg: taskSettings{Options: Options{Workspace: ws}, SessionID: "s"},
+				bead: "bd-1", title: "Fix it", def: &workflow.Definition{ID: "g"},
+			}
+			step := &workflow.Step{Type: workflow.StepMerge, Name: "merge", Merge: &workflow.MergeStep{}}
+			res := mergeRunner{g}.Run(context.Background(), step, flow.Addr{{Index: 1}})
+			if res.Status != tc.status {
+				t.Errorf("status %s (%s), want %s", res.Status, res.Reason, tc.status)
+			}
+			if got := strings.Join(ws.calls, ","); got != tc.calls {
+				t.Errorf("calls %s\nwant  %s", got, tc.calls)
+			}
+		})
+	}
+}
