@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -587,4 +588,45 @@ func TestReadyRedGateBlocksOnlyItsBead(t *testing.T) {
 	if !strings.Contains(r.stderr, "next: fix the work in the worktree, then vibeteam resume "+blocked.Session+" --approve-merge") {
 		t.Errorf("the run does not say what to type:\n%s", r.stderr)
 	}
+}
+
+// One bead's step that ends does not stop another bead's task's daemon
+// while that task runs; the daemon is stopped once its own run is over.
+func TestReadyLeavesAnotherBeadsDaemonAlone(t *testing.T) {
+	t.Parallel()
+	p, logPath := newBacklogProject(t, bead("bd-1", "Daemon", nil), bead("bd-2", "Quick", nil))
+	pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+	p.write(".vibeteam/grimoires/ship.yaml", `name: ship
+steps:
+  - name: work
+    type: script
+    command: |
+      if [ {{.bead.id}} = bd-1 ]; then
+        (env -i /usr/bin/setsid /bin/sh -c 'echo $$ > `+pidFile+`; exec sleep 313' > /dev/null 2>&1 &)
+        while [ ! -s `+pidFile+` ]; do sleep 0.01; done
+        sleep 1.5
+        if kill -0 $(cat `+pidFile+`) 2>/dev/null; then echo alive >> {{.log}}; else echo gone >> {{.log}}; fi
+      fi
+      echo {{.bead.id}} > {{.bead.id}}.txt
+  - name: merge
+    type: merge
+    require_review: false
+`)
+	r := p.bdExec("run", "--ready", "--jobs", "2", "--headless", "--set", "log="+logPath)
+	wantCode(t, r, 0)
+	if got := strings.TrimSpace(string(must(os.ReadFile(logPath)))); got != "alive" {
+		t.Errorf("bd-1's daemon was %q while bd-1's task ran (bd-2's end stopped it)", got)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile(pidFile)))))
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the daemon %d outlived the backlog", pid)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -202,6 +202,9 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Counted while the strays are stopped at its end, so that another
+	// run in this process (a backlog's bead) keeps its tasks' daemons.
+	defer runner.RunStarted()()
 	defer x.stopStrays()
 	defer x.stopKept()
 	x.stopOrphans()

@@ -17,6 +17,18 @@ var subreaper atomic.Bool
 // reaped): its own children, never strays.
 var leaders sync.Map
 
+// runs counts the runs under way in this process: a backlog runs several
+// sessions at once, and a stray may then be the daemon of another run's
+// task that still runs.
+var runs atomic.Int32
+
+// RunStarted counts a run as under way until the returned func is called.
+func RunStarted() (ended func()) {
+	runs.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { runs.Add(-1) }) }
+}
+
 // liveLeader reports whether pid is a task process of ours not yet reaped.
 func liveLeader(pid int) bool {
 	v, ok := leaders.Load(pid)
@@ -44,6 +56,11 @@ func StopStrays(grace time.Duration) int {
 	if !subreaper.Load() {
 		// Without it, nothing comes back to us: what is a child in a
 		// session of its own is someone else's (a test's terminal).
+		return 0
+	}
+	if runs.Load() > 1 {
+		// Another run's task may be running: what looks like a stray may
+		// be its daemon. The last run to end stops the strays.
 		return 0
 	}
 	self := os.Getpid()
