@@ -72,6 +72,9 @@ func NewDryScope(goal string, vars map[string]string, bead map[string]any) *Scop
 // Declare tells a dry scope of a step of the grimoire, its `output` alias
 // ("" for none) and where it is ("line 12").
 func (s *Scope) Declare(name, alias, where string) {
+	if s.dry == nil {
+		return
+	}
 	for _, n := range []string{name, alias} {
 		if _, ok := s.dry.steps[n]; n != "" && !ok {
 			s.dry.steps[n] = where
@@ -81,12 +84,19 @@ func (s *Scope) Declare(name, alias, where string) {
 
 // DeclareLoop tells a dry scope the steps and aliases of loop name, nested
 // ones included.
-func (s *Scope) DeclareLoop(name string, body []string) { s.dry.bodies[name] = body }
+func (s *Scope) DeclareLoop(name string, body []string) {
+	if s.dry != nil {
+		s.dry.bodies[name] = body
+	}
+}
 
 // Optional lists, sorted, the keys of agents' outputs the templates of a
 // dry scope read so far (.impl.outputs.KEY): an agent may leave one out,
 // and it then renders empty, with a warning.
 func (s *Scope) Optional() []string {
+	if s.dry == nil {
+		return nil
+	}
 	s.dry.mu.Lock()
 	defer s.dry.mu.Unlock()
 	return slices.Sorted(slices.Values(s.dry.optional))
