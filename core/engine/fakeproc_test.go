@@ -110,7 +110,7 @@ func TestInterpreterWithFakeProcesses(t *testing.T) {
 			t.Errorf("runs: %+v %+v %+v", sess.Runs["1.1/0"], sess.Runs["1.2/0"], sess.Runs["2"])
 		}
 		// Fake time: a second and two minutes passed, in no time.
-		if took := time.Since(start); took != time.Second+2*time.Minute {
+		if took := time.Since(start); !aboutFake(took, time.Second+2*time.Minute) {
 			t.Errorf("the run took %v of fake time", took)
 		}
 	})
@@ -129,7 +129,7 @@ func TestScriptTimeoutWithFakeProcesses(t *testing.T) {
 		if out.Status != state.StatusBlocked || !strings.Contains(sess.Runs["0"].Reason, "timed out after 5m0s") {
 			t.Fatalf("status %s, run %+v", out.Status, sess.Runs["0"])
 		}
-		if took := time.Since(start); took != 5*time.Minute {
+		if took := time.Since(start); !aboutFake(took, 5*time.Minute) {
 			t.Errorf("stopped after %v of fake time, want 5m", took)
 		}
 		if len(procs.started) != 1 {
@@ -150,8 +150,16 @@ func TestInterruptWithFakeProcesses(t *testing.T) {
 		if out.Status != state.StatusCancelled || sess.Runs["0"].Status != "stopped" || sess.Runs["1"] != nil {
 			t.Fatalf("status %s, runs %+v", out.Status, sess.Runs)
 		}
-		if took := time.Since(start); took != 10*time.Second {
+		if took := time.Since(start); !aboutFake(took, 10*time.Second) {
 			t.Errorf("stopped after %v of fake time", took)
 		}
 	})
+}
+
+// aboutFake reports whether a fake time is want, give or take what the
+// runner's look at the machine's real processes may add (it sleeps 100 µs
+// at a time for one caught in the middle of its exec, as other tests'
+// processes may be): far less than any step's time here.
+func aboutFake(took, want time.Duration) bool {
+	return took >= want && took < want+100*time.Millisecond
 }
