@@ -273,6 +273,18 @@ func TestGateQueueAcrossProcesses(t *testing.T) {
 		if s.ID == queued && !strings.Contains(p.exec("log", s.ID).stdout, "waiting for the merge queue: another merge into main is under way") {
 			t.Errorf("log of %s does not say it waited", s.ID)
 		}
+		if s.ID == queued {
+			// Its merge says how long it waited (the other's gate held the
+			// queue while the test looked).
+			evs, _ := state.ReadEvents(state.NewManager(p.dir).EventLogPath(s.ID))
+			done := eventsOf(evs, events.Merged)
+			if len(done) != 1 {
+				t.Fatalf("%d workflow.merged events", len(done))
+			}
+			if m, ok := done[0].Payload.(events.MergeDone); !ok || m.QueuedMS <= 0 {
+				t.Errorf("the queued merge's workflow.merged does not say it waited: %+v", done)
+			}
+		}
 	}
 	if left := gateDirsLeft(p); left != "" {
 		t.Fatalf("gate worktree left: %s", left)

@@ -50,6 +50,8 @@ type MergeOutcome struct {
 	GateRed   bool
 	Moving    string
 	Attempts  int
+	// Waited is how long the merge waited for the merge queue.
+	Waited time.Duration
 }
 
 // MergeConflict is one conflicting file and its hunks.
@@ -206,7 +208,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}
 	}
 	host.merged(out.Commit)
-	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base()})
+	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base(), QueuedMS: out.Waited.Milliseconds()})
 	summary := fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())
 	if last := gate.lastRun(); last != nil {
 		summary += fmt.Sprintf(", its gate green in %s", last.Duration.Round(time.Millisecond))

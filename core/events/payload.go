@@ -274,7 +274,10 @@ type MergeDone struct {
 	Base    string `json:"base"`
 	Branch  string `json:"branch"`
 	Commit  string `json:"commit"`
-	Step    string `json:"step"`
+	// QueuedMS is how long the merge waited for the repository's merge
+	// queue (none when it was free).
+	QueuedMS int64  `json:"queued_ms,omitempty"`
+	Step     string `json:"step"`
 }
 
 // MergeQueue is workflow.merge_queued: another merge into the repository

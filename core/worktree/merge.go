@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MergeResult is how a merge went. Exactly one of these holds:
@@ -31,6 +32,9 @@ type MergeResult struct {
 	GateRed   bool
 	Moving    string
 	Attempts  int
+	// Waited is how long the merge waited for the repository's merge
+	// queue (0 when it was free).
+	Waited time.Duration
 }
 
 // Conflict is one conflicting file: the <<<<<<< ... >>>>>>> hunks of the
@@ -79,8 +83,7 @@ func (r *Repo) Merge(ctx context.Context, wt *Worktree, message string) (MergeRe
 // included), and the repository's lock only while it changes refs or
 // worktrees, so a long gate does not hold up the creation of other beads'
 // worktrees.
-func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts MergeOptions) (MergeResult, error) {
-	var res MergeResult
+func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts MergeOptions) (res MergeResult, err error) {
 	if wt == nil || wt.Branch == "" || wt.Base == "" {
 		return res, errors.New("no worktree")
 	}
@@ -90,11 +93,23 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 	if err := r.checkMergeTree(ctx); err != nil {
 		return res, err
 	}
-	unlock, err := r.queue(ctx, opts.Queued)
+	// How long it waited in the queue: only when another merge held it,
+	// so an uncontended merge says nothing.
+	began, busy := time.Now(), false
+	unlock, err := r.queue(ctx, func() {
+		busy = true
+		if opts.Queued != nil {
+			opts.Queued()
+		}
+	})
 	if err != nil {
 		return res, err
 	}
 	defer unlock()
+	if busy {
+		waited := time.Since(began)
+		defer func() { res.Waited = waited }()
+	}
 	if opts.Gate != nil {
 		// Holding the queue, no gate runs: a gate worktree still there
 		// was left by a vibeteam that was killed.
