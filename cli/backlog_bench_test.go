@@ -16,13 +16,16 @@ import (
 // BenchmarkBacklog100 is `run --ready --jobs 8` over 100 independent
 // beads, each an agent step of a fast fake agent (200 ms) and a merge.
 // The ideal is the agents' time spread over 8 plus the merges one after
-// the other (they share one queue). A merge's own time is its merge
-// step's time less its wait in the queue (workflow.merged's queued_ms),
-// in the same run: x-ideal is the wall time over that ideal (target
-// ≤ 1.3). x-ideal-quiet takes instead a merge's time when nothing else
-// runs (5 beads one at a time): stricter, since on 2 cores the 8 beads'
-// processes slow each merge too. merges/s is merges landed per second of
-// the run.
+// the other (they share one queue), a merge's own time being what it
+// takes when nothing else runs (measured on 5 beads run one at a time:
+// in the big run a merge step's time holds its waits for the queue, the
+// repository's lock and the CPU); x-ideal is the wall time over it
+// (target ≤ 1.3). merges/s is merges landed per second of the run.
+//
+// Where the temporary directories are matters: on an ext4 without a
+// journal, creating a file slows while recently deleted ones are many
+// (each bead makes and removes a worktree), and the ratio grows from run
+// to run; TMPDIR=/dev/shm measures vibeteam alone.
 func BenchmarkBacklog100(b *testing.B) {
 	for _, gate := range []bool{false, true} {
 		name := "plain"
@@ -30,31 +33,29 @@ func BenchmarkBacklog100(b *testing.B) {
 			name = "gate"
 		}
 		b.Run(name, func(b *testing.B) {
-			var wall, ideal, quiet, perMerge time.Duration
+			var wall, ideal, perMerge time.Duration
 			var merges float64
 			for i := 0; i < b.N; i++ {
 				_, _, m, mt := backlogOnce(b, 5, 1, gate)
 				merge := mt / time.Duration(m)
-				w, agents, m, work := backlogOnce(b, 100, 8, gate)
+				w, agents, m, _ := backlogOnce(b, 100, 8, gate)
 				wall += w
-				ideal += agents/8 + work
-				quiet += agents/8 + time.Duration(m)*merge
+				ideal += agents/8 + time.Duration(m)*merge
 				perMerge += merge
 				merges += m
 			}
 			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "ms/run")
 			b.ReportMetric(float64(ideal.Milliseconds())/float64(b.N), "ideal-ms")
-			b.ReportMetric(float64(perMerge.Milliseconds())/float64(b.N), "ms/merge-quiet")
+			b.ReportMetric(float64(perMerge.Milliseconds())/float64(b.N), "ms/merge")
 			b.ReportMetric(float64(wall)/float64(ideal), "x-ideal")
-			b.ReportMetric(float64(wall)/float64(quiet), "x-ideal-quiet")
 			b.ReportMetric(merges/wall.Seconds(), "merges/s")
 		})
 	}
 }
 
 // backlogOnce runs n beads with jobs at once: the wall time, the time the
-// agent steps took in all, the merges, and the time the merges took in
-// all, their waits in the merge queue left out.
+// agent steps took in all, the merges, and the time the merge steps took
+// in all.
 func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Duration, merges float64, mergeTime time.Duration) {
 	b.Helper()
 	dir := b.TempDir()
@@ -119,21 +120,6 @@ func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Durati
 				if r.Status == "done" {
 					merges++
 				}
-			}
-		}
-	}
-	for _, s := range list {
-		data, err := os.ReadFile(mgr.EventLogPath(s.ID))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(data), "\n") {
-			var e struct {
-				Event    string `json:"event"`
-				QueuedMS int64  `json:"queued_ms"`
-			}
-			if json.Unmarshal([]byte(l), &e) == nil && e.Event == "workflow.merged" {
-				mergeTime -= time.Duration(e.QueuedMS) * time.Millisecond
 			}
 		}
 	}

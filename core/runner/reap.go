@@ -192,7 +192,9 @@ func (r *reaper) signal(sig syscall.Signal, spare func() map[int]bool, termed ma
 			continue
 		}
 		st, ok := readStat(pid)
-		if !ok || st.state == 'Z' || st.state == 'X' || st.start < r.since {
+		if !ok || st.state == 'Z' || st.state == 'X' || st.start < r.since || st.kthread {
+			// A kernel thread's environment reads empty, as a process's
+			// in the middle of its exec does, which hasEnv waits out.
 			continue
 		}
 		if !(r.pgid > 0 && st.pgrp == r.pgid) && (entry == nil || !hasEnv(pid, entry)) {
@@ -217,7 +219,11 @@ type procStat struct {
 	pgrp    int
 	session int
 	start   uint64
+	kthread bool // a kernel thread: never a task's, no environment to read
 }
+
+// pfKthread is the kernel's PF_KTHREAD process flag.
+const pfKthread = 0x00200000
 
 // readStat parses /proc/<pid>/stat; ok is false when the process vanished.
 func readStat(pid int) (procStat, bool) {
@@ -245,7 +251,8 @@ func readStat(pid int) (procStat, bool) {
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return procStat{}, false
 	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, session: session, start: start}, true
+	flags, _ := strconv.ParseUint(f[6], 10, 64)
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, session: session, start: start, kthread: flags&pfKthread != 0}, true
 }
 
 // hasEnv reports whether the process's initial environment holds exactly
