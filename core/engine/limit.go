@@ -112,13 +112,13 @@ func (tr *taskRun) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 		// Stopped while waiting (Ctrl-C): the session is saved as limited,
 		// and resume continues the agent's session.
 		host.setLimit(&state.Limit{Adapter: t.Adapter, TaskID: t.ID, ResetAt: lim.ResetAt, Message: lim.Message})
-		host.park(state.StatusLimited, t.ID, fmt.Sprintf("task %s: stopped while waiting out a %s; continue after it with: vibeteam resume ID", t.ID, what))
-		return state.TaskLimited, LimitReason, "stopped while waiting out a " + what, true
+		host.park(state.StatusLimited, t.ID, fmt.Sprintf("task %s: stopped while waiting out its %s; continue after it with: vibeteam resume ID", t.ID, what))
+		return state.TaskLimited, LimitReason, "stopped while waiting out its " + what, true
 	}
 	host.setLimit(nil)
 	host.emit(t.ID, events.LimitResume{Adapter: t.Adapter})
 	tr.next = &followUp{limit: true, limitWaited: waited + wait, limitTries: tries + 1}
-	return state.TaskLimited, LimitReason, "the agent waited out a " + what + "; its session continues", true
+	return state.TaskLimited, LimitReason, "the agent waited out its " + what + "; its session continues", true
 }
 
 // parkedStep is the status of a step whose run the session stopped on.
