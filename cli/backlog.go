@@ -352,15 +352,10 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	return nil
 }
 
-// changed saves the backlog (under br.mu) and redraws the board.
+// changed saves the backlog (under br.mu); a failed save counts until a
+// later one makes the file whole again. The board redraws on its own.
 func (br *backlogRun) changed() {
-	if err := br.mgr.Save(br.sess); err != nil {
-		br.saveErr = err
-	} else if br.saveErr != nil {
-		// A later write made it whole again.
-		br.saveErr = nil
-	}
-	br.board.changedLocked()
+	br.saveErr = br.mgr.Save(br.sess)
 }
 
 // ready are the ready beads the run may take: bd's order, epics left out

@@ -131,9 +131,6 @@ func (b *backlogBoard) line(msg string) {
 	fmt.Fprintln(b.streams.Err, l)
 }
 
-// changedLocked is called with the backlog locked after a change.
-func (b *backlogBoard) changedLocked() {}
-
 // event takes one event of a bead's session: its step for the board, its
 // ends as lines, everything to --events.
 func (b *backlogBoard) event(bd *state.BacklogBead, e core.Event) {
