@@ -189,7 +189,7 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	if err != nil {
 		return nil, exitf(ExitUsage, "run --ready asks bd which beads are ready: %v", err)
 	}
-	if _, err := worktree.Open(context.Background(), base); err != nil {
+	if _, err := openRepo(context.Background(), base); err != nil {
 		// Said once, rather than as the failure of every bead.
 		return nil, exitf(ExitUsage, "run --ready works each bead in a git worktree: %v", err)
 	}

@@ -76,7 +76,12 @@ func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Durati
 	} else {
 		write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
 	}
-	write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: work\n    type: agent\n    adapter: fake\n    spell: |\n      sleep=200ms write={{.bead.id}}.txt:done\n  - name: merge\n    type: merge\n    require_review: false\n"+gateLine)
+	// The agent ends as agents are asked to: with its result block.
+	result := filepath.Join(b.TempDir(), "result.md")
+	if err := os.WriteFile(result, []byte("Done.\n```json\n{\"success\": true, \"summary\": \"wrote the file\"}\n```\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: work\n    type: agent\n    adapter: fake\n    spell: |\n      sleep=200ms write={{.bead.id}}.txt:done cat="+result+"\n  - name: merge\n    type: merge\n    require_review: false\n"+gateLine)
 	write("README", "hello\n")
 	db := map[string]any{}
 	for i := 1; i <= n; i++ {
@@ -114,6 +119,9 @@ func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Durati
 			d := time.Duration(r.DurationMS) * time.Millisecond
 			switch r.Type {
 			case "agent":
+				if r.Status != "done" {
+					b.Fatalf("session %s: the agent step is %s (%s)", s.ID, r.Status, r.Reason)
+				}
 				agents += d
 			case "merge":
 				mergeTime += d

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/worktree"
@@ -59,13 +60,30 @@ func (w gitWorkspace) Remove(ctx context.Context) error {
 	return w.repo.Remove(ctx, w.wt, false)
 }
 
+// repos are the repositories opened in this process, by directory: the
+// beads of a backlog share one, and a repository's top level and git
+// directory do not change while vibeteam runs.
+var repos sync.Map // string → *worktree.Repo
+
+func openRepo(ctx context.Context, dir string) (*worktree.Repo, error) {
+	if r, ok := repos.Load(dir); ok {
+		return r.(*worktree.Repo), nil
+	}
+	repo, err := worktree.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	repos.Store(dir, repo)
+	return repo, nil
+}
+
 // openWorkspace returns the engine's Workspace factory for a bead: its
 // worktree in the repository at base, created from baseBranch ("" is the
 // current branch) for a new session, the same one again on resume.
 func openWorkspace(base, beadID, baseBranch string) func(session string) (core.Workspace, error) {
 	return func(session string) (core.Workspace, error) {
 		ctx := context.Background()
-		repo, err := worktree.Open(ctx, base)
+		repo, err := openRepo(ctx, base)
 		if err != nil {
 			return nil, fmt.Errorf("a bead runs in a git worktree: %w", err)
 		}

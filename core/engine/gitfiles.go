@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -54,15 +55,17 @@ func gitIn(dir, stdin string, args ...string) ([]byte, error) {
 // changed reports nothing.
 func gitSnapshot(dir string) gitState {
 	s := gitState{dir: dir}
-	if out, err := git(dir, "rev-parse", "--is-inside-work-tree"); err != nil || strings.TrimSpace(string(out)) != "true" {
+	// One git for the three answers. Before the first commit HEAD does not
+	// resolve and git fails, having printed the first two; outside a
+	// working tree the first is not "true".
+	out, err := git(dir, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "HEAD")
+	f := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(f) < 2 || f[0] != "true" || !filepath.IsAbs(f[1]) {
 		return s
 	}
-	s.ok = true
-	if out, err := git(dir, "rev-parse", "--show-toplevel"); err == nil {
-		s.dir = strings.TrimSpace(string(out))
-	}
-	if out, err := git(dir, "rev-parse", "HEAD"); err == nil {
-		s.head = strings.TrimSpace(string(out))
+	s.ok, s.dir = true, f[1]
+	if err == nil && len(f) == 3 {
+		s.head = f[2]
 	}
 	s.dirty = s.dirtyFiles()
 	return s

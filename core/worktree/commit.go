@@ -21,9 +21,10 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 	if strings.TrimSpace(message) == "" {
 		return false, errors.New("a commit needs a message")
 	}
-	// Under the repository lock, as every change vibeteam makes: a commit
-	// that a killed vibeteam left running ends before a resumed one goes on.
-	ctx, unlock, err := r.lock(ctx)
+	// Under the bead's lock: a commit that a killed vibeteam left running
+	// ends before a resumed one goes on, and a slow commit hook holds up
+	// neither the merges nor the other beads.
+	ctx, unlock, err := r.worktreeLock(ctx, wt)
 	if err != nil {
 		return false, err
 	}
@@ -91,11 +92,35 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 const hookFilesName = "vibeteam-hook-files"
 
 func (r *Repo) hookFilesPath(ctx context.Context, wt *Worktree) (string, error) {
+	if dir := linkedGitDir(wt.Path); dir != "" {
+		return filepath.Join(dir, hookFilesName), nil
+	}
 	out, err := git(ctx, wt.Path, "rev-parse", "--path-format=absolute", "--git-dir")
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(strings.TrimSpace(out), hookFilesName), nil
+}
+
+// linkedGitDir is the git directory of the linked worktree at path, read
+// from its .git file ("gitdir: DIR") as git reads it; "" when path is not
+// plainly one (git is asked then).
+func linkedGitDir(path string) string {
+	b, err := os.ReadFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || dir == "" || strings.ContainsAny(dir, "\n") {
+		return ""
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(path, dir)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || info.IsDir() {
+		return ""
+	}
+	return filepath.Clean(dir)
 }
 
 // noteHookFiles records the untracked files the commit's hooks left, with
@@ -181,14 +206,14 @@ func (r *Repo) onBranch(ctx context.Context, wt *Worktree) error {
 	if wt == nil || wt.Path == "" || wt.Branch == "" {
 		return errors.New("no worktree")
 	}
-	out, err := git(ctx, wt.Path, "symbolic-ref", "--quiet", "HEAD")
+	ref, err := headRef(ctx, wt.Path)
 	if err != nil {
 		if exitCode(err) == 1 {
 			return fmt.Errorf("the worktree %s is not on its branch %s (HEAD is detached: a rebase in progress?)", wt.Path, wt.Branch)
 		}
 		return err
 	}
-	if ref := strings.TrimSpace(out); ref != "refs/heads/"+wt.Branch {
+	if ref != "refs/heads/"+wt.Branch {
 		return fmt.Errorf("the worktree %s is on %s, not on its branch %s", wt.Path, strings.TrimPrefix(ref, "refs/heads/"), wt.Branch)
 	}
 	return nil

@@ -89,15 +89,39 @@ func shellQuote(s string) string {
 
 // checkBeadID rejects an id that cannot be one path component and one
 // branch name component (ids are sanitised by the caller; this is the
-// last line of defence).
-func checkBeadID(ctx context.Context, dir, id string) error {
+// last line of defence). The branch rules are git check-ref-format's for
+// one component, checked here so that no git runs for it.
+func checkBeadID(id string) error {
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
 		return fmt.Errorf("bead id %q cannot name a worktree", id)
 	}
-	if _, err := git(ctx, dir, "check-ref-format", "refs/heads/"+BranchPrefix+id); err != nil {
-		return fmt.Errorf("bead id %q cannot name a branch: %w", id, err)
+	if why := refComponentProblem(id); why != "" {
+		return fmt.Errorf("bead id %q cannot name a branch: %s", id, why)
 	}
 	return nil
+}
+
+// refComponentProblem says why s cannot be one component of a ref name
+// (git help check-ref-format), "" when it can.
+func refComponentProblem(s string) string {
+	switch {
+	case strings.HasPrefix(s, "."):
+		return "it starts with a dot"
+	case strings.HasSuffix(s, "."):
+		return "it ends with a dot"
+	case strings.HasSuffix(s, ".lock"):
+		return "it ends with .lock"
+	case strings.Contains(s, ".."):
+		return "it holds two dots in a row"
+	case strings.Contains(s, "@{"):
+		return "it holds @{"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || strings.IndexByte(" ~^:?*[\\", c) >= 0 {
+			return fmt.Sprintf("it holds %q", c)
+		}
+	}
+	return ""
 }
 
 func (r *Repo) ownerPath(beadID string) string {
@@ -192,29 +216,54 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 	if session == "" {
 		return nil, false, errors.New("a worktree needs the session that owns it")
 	}
-	if err := checkBeadID(ctx, r.Top, beadID); err != nil {
+	if err := checkBeadID(beadID); err != nil {
 		return nil, false, err
 	}
-	ctx, unlock, err := r.lock(ctx)
+	ctx, unlock, err := r.beadLock(ctx, beadID)
 	if err != nil {
 		return nil, false, err
 	}
 	defer unlock()
-	if err := r.exclude(DefaultExcludes...); err != nil {
+	wt, created, add, err := r.plan(ctx, beadID, base, session)
+	if err != nil || add == nil {
+		return wt, created, err
+	}
+	// The checkout runs under the bead's lock only: it is the slow part,
+	// and the other beads and the merges need not wait for it.
+	if _, err := run(ctx, cmd{dir: r.Top, args: add, keep: true}); err != nil {
+		if created {
+			r.removeOwner(beadID)
+		}
 		return nil, false, err
+	}
+	return wt, created, nil
+}
+
+// plan decides, under the repository lock, what Ensure does: the worktree,
+// whether it is new (its owner record is then written), and the git
+// worktree add to run once the lock is let go (nil when the worktree is
+// there already).
+func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktree, bool, []string, error) {
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	defer unlock()
+	if err := r.exclude(DefaultExcludes...); err != nil {
+		return nil, false, nil, err
 	}
 
 	if info, err := os.Lstat(filepath.Join(r.Top, WorktreesDir)); err == nil && info.Mode()&os.ModeSymlink != 0 {
 		// Worktrees are made and removed there: never through a link to a
 		// place vibeteam did not make.
 		target, _ := os.Readlink(filepath.Join(r.Top, WorktreesDir))
-		return nil, false, fmt.Errorf("%s is a symbolic link (to %s): vibeteam does not make or remove worktrees through one; make it a directory", filepath.Join(r.Top, WorktreesDir), target)
+		return nil, false, nil, fmt.Errorf("%s is a symbolic link (to %s): vibeteam does not make or remove worktrees through one; make it a directory", filepath.Join(r.Top, WorktreesDir), target)
 	}
 	branch := BranchPrefix + beadID
 	ref := "refs/heads/" + branch
 	owner, err := r.Owner(beadID)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	path := filepath.Join(r.Top, WorktreesDir, beadID)
 	if owner != nil && owner.Path != "" {
@@ -222,13 +271,13 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 	}
 	list, err := r.worktrees(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	atPath := findPath(list, path)
 	onBranch := findBranch(list, ref)
 	_, branchExists, err := revParse(ctx, r.Top, ref)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	_, statErr := os.Lstat(path)
 	pathExists := statErr == nil
@@ -236,7 +285,7 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 
 	if owner != nil && owner.Session != session {
 		if anything {
-			return nil, false, &OwnedError{BeadID: beadID, Path: path, Branch: branch, Session: owner.Session}
+			return nil, false, nil, &OwnedError{BeadID: beadID, Path: path, Branch: branch, Session: owner.Session}
 		}
 		// A record with neither worktree nor branch (a run killed between
 		// the two): there is no work to lose, the bead is free.
@@ -262,27 +311,28 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 					e.Worktrees = append(e.Worktrees, w.Path)
 				}
 			}
-			return nil, false, e
+			return nil, false, nil, e
 		}
 		if base == "" {
 			if base, err = r.CurrentBranch(ctx); err != nil {
-				return nil, false, err
+				return nil, false, nil, err
 			}
 		}
 		name, start, err := r.baseBranch(ctx, base)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		wt := &Worktree{Path: path, Branch: branch, Base: name, BeadID: beadID, Session: session}
-		if err := r.create(ctx, wt, start); err != nil {
-			return nil, false, err
+		add, err := r.create(wt, start)
+		if err != nil {
+			return nil, false, nil, err
 		}
-		return wt, true, nil
+		return wt, true, add, nil
 	}
 
 	// The session's own worktree.
 	if base != "" && strings.TrimPrefix(base, "refs/heads/") != owner.Base {
-		return nil, false, fmt.Errorf("the worktree %s of bead %s merges into %s, not %s: it was created from %s by session %s",
+		return nil, false, nil, fmt.Errorf("the worktree %s of bead %s merges into %s, not %s: it was created from %s by session %s",
 			path, beadID, owner.Base, base, owner.Base, session)
 	}
 	wt := &Worktree{Path: path, Branch: branch, Base: owner.Base, BeadID: beadID, Session: session}
@@ -293,59 +343,50 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 			if atPath.Branch != "" {
 				on = "branch " + strings.TrimPrefix(atPath.Branch, "refs/heads/")
 			}
-			return nil, false, fmt.Errorf("the worktree %s of bead %s is on %s, not on its branch %s: check out %s there (git -C %s switch %s)",
+			return nil, false, nil, fmt.Errorf("the worktree %s of bead %s is on %s, not on its branch %s: check out %s there (git -C %s switch %s)",
 				path, beadID, on, branch, branch, shellQuote(path), shellQuote(branch))
 		}
-		return wt, false, nil
+		return wt, false, nil, nil
 	case branchExists:
 		// The directory is gone (removed by hand); the work is on the
 		// branch: check it out again.
 		if pathExists {
-			return nil, false, fmt.Errorf("%s exists but is not a worktree of this repository: move it away so the worktree of bead %s can be checked out there again", path, beadID)
+			return nil, false, nil, fmt.Errorf("%s exists but is not a worktree of this repository: move it away so the worktree of bead %s can be checked out there again", path, beadID)
 		}
 		for _, w := range onBranch {
 			if atPath == nil || w.Path != atPath.Path {
-				return nil, false, fmt.Errorf("branch %s of bead %s is checked out in %s: remove that worktree or switch it to another branch", branch, beadID, w.Path)
+				return nil, false, nil, fmt.Errorf("branch %s of bead %s is checked out in %s: remove that worktree or switch it to another branch", branch, beadID, w.Path)
 			}
 		}
 		args := []string{"worktree", "add"}
 		if atPath != nil {
 			args = append(args, "--force") // registered, its directory gone
 		}
-		if _, err := run(ctx, cmd{dir: r.Top, args: append(args, "--", path, branch), keep: true}); err != nil {
-			return nil, false, err
-		}
-		return wt, false, nil
+		return wt, false, append(args, "--", path, branch), nil
 	case !pathExists && atPath == nil:
 		// The record was written but the worktree never made (a run
 		// killed in between): make it now.
 		_, start, err := r.baseBranch(ctx, owner.Base)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		if err := r.create(ctx, wt, start); err != nil {
-			return nil, false, err
+		add, err := r.create(wt, start)
+		if err != nil {
+			return nil, false, nil, err
 		}
-		return wt, true, nil
+		return wt, true, add, nil
 	}
-	return nil, false, fmt.Errorf("the worktree %s of bead %s is there but its branch %s is gone; nothing was changed: look at it, then remove it (git worktree remove %s) to start again",
+	return nil, false, nil, fmt.Errorf("the worktree %s of bead %s is there but its branch %s is gone; nothing was changed: look at it, then remove it (git worktree remove %s) to start again",
 		path, beadID, branch, shellQuote(path))
 }
 
-// create records the owner, then adds the worktree on a new branch at
-// start; the record goes first so that a worktree never exists without
-// one. A failure removes the record again.
-func (r *Repo) create(ctx context.Context, wt *Worktree, start string) error {
+// create records the owner and returns the git worktree add that makes the
+// worktree on a new branch at start; the record goes first so that a
+// worktree never exists without one. A failed add removes the record again
+// (Ensure).
+func (r *Repo) create(wt *Worktree, start string) ([]string, error) {
 	if err := r.writeOwner(wt.BeadID, Owner{Session: wt.Session, Branch: wt.Branch, Base: wt.Base, Path: wt.Path, Created: time.Now().UTC()}); err != nil {
-		return err
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(wt.Path), 0o755); err != nil {
-		r.removeOwner(wt.BeadID)
-		return err
-	}
-	if _, err := run(ctx, cmd{dir: r.Top, args: []string{"worktree", "add", "--no-track", "-b", wt.Branch, "--", wt.Path, start}, keep: true}); err != nil {
-		r.removeOwner(wt.BeadID)
-		return err
-	}
-	return nil
+	return []string{"worktree", "add", "--no-track", "-b", wt.Branch, "--", wt.Path, start}, nil
 }

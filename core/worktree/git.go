@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -103,9 +104,9 @@ func run(ctx context.Context, c cmd) (string, error) {
 	if !c.hooks {
 		args = append(args, "-c", "core.hooksPath="+os.DevNull)
 	}
-	lock := heldLock(ctx)
-	if c.keep && lock != nil {
-		// It inherits the repository lock (see Repo.lock); nothing it
+	locks := heldLocks(ctx)
+	if c.keep && len(locks) > 0 {
+		// It inherits the locks held (see Repo.lock); nothing it
 		// could leave running may inherit it too.
 		args = append(args, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.fsmonitor=false")
 	}
@@ -114,8 +115,8 @@ func run(ctx context.Context, c cmd) (string, error) {
 	x.Dir = c.dir
 	x.Env = gitEnv(c.env...)
 	ownGroup(x)
-	if c.keep && lock != nil {
-		x.ExtraFiles = []*os.File{lock}
+	if c.keep && len(locks) > 0 {
+		x.ExtraFiles = locks
 	}
 	// A hook that leaves a child holding git's output open (sleep 45 &)
 	// does not hold the run: its pipes are closed a moment after git ends.
@@ -170,6 +171,58 @@ func revParse(ctx context.Context, dir, rev string) (id string, ok bool, err err
 	return strings.TrimSpace(out), true, nil
 }
 
+// revParseAll resolves several revisions, each a full ref name (never an
+// option), in one git: ok is false when any of them does not resolve or
+// git failed, and the caller asks about each with revParse.
+func revParseAll(ctx context.Context, dir string, revs ...string) ([]string, bool) {
+	for _, r := range revs {
+		if !strings.HasPrefix(r, "refs/") {
+			return nil, false
+		}
+	}
+	out, err := git(ctx, dir, append(append([]string{"rev-parse"}, revs...), "--")...)
+	if err != nil {
+		return nil, false
+	}
+	ids := strings.Fields(out)
+	if len(ids) == len(revs)+1 && ids[len(revs)] == "--" {
+		ids = ids[:len(revs)] // rev-parse repeats the separator
+	}
+	if len(ids) != len(revs) {
+		return nil, false
+	}
+	for _, id := range ids {
+		if len(id) < 40 || strings.Trim(id, "0123456789abcdef") != "" {
+			return nil, false
+		}
+	}
+	return ids, true
+}
+
+// headRef is the ref checked out in the worktree at path: its HEAD file,
+// read as git reads it, or git symbolic-ref where that file is not a plain
+// symbolic ref (another ref backend). A detached HEAD is an error.
+func headRef(ctx context.Context, path string) (string, error) {
+	dir := linkedGitDir(path)
+	if dir == "" {
+		if info, err := os.Stat(filepath.Join(path, ".git", "HEAD")); err == nil && !info.IsDir() {
+			dir = filepath.Join(path, ".git")
+		}
+	}
+	if dir != "" {
+		if b, err := os.ReadFile(filepath.Join(dir, "HEAD")); err == nil {
+			if ref, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "ref: "); ok && strings.HasPrefix(ref, "refs/heads/") && ref != "refs/heads/.invalid" && !strings.ContainsAny(ref, "\n ") {
+				return ref, nil
+			}
+		}
+	}
+	out, err := git(ctx, path, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
 // isAncestor reports whether commit a is an ancestor of (or equal to) b.
 func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 	_, err := git(ctx, dir, "merge-base", "--is-ancestor", a, b)
@@ -187,31 +240,36 @@ func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 // configured user.name / user.email, or the GIT_* / EMAIL variables that
 // override them, are always used instead.
 func identity(ctx context.Context, dir string) ([]string, error) {
-	var args []string
-	for _, k := range []struct{ key, value string }{
-		{"user.name", "vibeteam"},
-		{"user.email", "vibeteam@localhost"},
-	} {
-		envs := []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"}
-		if k.key == "user.email" {
-			envs = []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"}
+	keys := []struct {
+		key, value string
+		envs       []string
+	}{
+		{"user.name", "vibeteam", []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"}},
+		{"user.email", "vibeteam@localhost", []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "EMAIL"}},
+	}
+	// Both keys in one git: the last value of each counts, as for git
+	// config --get.
+	out, err := git(ctx, dir, "config", "--get-regexp", `^user\.(name|email)$`)
+	if err != nil && exitCode(err) != 1 {
+		return nil, err
+	}
+	configured := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		if k != "" {
+			configured[k] = strings.TrimSpace(v) != ""
 		}
-		set := false
-		for _, e := range envs {
+	}
+	var args []string
+	for _, k := range keys {
+		set := configured[k.key]
+		for _, e := range k.envs {
 			if os.Getenv(e) != "" {
 				set = true
 			}
 		}
-		if set {
-			continue
-		}
-		out, err := git(ctx, dir, "config", "--get", k.key)
-		switch {
-		case err == nil && strings.TrimSpace(out) != "":
-		case err == nil || exitCode(err) == 1:
+		if !set {
 			args = append(args, "-c", k.key+"="+k.value)
-		default:
-			return nil, err
 		}
 	}
 	return args, nil

@@ -158,19 +158,23 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pend
 	if !strings.HasPrefix(branchRef, "refs/") {
 		branchRef = "refs/heads/" + branchRef
 	}
-	old, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
-	if err != nil {
-		return nil, res, err
-	}
-	if !ok {
-		return nil, res, fmt.Errorf("base branch %s does not exist", wt.Base)
-	}
-	tip, ok, err := revParse(ctx, r.Top, branchRef+"^{commit}")
-	if err != nil {
-		return nil, res, err
-	}
-	if !ok {
-		return nil, res, fmt.Errorf("branch %s does not exist", wt.Branch)
+	var old, tip string
+	if ids, ok := revParseAll(ctx, r.Top, baseRef+"^{commit}", branchRef+"^{commit}"); ok {
+		old, tip = ids[0], ids[1]
+	} else {
+		// One of them is missing (or git failed): say which.
+		var ok bool
+		var err error
+		if old, ok, err = revParse(ctx, r.Top, baseRef+"^{commit}"); err != nil {
+			return nil, res, err
+		} else if !ok {
+			return nil, res, fmt.Errorf("base branch %s does not exist", wt.Base)
+		}
+		if tip, ok, err = revParse(ctx, r.Top, branchRef+"^{commit}"); err != nil {
+			return nil, res, err
+		} else if !ok {
+			return nil, res, fmt.Errorf("branch %s does not exist", wt.Branch)
+		}
 	}
 	if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
 		return nil, res, err
@@ -263,7 +267,7 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult,
 	// too). It never stashes (--no-autostash) and never conflicts. If the
 	// branch moved since (a commit by the user), it is no longer a
 	// fast-forward and git refuses too.
-	if cur, err := git(ctx, h.Path, "symbolic-ref", "--quiet", "HEAD"); err != nil || strings.TrimSpace(cur) != baseRef {
+	if cur, err := headRef(ctx, h.Path); err != nil || cur != baseRef {
 		return MergeResult{Refused: fmt.Sprintf("the checkout %s switched away from %s while merging; nothing was changed: merge again", h.Path, wt.Base)}, false, nil
 	}
 	_, err = run(ctx, cmd{

@@ -19,7 +19,9 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 	if wt == nil || wt.Branch == "" || wt.Path == "" {
 		return errors.New("no worktree")
 	}
-	ctx, unlock, err := r.lock(ctx)
+	// Under the bead's lock only: the removal of one bead's worktree holds
+	// up neither the merges nor the other beads.
+	ctx, unlock, err := r.worktreeLock(ctx, wt)
 	if err != nil {
 		return err
 	}
@@ -43,21 +45,26 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 		if wt.Base == "" {
 			return fmt.Errorf("cannot tell whether branch %s is merged: its base branch is not known", wt.Branch)
 		}
-		base, ok, err := revParse(ctx, r.Top, "refs/heads/"+wt.Base+"^{commit}")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("cannot tell whether branch %s is merged: base branch %s does not exist", wt.Branch, wt.Base)
-		}
-		merged, err := isAncestor(ctx, r.Top, tip, base)
-		if err != nil {
-			return err
-		}
-		if !merged {
-			n, _ := git(ctx, r.Top, "rev-list", "--count", base+".."+tip)
-			return fmt.Errorf("branch %s has %s commit(s) not merged into %s; nothing was removed (the worktree is %s)",
-				wt.Branch, strings.TrimSpace(n), wt.Base, wt.Path)
+		baseRef := "refs/heads/" + wt.Base
+		// Merged (the usual case) in one git; anything else is looked at
+		// more closely.
+		merged, err := isAncestor(ctx, r.Top, tip, baseRef)
+		if err != nil || !merged {
+			base, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("cannot tell whether branch %s is merged: base branch %s does not exist", wt.Branch, wt.Base)
+			}
+			if merged, err = isAncestor(ctx, r.Top, tip, base); err != nil {
+				return err
+			}
+			if !merged {
+				n, _ := git(ctx, r.Top, "rev-list", "--count", base+".."+tip)
+				return fmt.Errorf("branch %s has %s commit(s) not merged into %s; nothing was removed (the worktree is %s)",
+					wt.Branch, strings.TrimSpace(n), wt.Base, wt.Path)
+			}
 		}
 	}
 
@@ -94,7 +101,8 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 			return err
 		}
 	}
-	// The .worktrees directory goes with its last worktree.
+	// The .worktrees directory goes with its last worktree (git makes it
+	// again for the next one).
 	if dir := filepath.Dir(wt.Path); filepath.Base(dir) == WorktreesDir {
 		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
 			os.Remove(dir) // a link is not vibeteam's to remove

@@ -96,14 +96,13 @@ func (r *Repo) checkMergeTree(ctx context.Context) error {
 // CurrentBranch is the branch checked out in Top, the default base branch.
 // A detached HEAD is an error that asks for an explicit base.
 func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
-	out, err := git(ctx, r.Top, "symbolic-ref", "--quiet", "HEAD")
+	ref, err := headRef(ctx, r.Top)
 	if err != nil {
 		if exitCode(err) == 1 {
 			return "", fmt.Errorf("HEAD is detached in %s, so there is no current branch to merge into: name the base branch with --base BRANCH", r.Top)
 		}
 		return "", err
 	}
-	ref := strings.TrimSpace(out)
 	name, ok := strings.CutPrefix(ref, "refs/heads/")
 	if !ok {
 		return "", fmt.Errorf("HEAD in %s is %s, not a branch: name the base branch with --base BRANCH", r.Top, ref)
@@ -163,28 +162,59 @@ func (r *Repo) exclude(patterns ...string) error {
 }
 
 // lock serialises vibeteam's changes to the repository's shared state
-// (refs, worktree list, owner records) across processes.
+// (the base branches, the worktree list, the owner records) across
+// processes. It is held briefly: what takes long and concerns one bead
+// only (checking out its worktree, committing its work with the hooks,
+// removing it) runs under that bead's lock instead (beadLock), so it holds
+// up neither the merges nor the other beads.
 //
 // The returned context carries the lock: the git commands that change the
 // repository under it inherit it (run), so when vibeteam is killed while
 // one runs, the lock stays held until that git ends, and the vibeteam that
 // resumes waits for it rather than working beside it.
 func (r *Repo) lock(ctx context.Context) (context.Context, func(), error) {
-	unlock, f, err := lockFile(ctx, filepath.Join(r.CommonDir, "vibeteam.lock"))
+	return holdLock(ctx, filepath.Join(r.CommonDir, "vibeteam.lock"))
+}
+
+// beadLock serialises the changes to one bead's worktree, branch and owner
+// record across processes: COMMON/vibeteam/worktrees/ID.lock, beside the
+// owner record. Like lock, it is inherited by the git commands run under
+// it. The file stays when the bead's worktree goes: removing a lock file
+// others may be waiting on would let two of them hold it at once.
+func (r *Repo) beadLock(ctx context.Context, beadID string) (context.Context, func(), error) {
+	dir := filepath.Join(r.CommonDir, "vibeteam", "worktrees")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ctx, nil, err
+	}
+	return holdLock(ctx, filepath.Join(dir, beadID+".lock"))
+}
+
+// worktreeLock is the bead's lock of wt, or the repository's for a
+// worktree that is no bead's.
+func (r *Repo) worktreeLock(ctx context.Context, wt *Worktree) (context.Context, func(), error) {
+	if wt != nil && wt.BeadID != "" && checkBeadID(wt.BeadID) == nil {
+		return r.beadLock(ctx, wt.BeadID)
+	}
+	return r.lock(ctx)
+}
+
+func holdLock(ctx context.Context, path string) (context.Context, func(), error) {
+	unlock, f, err := lockFile(ctx, path)
 	if err != nil {
 		return ctx, nil, err
 	}
 	if f != nil {
-		ctx = context.WithValue(ctx, heldLockKey{}, f)
+		held := append(append([]*os.File(nil), heldLocks(ctx)...), f)
+		ctx = context.WithValue(ctx, heldLockKey{}, held)
 	}
 	return ctx, unlock, nil
 }
 
 type heldLockKey struct{}
 
-// heldLock is the repository lock ctx holds, nil if none.
-func heldLock(ctx context.Context) *os.File {
-	f, _ := ctx.Value(heldLockKey{}).(*os.File)
+// heldLocks are the locks ctx holds (the repository's, a bead's).
+func heldLocks(ctx context.Context) []*os.File {
+	f, _ := ctx.Value(heldLockKey{}).([]*os.File)
 	return f
 }
 

@@ -3,11 +3,14 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 var bg = context.Background()
@@ -742,5 +745,106 @@ func TestEnsureStaleRecord(t *testing.T) {
 	wt := ensure(t, r, "bd-1", "", "alive")
 	if o, err := r.Owner("bd-1"); err != nil || o.Session != "alive" || wt.Session != "alive" {
 		t.Fatalf("owner %+v, %v", o, err)
+	}
+}
+
+// TestSlowCommitHoldsUpNoOtherBead: one bead's commit hook that takes its
+// time holds up neither another bead's worktree, commit and merge nor that
+// bead's removal; the first bead's commit still ends with its work.
+func TestSlowCommitHoldsUpNoOtherBead(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	started, release := filepath.Join(t.TempDir(), "started"), filepath.Join(t.TempDir(), "release")
+	for _, p := range []string{started, release} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The hook of bead bd-1's commit says it started, then waits to be
+	// let go; other beads' commits pass.
+	write(t, filepath.Join(dir, ".git", "hooks", "pre-commit"), fmt.Sprintf("#!/bin/sh\ncase \"$PWD\" in */bd-1) echo go > %s; read x < %s;; esac\n", started, release))
+	if err := os.Chmod(filepath.Join(dir, ".git", "hooks", "pre-commit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	slow := ensure(t, r, "bd-1", "", "s1")
+	write(t, filepath.Join(slow.Path, "slow.txt"), "slow\n")
+	committed := make(chan error, 1)
+	go func() {
+		_, err := r.CommitAll(bg, slow, "bd-1: slow")
+		committed <- err
+	}()
+	// Until the hook runs (read whole, so its echo is not cut short).
+	if _, err := os.ReadFile(started); err != nil {
+		t.Fatal(err)
+	}
+	let := func() error {
+		done := make(chan error, 1)
+		go func() {
+			w, err := os.OpenFile(release, os.O_WRONLY, 0)
+			if err == nil {
+				_, err = w.WriteString("\n")
+				w.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return errors.New("the hook no longer waits")
+		}
+	}
+	released := false
+	defer func() {
+		if !released {
+			let()
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	fast, _, err := r.Ensure(ctx, "bd-2", "", "s2")
+	if err != nil {
+		t.Fatalf("Ensure while another bead commits: %v", err)
+	}
+	write(t, filepath.Join(fast.Path, "fast.txt"), "fast\n")
+	if made, err := r.CommitAll(ctx, fast, "bd-2: fast"); err != nil || !made {
+		t.Fatalf("CommitAll while another bead commits: %v, %v", made, err)
+	}
+	if res, err := r.Merge(ctx, fast, "merge bd-2"); err != nil || !res.Merged {
+		t.Fatalf("Merge while another bead commits: %+v, %v", res, err)
+	}
+	if err := r.Remove(ctx, fast, false); err != nil {
+		t.Fatalf("Remove while another bead commits: %v", err)
+	}
+	if got := read(t, filepath.Join(dir, "fast.txt")); got != "fast\n" {
+		t.Fatalf("fast.txt in the checkout: %q", got)
+	}
+
+	released = true
+	if err := let(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatalf("the slow commit: %v", err)
+	}
+	if files := tgit(t, slow.Path, "show", "--name-only", "--format=", "HEAD"); files != "slow.txt\n" {
+		t.Fatalf("the slow commit holds %q", files)
+	}
+}
+
+// TestBeadIDsAsGitSeesThem: the bead ids refused as branch names are the
+// ones git check-ref-format refuses.
+func TestBeadIDsAsGitSeesThem(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	for _, id := range []string{"bd-1", "x.y", "a..b", ".hidden", "end.", "x.lock", "a@{1}", "@", "a@b", "sp ace", "ti~lde", "ca^ret", "co:lon",
+		"qu?estion", "st*ar", "br[acket", "back\\slash", "tab\tbed", "del\x7f", "ünïcode", "-dash", "a.lock.b", "x@", "emoji-🙂", "nl\nx"} {
+		_, gitErr := tgitErr(dir, "check-ref-format", "refs/heads/"+BranchPrefix+id)
+		ours := checkBeadID(id)
+		if (gitErr == nil) != (ours == nil) {
+			t.Errorf("bead id %q: git check-ref-format says %v, vibeteam says %v", id, gitErr, ours)
+		}
 	}
 }
