@@ -8,7 +8,9 @@
 //
 //	TOP/.worktrees/ID/                       the worktree, on branch vibeteam/ID
 //	COMMON/vibeteam/worktrees/ID.json        who owns it (see Owner)
-//	COMMON/vibeteam.lock                     flock held around ref changes
+//	COMMON/vibeteam/worktrees/ID.lock        flock held while the bead's worktree is made, committed to or removed
+//	COMMON/vibeteam.lock                     flock held around changes to shared state (base branches, owner records)
+//	COMMON/vibeteam-merge.lock               the merge queue's flock
 //	COMMON/info/exclude                      keeps .worktrees/ and .vibeteam/ out of git status
 //
 // where COMMON is the repository's common git directory (.git of the main
