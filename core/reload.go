@@ -72,7 +72,7 @@ func rerunTasks(sess *state.Session, ids []string) error {
 		sess.TaskStatus[id] = state.TaskPending
 		delete(sess.Tasks, id)
 	}
-	sess.CurrentStageIndex = firstStageWithWork(sess)
+	sess.RewindStages(firstStageWithWork(sess))
 	return nil
 }
 

@@ -1,6 +1,7 @@
 // Package engine holds the WorkflowExecutor: it walks a definition's steps
-// (stages of parallel tasks today), starts each task through a runner,
-// records every state change in the session and emits events.
+// (a stage workflow's stages, a grimoire's steps) through the interpreter
+// of core/flow, starts each task through a runner, records every state
+// change in the session and emits events.
 package engine
 
 import (
@@ -15,7 +16,6 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/budget"
-	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -189,8 +189,9 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 	return out, nil
 }
 
-// Run executes the workflow from the session's current stage until it
-// completes, fails or ctx is cancelled. The session is saved on every change.
+// Run executes the workflow from where its step runs say it stopped until
+// it completes, fails or ctx is cancelled. The session is saved on every
+// change.
 func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	grimoire := x.sess.WorkflowDefinition.Kind == workflow.KindGrimoire
 	var prompts map[string]string
@@ -229,30 +230,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	if grimoire {
 		return x.runGrimoire(ctx), nil
 	}
-	stagesRun := &stageRunner{host: x, prompts: prompts}
-	in := &flow.Interpreter{
-		Runners: map[string]flow.Runner{workflow.StepStage: stagesRun},
-		Scope:   stageScope{},
-		Store:   stageStore{x: x},
-	}
-	out := in.Run(ctx, x.sess.WorkflowDefinition.Steps)
-	x.mu.Lock()
-	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
-	x.mu.Unlock()
-	switch {
-	case parked != "":
-		return x.finish(parked, ptask, preason), nil
-	case out.Status == flow.Stopped || ctx.Err() != nil:
-		return x.finish(state.StatusCancelled, "", "interrupted"), nil
-	case out.Status == flow.Failed:
-		return x.finish(state.StatusFailed, stagesRun.failedTask, out.Reason), nil
-	case out.Status != flow.Done:
-		return x.finish(state.StatusBlocked, "", fmt.Sprintf("%s (%s): %s", out.Step, out.At, out.Reason)), nil
-	}
-	x.mu.Lock()
-	x.sess.CurrentStageIndex = len(x.sess.WorkflowDefinition.Stages())
-	x.mu.Unlock()
-	return x.finish(state.StatusCompleted, "", ""), nil
+	return x.runStages(ctx, prompts), nil
 }
 
 func (x *Executor) finish(status state.Status, failedTask, reason string) Outcome {

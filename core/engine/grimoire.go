@@ -116,7 +116,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	defer cancel()
 
 	start := time.Now()
-	store := &grimoireStore{x: x, def: def}
+	store := &runStore{x: x, def: def}
 	in := &flow.Interpreter{
 		Runners: map[string]flow.Runner{
 			workflow.StepScript: scriptRunner{g},
@@ -124,7 +124,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 			workflow.StepStage:  grimoireStageRunner{g},
 			workflow.StepMerge:  mergeRunner{g},
 		},
-		Scope:  &grimoireScope{g: g, store: store},
+		Scope:  &stepScope{g: g, store: store},
 		Store:  store,
 		Blocks: blocks,
 	}
@@ -399,13 +399,14 @@ func stepAt(steps []workflow.Step, at flow.Addr) *workflow.Step {
 	return s
 }
 
-// grimoireScope is the flow.Scope of a grimoire: the render.Scope.
-type grimoireScope struct {
+// stepScope is the flow.Scope of a run (a grimoire's, a stage workflow's):
+// the render.Scope.
+type stepScope struct {
 	g     *grimoire
-	store *grimoireStore
+	store *runStore
 }
 
-func (s *grimoireScope) When(step *workflow.Step) (bool, error) {
+func (s *stepScope) When(step *workflow.Step) (bool, error) {
 	if step.When == "" {
 		return true, nil
 	}
@@ -418,19 +419,19 @@ func (s *grimoireScope) When(step *workflow.Step) (bool, error) {
 	return ok, nil
 }
 
-func (s *grimoireScope) Record(step *workflow.Step, r flow.Result) {
+func (s *stepScope) Record(step *workflow.Step, r flow.Result) {
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
 	s.g.scope.Record(step.Label(), step.Output, stepResult(r))
 }
 
-func (s *grimoireScope) EnterLoop(loop *workflow.Step) {
+func (s *stepScope) EnterLoop(loop *workflow.Step) {
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
 	s.g.scope.EnterLoop(loop.Label())
 }
 
-func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
+func (s *stepScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
 	s.g.mu.Lock()
 	s.g.scope.NextIteration() // n: the interpreter counts as the scope does
 	s.g.mu.Unlock()
@@ -446,7 +447,7 @@ func (s *grimoireScope) Iteration(loop *workflow.Step, at flow.Addr, n int) {
 	}
 }
 
-func (s *grimoireScope) ExitLoop(loop *workflow.Step) {
+func (s *stepScope) ExitLoop(loop *workflow.Step) {
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
 	s.g.scope.ExitLoop()
@@ -466,14 +467,20 @@ func stepResult(r flow.Result) render.StepResult {
 	}
 }
 
-// grimoireStore keeps the runs in the session by address; the cursor is
-// the address of the run in progress.
-type grimoireStore struct {
+// runStore keeps the runs in the session by address; the cursor is the
+// address of the run in progress. Grimoires and stage workflows keep their
+// place in it alike.
+type runStore struct {
 	x   *Executor
 	def *workflow.Definition
+	// stages: the runs are a stage workflow's stages. They are told as
+	// stage_started and stage_completed, as they always were; and a failed
+	// one is run again on resume (its DONE tasks skipped), since its
+	// failure failed the workflow rather than being passed on.
+	stages bool
 }
 
-func (s *grimoireStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
+func (s *runStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
 	x := s.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -487,14 +494,19 @@ func (s *grimoireStore) finishedRun(at flow.Addr) (*state.StepRun, bool) {
 		return nil, false
 	}
 	switch flow.Status(r.Status) {
-	case flow.Done, flow.Failed, flow.Skipped:
+	case flow.Failed:
+		if s.stages {
+			return nil, false
+		}
+		fallthrough
+	case flow.Done, flow.Skipped:
 		cp := *r
 		return &cp, true
 	}
 	return nil, false
 }
 
-func (s *grimoireStore) Finished(at flow.Addr) (flow.Result, bool) {
+func (s *runStore) Finished(at flow.Addr) (flow.Result, bool) {
 	r, ok := s.finishedRun(at)
 	if !ok {
 		return flow.Result{}, false
@@ -509,14 +521,14 @@ func (s *grimoireStore) Finished(at flow.Addr) (flow.Result, bool) {
 
 // replaying reports whether the run at is finished already: a resume
 // walks past it again without running it.
-func (s *grimoireStore) replaying(at flow.Addr) bool {
+func (s *runStore) replaying(at flow.Addr) bool {
 	_, ok := s.finishedRun(at)
 	return ok
 }
 
 // PrunedThrough is the last iteration of the loop at whose runs were
 // dropped.
-func (s *grimoireStore) PrunedThrough(at flow.Addr) int {
+func (s *runStore) PrunedThrough(at flow.Addr) int {
 	x := s.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -528,7 +540,7 @@ func (s *grimoireStore) PrunedThrough(at flow.Addr) int {
 
 // prune drops the runs of the iterations of the loop at that are more than
 // state.KeptIterations before iteration n, as it starts.
-func (s *grimoireStore) prune(at flow.Addr, n int) {
+func (s *runStore) prune(at flow.Addr, n int) {
 	through := n - 1 - state.KeptIterations
 	x := s.x
 	key := at.Key()
@@ -544,7 +556,7 @@ func (s *grimoireStore) prune(at flow.Addr, n int) {
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, false)
 }
 
-func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
+func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 	x := s.x
 	key := at.Key()
 	now := time.Now()
@@ -559,15 +571,29 @@ func (s *grimoireStore) Started(at flow.Addr, step *workflow.Step) {
 	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned}
 	x.sess.Runs[key] = run
 	x.sess.Cursor = key
+	if s.stages {
+		x.sess.CurrentStageIndex = at[0].Index
+	}
 	cp := *run
-	x.checkpointLocked(state.Change{Run: &cp, RunKey: key, Cursor: &key}, false)
+	c := state.Change{Run: &cp, RunKey: key, Cursor: &key}
+	if step.Type == workflow.StepStage {
+		// Each task of a stage journals its start at once: the stage's
+		// start goes with the first of them instead of on a line of its
+		// own (a resume runs a stage without a finished run either way).
+		x.deferLocked(c)
+	} else {
+		x.checkpointLocked(c, false)
+	}
 	x.mu.Unlock()
-	if step.Type == workflow.StepLoop {
+	switch {
+	case s.stages:
+		x.emit("", events.StageStart{Stage: step.Label(), Index: at[0].Index, Tasks: len(step.Tasks)})
+	case step.Type == workflow.StepLoop:
 		x.emit("", events.StepStarted{Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at)})
 	}
 }
 
-func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
+func (s *runStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	x := s.x
 	if step.Type != workflow.StepLoop {
 		x.stopStrays() // no task runs between two steps
@@ -599,6 +625,12 @@ func (s *grimoireStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) 
 	// The end of a step is made durable: a resume never runs it again.
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, true)
 	x.mu.Unlock()
+	if s.stages {
+		if r.Status == flow.Done {
+			x.emit("", events.StageEnd{Stage: step.Label(), Index: at[0].Index})
+		}
+		return
+	}
 	ev := events.StepCompleted{
 		Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at),
 		Status: string(r.Status), Success: r.Status == flow.Done, ExitCode: r.ExitCode,

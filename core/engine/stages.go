@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vibeteam/vibeteam/core/events"
-
 	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -97,40 +96,37 @@ func taskReason(host stepHost, id string) string {
 	return ""
 }
 
-// stageStore keeps a stage workflow's place as the spec has it: the index
-// of the current stage; the stages before it are done.
-type stageStore struct{ x *Executor }
-
-func (s stageStore) Finished(at flow.Addr) (flow.Result, bool) {
-	s.x.mu.Lock()
-	defer s.x.mu.Unlock()
-	if at[0].Index < s.x.sess.CurrentStageIndex {
-		return flow.Result{Status: flow.Done}, true
+// runStages runs a stage workflow: its stages are steps, run through the
+// interpreter, store and scope a grimoire's steps run through, and kept by
+// their address as its runs; a resume goes on at the first stage without a
+// finished run.
+func (x *Executor) runStages(ctx context.Context, prompts map[string]string) Outcome {
+	def := x.sess.WorkflowDefinition
+	stages := &stageRunner{host: x, prompts: prompts}
+	store := &runStore{x: x, def: def, stages: true}
+	g := &grimoire{host: x, def: def, scope: render.NewScope(def.Goal, x.sess.Vars)}
+	in := &flow.Interpreter{
+		Runners: map[string]flow.Runner{workflow.StepStage: stages},
+		Scope:   &stepScope{g: g, store: store},
+		Store:   store,
 	}
-	return flow.Result{}, false
-}
-
-func (s stageStore) Started(at flow.Addr, st *workflow.Step) {
-	x, i := s.x, at[0].Index
+	out := in.Run(ctx, def.Steps)
 	x.mu.Lock()
-	x.sess.CurrentStageIndex = i
-	x.checkpointLocked(state.Change{Stage: &i}, true)
+	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
 	x.mu.Unlock()
-	x.emit("", events.StageStart{Stage: st.ID, Index: i, Tasks: len(st.Tasks)})
-}
-
-func (s stageStore) Ended(at flow.Addr, st *workflow.Step, r flow.Result) {
-	s.x.stopStrays()
-	if r.Status == flow.Done {
-		s.x.emit("", events.StageEnd{Stage: st.ID, Index: at[0].Index})
+	switch {
+	case parked != "":
+		return x.finish(parked, ptask, preason)
+	case out.Status == flow.Stopped || ctx.Err() != nil:
+		return x.finish(state.StatusCancelled, "", "interrupted")
+	case out.Status == flow.Failed:
+		return x.finish(state.StatusFailed, stages.failedTask, out.Reason)
+	case out.Status != flow.Done:
+		return x.finish(state.StatusBlocked, "", fmt.Sprintf("%s (%s): %s", out.Step, out.At, out.Reason))
 	}
+	x.mu.Lock()
+	x.sess.CurrentStageIndex = len(def.Steps)
+	x.sess.Cursor = ""
+	x.mu.Unlock()
+	return x.finish(state.StatusCompleted, "", "")
 }
-
-// stageScope: stage workflows have no step conditions or results.
-type stageScope struct{}
-
-func (stageScope) When(*workflow.Step) (bool, error)        { return true, nil }
-func (stageScope) Record(*workflow.Step, flow.Result)       {}
-func (stageScope) EnterLoop(*workflow.Step)                 {}
-func (stageScope) Iteration(*workflow.Step, flow.Addr, int) {}
-func (stageScope) ExitLoop(*workflow.Step)                  {}

@@ -27,6 +27,9 @@ type sessionStore struct {
 	// naming it.
 	writeErr  error
 	cancelRun context.CancelFunc
+	// deferred is a change journaled with the next line rather than on
+	// one of its own (deferLocked); the snapshot holds it in any case.
+	deferred *state.Change
 }
 
 func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
@@ -230,6 +233,19 @@ func (s *sessionStore) checkpointLocked(c state.Change, durable bool) {
 		s.saveLocked()
 		return
 	}
+	if d := s.deferred; d != nil {
+		s.deferred = nil
+		switch {
+		case c.Run == nil:
+			c.Run, c.RunKey = d.Run, d.RunKey
+		case c.RunKey != d.RunKey:
+			s.checkpointLocked(*d, false) // both runs, on two lines
+		}
+		// (A change of the same run supersedes the deferred one.)
+		if c.Cursor == nil {
+			c.Cursor = d.Cursor
+		}
+	}
 	if err := s.journal.Record(s.sess, c, durable); err != nil {
 		// The whole session written at once may still fit (the journal
 		// line is gone; the snapshot holds the change).
@@ -241,6 +257,21 @@ func (s *sessionStore) checkpointLocked(c state.Change, durable bool) {
 	}
 }
 
+// deferLocked records a change that a kill may lose, because a line
+// follows it at once (the start of a stage, whose tasks journal their own
+// starts): it goes into that line, and costs no write of its own.
+func (s *sessionStore) deferLocked(c state.Change) {
+	if s.journal == nil {
+		s.saveLocked()
+		return
+	}
+	if s.deferred != nil {
+		s.checkpointLocked(c, false) // writes the one before with it
+		return
+	}
+	s.deferred = &c
+}
+
 // compactLocked writes the whole session and empties the journal.
 func (s *sessionStore) compactLocked() {
 	if s.journal == nil {
@@ -249,7 +280,9 @@ func (s *sessionStore) compactLocked() {
 	}
 	if err := s.journal.Compact(s.sess); err != nil {
 		s.writeFailedLocked(err)
+		return
 	}
+	s.deferred = nil // the snapshot holds it
 }
 
 // workflowMCP is the MCP servers of the session's workflow.

@@ -30,10 +30,13 @@ type Change struct {
 	Status  TaskStatus    `json:"status,omitempty"`  // the task's status
 	Record  *TaskRecord   `json:"record,omitempty"`  // the task's whole record
 	History *HistoryEntry `json:"history,omitempty"` // appended to the history
-	Stage   *int          `json:"stage,omitempty"`   // currentStageIndex
-	Cursor  *string       `json:"cursor,omitempty"`  // the next step's address
-	Run     *StepRun      `json:"run,omitempty"`     // the step run at RunKey
-	RunKey  string        `json:"runKey,omitempty"`
+	// Stage is the currentStageIndex a stage workflow moved to, in the
+	// journals of vibeteams before stage workflows had step runs: read,
+	// no longer written (the header carries the index, a Run the place).
+	Stage  *int     `json:"stage,omitempty"`
+	Cursor *string  `json:"cursor,omitempty"` // the next step's address
+	Run    *StepRun `json:"run,omitempty"`    // the step run at RunKey
+	RunKey string   `json:"runKey,omitempty"`
 	// Session is the session's header (every field but the collections
 	// above and the definition) when it changed since the last line: the
 	// bead, worktree, branch, base, merge intent and result, status,

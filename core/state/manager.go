@@ -200,6 +200,7 @@ func readSession(path string) (*Session, error) {
 	if err := applyJournal(&s, strings.TrimSuffix(path, ".json")+".journal"); err != nil {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
 	}
+	s.upgradeStageRuns()
 	return &s, nil
 }
 

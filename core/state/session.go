@@ -199,22 +199,66 @@ func iterationUnder(key, loopKey, sep string) (int, bool) {
 	return n, err == nil
 }
 
+// upgradeStageRuns gives a stage workflow the step runs its place is kept
+// in: a stage before CurrentStageIndex that has no run is done. That is
+// every stage before it in a session written before stage workflows had
+// runs (or moved on by an older vibeteam); the stage at it has no run, and
+// runs on resume, its DONE tasks skipped.
+func (s *Session) upgradeStageRuns() {
+	def := s.WorkflowDefinition
+	if def == nil || def.Kind == workflow.KindGrimoire || s.Backlog != nil {
+		return
+	}
+	for i := 0; i < s.CurrentStageIndex && i < len(def.Steps); i++ {
+		st := &def.Steps[i]
+		key := strconv.Itoa(i)
+		if st.Type != workflow.StepStage || s.Runs[key] != nil {
+			continue
+		}
+		if s.Runs == nil {
+			s.Runs = map[string]*StepRun{}
+		}
+		s.Runs[key] = &StepRun{Name: st.Label(), Type: st.Type, Status: "done"}
+	}
+}
+
+// RewindStages makes a stage workflow go on at stage i: the runs of the
+// stages from i on are dropped, so they run again (their DONE tasks
+// skipped).
+func (s *Session) RewindStages(i int) {
+	s.CurrentStageIndex = i
+	if def := s.WorkflowDefinition; def == nil || def.Kind == workflow.KindGrimoire {
+		return
+	}
+	for k := range s.Runs {
+		if n, err := strconv.Atoi(k); err != nil || n >= i {
+			delete(s.Runs, k)
+		}
+	}
+}
+
 // StepOutputLimit bounds the output a step run keeps in the session (and
 // that later steps read): the last 256 KiB.
 const StepOutputLimit = 256 << 10
 
 // Session is the checkpoint written to .vibeteam/sessions/<id>.json.
 type Session struct {
-	Version           int    `json:"version"`
-	ID                string `json:"id"`
-	Workflow          string `json:"workflow"` // the definition's id
-	Goal              string `json:"goal,omitempty"`
-	Status            Status `json:"status"`
-	CurrentStageIndex int    `json:"currentStageIndex"`
-	// Cursor is the address of the step to run next (grimoires), e.g.
-	// "2.3/0": step 0 of iteration 3 of the loop that is step 2.
+	Version  int    `json:"version"`
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"` // the definition's id
+	Goal     string `json:"goal,omitempty"`
+	Status   Status `json:"status"`
+	// CurrentStageIndex is the stage a stage workflow is at (the last one
+	// started; the number of stages once all are done), for people and
+	// for older vibeteams. Where a run goes on is its step runs, as for a
+	// grimoire: a session written before stage workflows had them kept
+	// its place here only, and gets them when read (upgradeStageRuns).
+	CurrentStageIndex int `json:"currentStageIndex"`
+	// Cursor is the address of the step to run next, e.g. "2.3/0": step
+	// 0 of iteration 3 of the loop that is step 2.
 	Cursor string `json:"cursor,omitempty"`
-	// Runs are the step runs by address.
+	// Runs are the step runs by address (a stage workflow's stage i at
+	// "i").
 	Runs map[string]*StepRun `json:"runs,omitempty"`
 	// Bead is the bead a grimoire works on (.bead in templates); BeadSource
 	// says where it came from: "bd" (its status follows the run) or a file.
