@@ -103,6 +103,46 @@ func (o Options) processes() ProcessStarter {
 	return realProcesses{}
 }
 
+// liveProcesses is the one way the run starts a headless process — a
+// task's, a script step's, a merge gate's: through Options.Processes, and
+// known until it ends, so that Kill reaches every one of them.
+type liveProcesses struct {
+	next ProcessStarter
+	mu   sync.Mutex
+	n    int
+	live map[int]runner.Process
+}
+
+func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error) {
+	p, err := l.next.StartHeadless(spec, onOutput)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.n++
+	id := l.n
+	l.live[id] = p
+	l.mu.Unlock()
+	go func() {
+		<-p.Done()
+		l.mu.Lock()
+		delete(l.live, id)
+		l.mu.Unlock()
+	}()
+	return p, nil
+}
+
+// running are the processes started that have not ended.
+func (l *liveProcesses) running() []runner.Process {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]runner.Process, 0, len(l.live))
+	for _, p := range l.live {
+		out = append(out, p)
+	}
+	return out
+}
+
 // Outcome is how a run ended.
 type Outcome struct {
 	Status     state.Status
@@ -115,7 +155,8 @@ type Outcome struct {
 // here too) and is recorded in the journal.
 type Executor struct {
 	sessionStore
-	opts Options
+	opts  Options
+	procs *liveProcesses // every headless process of the run (opts.Processes)
 
 	active map[string]*taskRun
 	kept   []*taskRun // DONE with keepAlive: stopped when the run ends
@@ -156,9 +197,12 @@ func New(sess *state.Session, opts Options) *Executor {
 			}
 		}
 	}
+	procs := &liveProcesses{next: opts.processes(), live: map[int]runner.Process{}}
+	opts.Processes = procs
 	return &Executor{
 		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit},
 		opts:         opts,
+		procs:        procs,
 		active:       map[string]*taskRun{},
 		meter:        sessionMeter(sess, opts.Budget),
 	}
@@ -286,12 +330,13 @@ func (x *Executor) Send(taskID, text string) error {
 	return tr.send(text, "user")
 }
 
-// Kill SIGKILLs every running task's process group at once (a second
-// interrupt): the stops in progress end without waiting out their grace.
+// Kill SIGKILLs every running process group at once (a second interrupt),
+// a task's or a script step's: the stops in progress end without waiting
+// out their grace.
 func (x *Executor) Kill() {
+	procs := x.procs.running()
 	x.mu.Lock()
-	procs := make([]runner.Process, 0, len(x.active)+len(x.kept))
-	for _, tr := range x.active {
+	for _, tr := range x.active { // a terminal's too (a headless one twice: harmless)
 		if tr.proc != nil {
 			procs = append(procs, tr.proc)
 		}
