@@ -138,6 +138,16 @@ func (s *Scheduler) Run(ctx context.Context, resume []*state.BacklogBead) error 
 		select {
 		case b := <-s.done:
 			s.finished(b)
+			// The others that ended meanwhile too, so that one look at the
+			// ready list serves them all.
+			for more := true; more; {
+				select {
+				case b := <-s.done:
+					s.finished(b)
+				default:
+					more = false
+				}
+			}
 		case <-due:
 		case <-ctx.Done():
 		}

@@ -21,6 +21,9 @@ func (r *Repo) CommitAll(ctx context.Context, wt *Worktree, message string) (boo
 	if strings.TrimSpace(message) == "" {
 		return false, errors.New("a commit needs a message")
 	}
+	if wt == nil || wt.Path == "" || wt.Branch == "" {
+		return false, errors.New("no worktree")
+	}
 	// Under the bead's lock: a commit that a killed vibeteam left running
 	// ends before a resumed one goes on, and a slow commit hook holds up
 	// neither the merges nor the other beads.

@@ -224,13 +224,13 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 		return nil, false, err
 	}
 	defer unlock()
+	// What is there of this bead's is only ever changed under its lock:
+	// what to do is decided under that one.
 	wt, created, add, err := r.plan(ctx, beadID, base, session)
 	if err != nil || add == nil {
 		return wt, created, err
 	}
-	// The checkout runs under the bead's lock only: it is the slow part,
-	// and the other beads and the merges need not wait for it.
-	if _, err := run(ctx, cmd{dir: r.Top, args: add, keep: true}); err != nil {
+	if err := r.addWorktree(ctx, add); err != nil {
 		if created {
 			r.removeOwner(beadID)
 		}
@@ -239,19 +239,30 @@ func (r *Repo) Ensure(ctx context.Context, beadID, base, session string) (*Workt
 	return wt, created, nil
 }
 
-// plan decides, under the repository lock, what Ensure does: the worktree,
-// whether it is new (its owner record is then written), and the git
-// worktree add to run once the lock is let go (nil when the worktree is
-// there already).
-func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktree, bool, []string, error) {
+// addWorktree runs git worktree add under the repository's lock: git
+// worktree add, list and remove read every worktree's administrative files,
+// and fail on one that another git is making or removing at that moment.
+func (r *Repo) addWorktree(ctx context.Context, args []string) error {
 	ctx, unlock, err := r.lock(ctx)
 	if err != nil {
-		return nil, false, nil, err
+		return err
 	}
 	defer unlock()
 	if err := r.exclude(DefaultExcludes...); err != nil {
-		return nil, false, nil, err
+		return err
 	}
+	if info, err := os.Lstat(filepath.Join(r.Top, WorktreesDir)); err == nil && info.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(filepath.Join(r.Top, WorktreesDir))
+		return fmt.Errorf("%s is a symbolic link (to %s): vibeteam does not make or remove worktrees through one; make it a directory", filepath.Join(r.Top, WorktreesDir), target)
+	}
+	_, err = run(ctx, cmd{dir: r.Top, args: args, keep: true})
+	return err
+}
+
+// plan decides what Ensure does: the worktree, whether it is new (its
+// owner record is then written), and the git worktree add that makes it
+// (nil when it is there already).
+func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktree, bool, []string, error) {
 
 	if info, err := os.Lstat(filepath.Join(r.Top, WorktreesDir)); err == nil && info.Mode()&os.ModeSymlink != 0 {
 		// Worktrees are made and removed there: never through a link to a
@@ -269,7 +280,7 @@ func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktre
 	if owner != nil && owner.Path != "" {
 		path = owner.Path
 	}
-	list, err := r.worktrees(ctx)
+	list, err := r.worktreesNow(ctx)
 	if err != nil {
 		return nil, false, nil, err
 	}

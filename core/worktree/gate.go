@@ -50,14 +50,14 @@ const gatePrefix = ".gate-"
 // COMMON/vibeteam-merge.lock, held from the computation of a merge to its
 // landing. queued is called when another merge holds it.
 //
-// Unlike the repository lock, it is never passed to git or to a gate:
-// when a vibeteam dies, its place in the queue goes with it.
-func (r *Repo) queue(ctx context.Context, queued func()) (func(), error) {
-	unlock, _, err := lockFileWaiting(ctx, filepath.Join(r.CommonDir, "vibeteam-merge.lock"), queued)
+// It is passed to no gate (a gate's children may outlive it), only to the
+// git commands that land the merge (see land).
+func (r *Repo) queue(ctx context.Context, queued func()) (func(), *os.File, error) {
+	unlock, f, err := lockFileWaiting(ctx, filepath.Join(r.CommonDir, "vibeteam-merge.lock"), queued)
 	if err != nil {
-		return nil, fmt.Errorf("merge queue: %w", err)
+		return nil, nil, fmt.Errorf("merge queue: %w", err)
 	}
-	return unlock, nil
+	return unlock, f, nil
 }
 
 // gate runs g in a new worktree at try.Commit, removed afterwards.
@@ -121,7 +121,7 @@ func (r *Repo) removeGate(ctx context.Context, dir string) {
 // removeStaleGates removes the gate worktrees a killed vibeteam left; the
 // caller holds the merge queue, so none of them is in use.
 func (r *Repo) removeStaleGates(ctx context.Context) {
-	list, err := r.worktrees(ctx)
+	list, err := r.worktreesNow(ctx)
 	if err != nil {
 		return
 	}

@@ -96,7 +96,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 	// How long it waited in the queue: only when another merge held it,
 	// so an uncontended merge says nothing.
 	began, busy := time.Now(), false
-	unlock, err := r.queue(ctx, func() {
+	unlock, queueLock, err := r.queue(ctx, func() {
 		busy = true
 		if opts.Queued != nil {
 			opts.Queued()
@@ -133,7 +133,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 				return MergeResult{GateRed: true, Commit: m.commit, Attempts: attempt}, nil
 			}
 		}
-		res, moved, err := r.land(ctx, wt, m)
+		res, moved, err := r.land(withLock(ctx, queueLock), wt, m)
 		if err != nil || !moved {
 			res.Attempts = attempt
 			return res, err
@@ -204,16 +204,15 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pend
 	return &pending{old: old, tip: tip, commit: strings.TrimSpace(out)}, res, nil
 }
 
-// land moves the base branch to the merge commit m, under the
-// repository's lock. moved is true, and nothing was changed, when the base
-// is no longer where the merge was computed from.
+// land moves the base branch to the merge commit m. The caller holds the
+// merge queue, the one lock that moving a base branch needs (ctx carries
+// it to the git commands that move it, so a vibeteam killed while one runs
+// leaves the queue held until it ends); the repository's lock is not taken,
+// so the beads' worktrees are made and removed meanwhile. moved is true,
+// and nothing was changed, when the base is no longer where the merge was
+// computed from.
 func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult, bool, error) {
 	var res MergeResult
-	ctx, unlock, err := r.lock(ctx)
-	if err != nil {
-		return res, false, err
-	}
-	defer unlock()
 	baseRef := "refs/heads/" + wt.Base
 	old, commit := m.old, m.commit
 	if now, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}"); err != nil {
@@ -227,7 +226,7 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult,
 		return MergeResult{Refused: why}, false, nil
 	}
 
-	list, err := r.worktrees(ctx)
+	list, err := r.worktreesNow(ctx)
 	if err != nil {
 		return res, false, err
 	}

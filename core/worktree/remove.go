@@ -19,8 +19,8 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 	if wt == nil || wt.Branch == "" || wt.Path == "" {
 		return errors.New("no worktree")
 	}
-	// Under the bead's lock only: the removal of one bead's worktree holds
-	// up neither the merges nor the other beads.
+	// Under the bead's lock: a removal a killed vibeteam left running ends
+	// before a resumed one goes on.
 	ctx, unlock, err := r.worktreeLock(ctx, wt)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 		}
 	}
 
-	list, err := r.worktrees(ctx)
+	list, err := r.worktreesNow(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,17 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 		if at.Branch != ref && !force {
 			return fmt.Errorf("the worktree %s is not on branch %s: nothing was removed", wt.Path, wt.Branch)
 		}
+	}
+	// The changes under the repository's lock as well: git worktree remove
+	// reads every worktree's administrative files (see addWorktree), and
+	// the .worktrees directory must not go while another worktree is being
+	// made in it.
+	ctx, unlockRepo, err := r.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlockRepo()
+	if at != nil {
 		args := []string{"worktree", "remove"}
 		if force {
 			args = append(args, "--force")
@@ -101,8 +112,7 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 			return err
 		}
 	}
-	// The .worktrees directory goes with its last worktree (git makes it
-	// again for the next one).
+	// The .worktrees directory goes with its last worktree.
 	if dir := filepath.Dir(wt.Path); filepath.Base(dir) == WorktreesDir {
 		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
 			os.Remove(dir) // a link is not vibeteam's to remove

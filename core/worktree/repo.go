@@ -20,6 +20,8 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -191,13 +193,14 @@ func (r *Repo) beadLock(ctx context.Context, beadID string) (context.Context, fu
 	return holdLock(ctx, filepath.Join(dir, beadID+".lock"))
 }
 
-// worktreeLock is the bead's lock of wt, or the repository's for a
-// worktree that is no bead's.
+// worktreeLock is the bead's lock of wt; a worktree that is no bead's has
+// one named after its branch.
 func (r *Repo) worktreeLock(ctx context.Context, wt *Worktree) (context.Context, func(), error) {
-	if wt != nil && wt.BeadID != "" && checkBeadID(wt.BeadID) == nil {
+	if wt.BeadID != "" && checkBeadID(wt.BeadID) == nil {
 		return r.beadLock(ctx, wt.BeadID)
 	}
-	return r.lock(ctx)
+	sum := sha256.Sum256([]byte(wt.Branch))
+	return r.beadLock(ctx, ".branch-"+hex.EncodeToString(sum[:8]))
 }
 
 func holdLock(ctx context.Context, path string) (context.Context, func(), error) {
@@ -205,11 +208,15 @@ func holdLock(ctx context.Context, path string) (context.Context, func(), error)
 	if err != nil {
 		return ctx, nil, err
 	}
-	if f != nil {
-		held := append(append([]*os.File(nil), heldLocks(ctx)...), f)
-		ctx = context.WithValue(ctx, heldLockKey{}, held)
+	return withLock(ctx, f), unlock, nil
+}
+
+// withLock is ctx carrying the held lock f too (nil: none).
+func withLock(ctx context.Context, f *os.File) context.Context {
+	if f == nil {
+		return ctx
 	}
-	return ctx, unlock, nil
+	return context.WithValue(ctx, heldLockKey{}, append(append([]*os.File(nil), heldLocks(ctx)...), f))
 }
 
 type heldLockKey struct{}
@@ -253,6 +260,22 @@ func (r *Repo) worktrees(ctx context.Context) ([]gitWorktree, error) {
 		}
 	}
 	return list, nil
+}
+
+// worktreesNow is worktrees for a caller that does not hold the
+// repository's lock: git worktree list fails on a worktree another git is
+// making or removing at that moment, and is then asked again under the
+// lock, once they are done.
+func (r *Repo) worktreesNow(ctx context.Context) ([]gitWorktree, error) {
+	if list, err := r.worktrees(ctx); err == nil {
+		return list, nil
+	}
+	ctx, unlock, err := r.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return r.worktrees(ctx)
 }
 
 // samePath compares two paths as the file system would (symbolic links
