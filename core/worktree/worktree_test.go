@@ -848,3 +848,74 @@ func TestBeadIDsAsGitSeesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentLifecycles: beads made, committed to, merged and removed
+// all at once, each through a Repo of its own as separate vibeteam
+// processes would: every step of every bead succeeds (git worktree add,
+// list and remove fail on a worktree another git is half-way through
+// making or removing, so those must never overlap), and main ends with
+// every bead's file and no worktree or branch left.
+func TestConcurrentLifecycles(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	const n, rounds = 8, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, n*rounds)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range rounds {
+				id := fmt.Sprintf("bd-%d-%d", i, round)
+				r, err := Open(bg, dir)
+				if err != nil {
+					errs <- err
+					return
+				}
+				wt, _, err := r.Ensure(bg, id, "main", "s-"+id)
+				if err != nil {
+					errs <- fmt.Errorf("%s: Ensure: %w", id, err)
+					return
+				}
+				if err := os.WriteFile(filepath.Join(wt.Path, id+".txt"), []byte(id+"\n"), 0o644); err != nil {
+					errs <- err
+					return
+				}
+				if made, err := r.CommitAll(bg, wt, "work on "+id); err != nil || !made {
+					errs <- fmt.Errorf("%s: CommitAll: %v, %w", id, made, err)
+					return
+				}
+				if res, err := r.Merge(bg, wt, "Merge "+id); err != nil || !res.Merged {
+					errs <- fmt.Errorf("%s: Merge: %+v, %w", id, res, err)
+					return
+				}
+				if err := r.Remove(bg, wt, false); err != nil {
+					errs <- fmt.Errorf("%s: Remove: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	files := tgit(t, dir, "ls-tree", "--name-only", "main")
+	for i := range n {
+		for round := range rounds {
+			if id := fmt.Sprintf("bd-%d-%d", i, round); !strings.Contains(files, id+".txt\n") {
+				t.Errorf("main lacks %s.txt", id)
+			}
+		}
+	}
+	if wts := tgit(t, dir, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", wts)
+	}
+	if branches := tgit(t, dir, "branch", "--list", "vibeteam/*"); branches != "" {
+		t.Errorf("branches left: %q", branches)
+	}
+	if st := tgit(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("status %q", st)
+	}
+}
