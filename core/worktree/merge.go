@@ -93,6 +93,16 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 	if err := r.checkMergeTree(ctx); err != nil {
 		return res, err
 	}
+	// Before the queue: the less a merge does holding it, the more merges
+	// land in a second.
+	id, err := identity(ctx, r.Top)
+	if err != nil {
+		return res, err
+	}
+	var seen []gitWorktree // where the base was checked out: land checks it still is
+	if list, err := r.worktreesNow(ctx); err == nil {
+		seen = findBranch(list, "refs/heads/"+wt.Base)
+	}
 	// How long it waited in the queue: only when another merge held it,
 	// so an uncontended merge says nothing.
 	began, busy := time.Now(), false
@@ -120,7 +130,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 		tries = DefaultGateTries
 	}
 	for attempt := 1; ; attempt++ {
-		m, res, err := r.prepare(ctx, wt, message)
+		m, res, err := r.prepare(ctx, wt, message, id)
 		if err != nil || m == nil {
 			return res, err
 		}
@@ -133,7 +143,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 				return MergeResult{GateRed: true, Commit: m.commit, Attempts: attempt}, nil
 			}
 		}
-		res, moved, err := r.land(withLock(ctx, queueLock), wt, m)
+		res, moved, err := r.land(withLock(ctx, queueLock), wt, m, seen)
 		if err != nil || !moved {
 			res.Attempts = attempt
 			return res, err
@@ -150,17 +160,18 @@ type pending struct {
 	old, tip, commit string
 }
 
-// prepare computes the merge: the merge commit, or (m nil) a result that
-// needs no landing: up to date, conflicts, refused.
-func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pending, MergeResult, error) {
+// prepare computes the merge: the merge commit, made as committer id
+// (see identity), or (m nil) a result that needs no landing: up to date,
+// conflicts, refused.
+func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string, id []string) (*pending, MergeResult, error) {
 	var res MergeResult
 	baseRef, branchRef := "refs/heads/"+wt.Base, wt.Branch
 	if !strings.HasPrefix(branchRef, "refs/") {
 		branchRef = "refs/heads/" + branchRef
 	}
-	var old, tip string
-	if ids, ok := revParseAll(ctx, r.Top, baseRef+"^{commit}", branchRef+"^{commit}"); ok {
-		old, tip = ids[0], ids[1]
+	var old, oldTree, tip string
+	if ids, ok := revParseAll(ctx, r.Top, baseRef+"^{commit}", baseRef+"^{tree}", branchRef+"^{commit}"); ok {
+		old, oldTree, tip = ids[0], ids[1], ids[2]
 	} else {
 		// One of them is missing (or git failed): say which.
 		var ok bool
@@ -176,28 +187,28 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pend
 			return nil, res, fmt.Errorf("branch %s does not exist", wt.Branch)
 		}
 	}
-	if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
-		return nil, res, err
-	} else if done {
-		return nil, MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
-	}
-	if why := r.busy(baseRef); why != "" {
-		return nil, MergeResult{Refused: why}, nil
-	}
 
 	tree, conflicts, err := r.mergeTree(ctx, old, tip, wt.Base, wt.Branch)
 	if err != nil {
 		return nil, res, err
 	}
+	// A branch the base has already merges into the base's own tree
+	// without conflict: only then is it worth asking git whether it is so.
+	if len(conflicts) == 0 && (oldTree == "" || tree == oldTree) {
+		if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
+			return nil, res, err
+		} else if done {
+			return nil, MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
+		}
+	}
+	if why := r.busy(baseRef); why != "" {
+		return nil, MergeResult{Refused: why}, nil
+	}
 	if len(conflicts) > 0 {
 		return nil, MergeResult{Conflicts: conflicts}, nil
 	}
 
-	id, err := identity(ctx, r.Top)
-	if err != nil {
-		return nil, res, err
-	}
-	out, err := run(ctx, cmd{dir: r.Top, args: append(id, "commit-tree", tree, "-p", old, "-p", tip, "-F", "-"), stdin: message})
+	out, err := run(ctx, cmd{dir: r.Top, args: append(append([]string(nil), id...), "commit-tree", tree, "-p", old, "-p", tip, "-F", "-"), stdin: message})
 	if err != nil {
 		return nil, res, err
 	}
@@ -211,7 +222,7 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string) (*pend
 // so the beads' worktrees are made and removed meanwhile. moved is true,
 // and nothing was changed, when the base is no longer where the merge was
 // computed from.
-func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult, bool, error) {
+func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending, seen []gitWorktree) (MergeResult, bool, error) {
 	var res MergeResult
 	baseRef := "refs/heads/" + wt.Base
 	old, commit := m.old, m.commit
@@ -226,11 +237,21 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult,
 		return MergeResult{Refused: why}, false, nil
 	}
 
-	list, err := r.worktreesNow(ctx)
-	if err != nil {
-		return res, false, err
+	// The one checkout of the base seen before the queue, if it still has
+	// the base checked out; else git is asked.
+	holders := seen
+	if len(seen) != 1 || seen[0].Prunable {
+		holders = nil
+	} else if ref, err := headRef(ctx, seen[0].Path); err != nil || ref != baseRef {
+		holders = nil
 	}
-	holders := findBranch(list, baseRef)
+	if holders == nil {
+		list, err := r.worktreesNow(ctx)
+		if err != nil {
+			return res, false, err
+		}
+		holders = findBranch(list, baseRef)
+	}
 	if len(holders) > 1 {
 		var paths []string
 		for _, h := range holders {
@@ -269,7 +290,7 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending) (MergeResult,
 	if cur, err := headRef(ctx, h.Path); err != nil || cur != baseRef {
 		return MergeResult{Refused: fmt.Sprintf("the checkout %s switched away from %s while merging; nothing was changed: merge again", h.Path, wt.Base)}, false, nil
 	}
-	_, err = run(ctx, cmd{
+	_, err := run(ctx, cmd{
 		dir:  h.Path,
 		args: []string{"merge", "--ff-only", "--no-autostash", "--no-overwrite-ignore", "--no-verify-signatures", "--no-stat", "--quiet", commit},
 		env:  []string{"GIT_REFLOG_ACTION=" + reflog},

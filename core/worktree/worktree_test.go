@@ -919,3 +919,46 @@ func TestConcurrentLifecycles(t *testing.T) {
 		t.Errorf("status %q", st)
 	}
 }
+
+// TestLandAfterTheCheckoutSwitched: the checkout that had the base when
+// the merge queued switched to another branch before it landed: the base
+// moves as a branch checked out nowhere, and the other branch and the
+// checkout's files stay as they are.
+func TestLandAfterTheCheckoutSwitched(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt := ensure(t, r, "bd-1", "", "s")
+	commitIn(t, wt.Path, "a.txt", "bead\n", "bead's work")
+	list, err := r.worktrees(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := findBranch(list, "refs/heads/main")
+	if len(seen) != 1 {
+		t.Fatalf("main is checked out in %+v", seen)
+	}
+	id, err := identity(bg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, res, err := r.prepare(bg, wt, "Merge bd-1", id)
+	if err != nil || m == nil {
+		t.Fatalf("prepare: %+v, %v", res, err)
+	}
+	tgit(t, dir, "checkout", "-q", "-b", "other")
+	before := snapshot(t, dir)
+	res, moved, err := r.land(bg, wt, m, seen)
+	if err != nil || moved || !res.Merged {
+		t.Fatalf("land: %+v, moved %v, %v", res, moved, err)
+	}
+	if got := rev(t, dir, "main"); got != m.commit {
+		t.Fatalf("main is at %s, not at the merge %s", got, m.commit)
+	}
+	after := snapshot(t, dir)
+	before.Refs, after.Refs = "", "" // main moved, as it should
+	sameSnap(t, "the checkout on other", before, after)
+	if got := rev(t, dir, "other"); got != m.old {
+		t.Fatalf("other moved to %s", got)
+	}
+}
