@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -38,6 +39,10 @@ func gitIn(dir, stdin string, args ...string) ([]byte, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off"}, args...)...)
 	cmd.Dir = dir
+	// These are reads: git status need not take the index's lock to write
+	// back what it refreshed (a file made and removed per read, and a
+	// lock the agent's own git could find taken).
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
