@@ -11,7 +11,6 @@ import (
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
-	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -21,7 +20,7 @@ type runBead struct {
 	id      string
 	safeID  string // for the worktree's path and branch
 	source  string // "bd", or the file it was read from
-	tracker engine.BeadTracker
+	tracker core.BeadTracker
 }
 
 // bdTimeout bounds one bd call.
