@@ -134,19 +134,7 @@ func TestCodexUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 	w := limitedCodexWorld(t, &limited, reset)
 	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
 	s := w.assertLimited(r, "codex", reset.Truncate(time.Minute), time.Minute)
-	if r.duration > 30*time.Second {
-		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
-	}
-	if !strings.Contains(r.stderr, "beyond --wait-limits 1m") {
-		t.Errorf("why it did not wait is not said:\n%s", r.stderr)
-	}
-	if !strings.Contains(s.Limit.Message, "hit your usage limit") {
-		t.Errorf("codex's words: %q", s.Limit.Message)
-	}
-	rec := s.Tasks["agent"]
-	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
-		t.Fatalf("no codex thread to continue: %+v", rec)
-	}
+	stoppedBeyondWait(t, r, s, "codex", "hit your usage limit")
 	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err == nil {
 		t.Fatalf("%s exists although the model refused every turn", createdFile)
 	}
@@ -268,19 +256,7 @@ func TestGeminiUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
 	// The reset is an hour after gemini got the answer, before the run ended.
 	s := w.assertLimited(r, "gemini", time.Now().Add(time.Hour), r.duration+time.Second)
-	if r.duration > 30*time.Second {
-		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
-	}
-	if !strings.Contains(r.stderr, "beyond --wait-limits 1m") {
-		t.Errorf("why it did not wait is not said:\n%s", r.stderr)
-	}
-	if !strings.Contains(s.Limit.Message, "exceeded your current quota") {
-		t.Errorf("gemini's words: %q", s.Limit.Message)
-	}
-	rec := s.Tasks["agent"]
-	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
-		t.Fatalf("no gemini session to continue: %+v", rec)
-	}
+	stoppedBeyondWait(t, r, s, "gemini", "exceeded your current quota")
 
 	limited.Store(false)
 	r = w.run("resume", s.ID, "--base-dir", w.project, "--auto-approve", "--headless")
@@ -303,6 +279,26 @@ func TestGeminiUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 // 3, the session limited with the adapter's reset time (want, up to
 // within earlier: a CLI may say it to the minute; zero want: no reset),
 // and show saying so.
+// stoppedBeyondWait checks a run whose limit resets beyond --wait-limits
+// 1m: it stopped at once, said why, kept the CLI's words and the agent's
+// own session to continue.
+func stoppedBeyondWait(t *testing.T, r *result, s *session, cli, words string) {
+	t.Helper()
+	if r.duration > 30*time.Second {
+		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
+	}
+	if !strings.Contains(r.stderr, "beyond --wait-limits 1m") {
+		t.Errorf("why it did not wait is not said:\n%s", r.stderr)
+	}
+	if !strings.Contains(s.Limit.Message, words) {
+		t.Errorf("%s's words: %q", cli, s.Limit.Message)
+	}
+	rec := s.Tasks["agent"]
+	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
+		t.Fatalf("no %s session to continue: %+v", cli, rec)
+	}
+}
+
 func (w *world) assertLimited(r *result, adapter string, want time.Time, within time.Duration) *session {
 	w.t.Helper()
 	if r.code != 3 {

@@ -70,21 +70,7 @@ func LoadConfig(baseDir string) (Config, error) {
 		return cfg, nil
 	}
 	w := yamlnode.NewWalker(rel, len(data))
-	// name reads a grimoire's name: a string, not empty.
-	name := func(n *yaml.Node, field string) (string, bool) {
-		s, ok := w.String(n, field)
-		if ok && strings.TrimSpace(s) == "" {
-			w.Fail(n, field, yamlnode.MsgNotEmpty)
-			return "", false
-		}
-		if ok {
-			if err := CheckName(strings.TrimSpace(s)); err != nil {
-				w.Fail(n, field, "%v", err)
-				return "", false
-			}
-		}
-		return s, ok
-	}
+	name := func(n *yaml.Node, field string) (string, bool) { return grimoireName(w, n, field) }
 	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify", "merge"}, func(kv yamlnode.Pair) {
 		if kv.Key.Value == "notify" {
 			cfg.Notify, _ = w.String(kv.Val, "notify")
@@ -200,4 +186,23 @@ func Select(b Bead, cfg Config) (name, rule string) {
 		return cfg.MatchersDefault, cfg.MatchersFile + " default"
 	}
 	return DefaultGrimoire, "the built-in default"
+}
+
+// grimoireName reads a grimoire's name at n: a string, not empty, a valid
+// name (CheckName); the error goes to w.
+func grimoireName(w *yamlnode.Walker, n *yaml.Node, field string) (string, bool) {
+	s, ok := w.String(n, field)
+	if !ok {
+		return "", false
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		w.Fail(n, field, yamlnode.MsgNotEmpty)
+		return "", false
+	}
+	if err := CheckName(s); err != nil {
+		w.Fail(n, field, "%v", err)
+		return "", false
+	}
+	return s, true
 }

@@ -130,20 +130,7 @@ func parseMatchers(rel string, data []byte, cfg *Config) error {
 		return nil
 	}
 	w := yamlnode.NewWalker(rel, len(data))
-	name := func(n *yaml.Node, field string) (string, bool) {
-		s, ok := w.String(n, field)
-		if ok && strings.TrimSpace(s) == "" {
-			w.Fail(n, field, yamlnode.MsgNotEmpty)
-			return "", false
-		}
-		if ok {
-			if err := CheckName(strings.TrimSpace(s)); err != nil {
-				w.Fail(n, field, "%v", err)
-				return "", false
-			}
-		}
-		return strings.TrimSpace(s), ok
-	}
+	name := func(n *yaml.Node, field string) (string, bool) { return grimoireName(w, n, field) }
 	globs := func(n *yaml.Node, field string) []string {
 		list := w.Strings(n, field, w.String)
 		for i, p := range list {
