@@ -63,7 +63,6 @@ func StopStrays(grace time.Duration) int {
 		// be its daemon. The last run to end stops the strays.
 		return 0
 	}
-	self := os.Getpid()
 	me, ok := selfStat()
 	if !ok {
 		return 0
@@ -78,7 +77,7 @@ func StopStrays(grace time.Duration) int {
 				continue
 			}
 			st, ok := readStat(pid)
-			if !ok || st.ppid != self {
+			if !ok || st.ppid != selfPID {
 				continue
 			}
 			// An ended orphan of a task's group (its group is neither its
@@ -147,7 +146,7 @@ func reap(pid int, wait bool) bool {
 // other threads' children are processes this vibeteam started itself.
 func children() []int {
 	var buf [256]byte
-	b, err := readProc("/proc/self/task/"+selfPid+"/children", buf[:])
+	b, err := childrenList(buf[:])
 	if err != nil {
 		return nil
 	}
@@ -178,8 +177,45 @@ func noOrphans() bool {
 	return true
 }
 
-// selfPid is this process's pid, as text: it does not change either.
-var selfPid = strconv.Itoa(os.Getpid())
+// selfPID is this process's pid (os.Getpid is a system call each time),
+// and selfPid the same as text: it does not change either.
+var (
+	selfPID = os.Getpid()
+	selfPid = strconv.Itoa(selfPID)
+)
+
+// childrenFD is the main thread's children file, opened once: it is looked
+// at after every step of a script, and a read from its start lists the
+// children as they are then, without the path walk of an open.
+var childrenFD = sync.OnceValues(func() (int, error) {
+	return syscall.Open("/proc/self/task/"+selfPid+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+})
+
+// childrenList reads the main thread's children file into buf (grown as
+// needed).
+func childrenList(buf []byte) ([]byte, error) {
+	fd, err := childrenFD()
+	if err != nil {
+		return nil, err
+	}
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := syscall.Pread(fd, b[len(b):cap(b)], int64(len(b)))
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
 
 // selfStat is this process's own /proc stat, read once: its session and
 // process group do not change while it runs.
