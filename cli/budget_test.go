@@ -63,7 +63,7 @@ steps:
 	if !strings.Contains(s.Error, what) || !strings.Contains(r.stderr, what) || !strings.Contains(r.stderr, "blocked (budget)") {
 		t.Errorf("error %q; stderr:\n%s", s.Error, r.stderr)
 	}
-	rec := s.Tasks["impl@0"]
+	rec := s.Runs["0"].Task
 	if rec == nil || rec.Reason != "budget" || rec.Agent == nil || rec.Agent.Tokens.Input != 500 || rec.Agent.Tokens.Output != 500 {
 		t.Fatalf("task record %+v (agent %+v)", rec, rec.Agent)
 	}

@@ -164,8 +164,8 @@ func waitingNext(sess *state.Session) string {
 	next := "vibeteam resume " + sess.ID
 	if ids := sess.WaitingFor(core.DeniedReason); len(ids) > 0 {
 		for _, id := range ids {
-			if rec := sess.Tasks[id]; rec != nil && rec.Agent != nil {
-				for _, tool := range rec.Agent.DeniedTools() {
+			if t, _ := sess.Task(id); t.Record.Agent != nil { // WaitingFor: a record
+				for _, tool := range t.Record.Agent.DeniedTools() {
 					next += " --allow " + shellWord(tool)
 				}
 			}

@@ -125,8 +125,8 @@ func TestSessionNotificationNext(t *testing.T) {
 			WorkflowDefinition: &workflow.Definition{Source: ".vibeteam/grimoires/implement-bead.yaml"}}
 	}
 	denied := base(state.StatusWaiting)
-	denied.TaskStatus = map[string]state.TaskStatus{"impl@0": state.TaskWaitingForUser}
-	denied.Tasks = map[string]*state.TaskRecord{"impl@0": {Reason: "permission_denied", Agent: &agentstream.Summary{Denials: []agentstream.Denial{{Tool: "Bash(npm test:*)"}}}}}
+	denied.Runs = map[string]*state.StepRun{"0": {Name: "impl", Type: "agent", Status: "waiting", Task: &state.TaskRecord{
+		Status: state.TaskWaitingForUser, Reason: "permission_denied", Agent: &agentstream.Summary{Denials: []agentstream.Denial{{Tool: "Bash(npm test:*)"}}}}}}
 	runBudget := base(state.StatusBlocked)
 	runBudget.BlockedReason, runBudget.Error = "budget", `step "impl" (0) blocked: budget spent: cost $1.02 of $1.00 (the run's budget, --max-cost/--max-tokens); the agent was stopped`
 	grimoireBudget := base(state.StatusBlocked)

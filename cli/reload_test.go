@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -128,7 +129,8 @@ stages:
 }
 
 // Sessions carry a format version: v1 files (no version field) resume and
-// are written back as v2; a newer format is refused with a clear message.
+// are written back in this format; a newer format is refused with a clear
+// message.
 func TestSessionFormatVersions(t *testing.T) {
 	p := newProject(t)
 	p.write("wf.yaml", `id: v
@@ -146,7 +148,8 @@ stages:
 		t.Errorf("new session has version %d", s.Version)
 	}
 	path := ".vibeteam/sessions/" + s.ID + ".json"
-	v1 := strings.Replace(p.read(path), `"version": 2,`, "", 1)
+	version := fmt.Sprintf(`"version": %d,`, state.FormatVersion)
+	v1 := strings.Replace(p.read(path), version, "", 1)
 	if v1 == p.read(path) {
 		t.Fatal("no version field to remove")
 	}
@@ -160,11 +163,12 @@ stages:
 		t.Errorf("after resume: version %d, status %s", s.Version, s.Status)
 	}
 
-	p.write(path, strings.Replace(p.read(path), `"version": 2,`, `"version": 3,`, 1))
+	newer := state.FormatVersion + 1
+	p.write(path, strings.Replace(p.read(path), version, fmt.Sprintf(`"version": %d,`, newer), 1))
 	p.write(path, strings.Replace(p.read(path), `"status": "completed"`, `"status": "failed"`, 1))
 	r := p.run("resume", s.ID)
 	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, "format v3 by a newer vibeteam") {
+	if !strings.Contains(r.stderr, fmt.Sprintf("format v%d by a newer vibeteam", newer)) {
 		t.Errorf("a newer format is not refused clearly:\n%s", r.stderr)
 	}
 }

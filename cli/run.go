@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -482,11 +481,15 @@ func ttyOf(streams IO) (*os.File, error) {
 // "" when there is none.
 func waitingReport(sess *state.Session) string {
 	var b strings.Builder
-	for _, id := range slices.Sorted(maps.Keys(sess.Tasks)) {
-		rec := sess.Tasks[id]
-		if rec == nil || sess.TaskStatus[id] != state.TaskWaitingForUser || rec.Agent == nil {
-			continue
+	var waiting []state.TaskRef
+	for t := range sess.AllTasks() {
+		if t.Record != nil && t.Status == state.TaskWaitingForUser && t.Record.Agent != nil {
+			waiting = append(waiting, t)
 		}
+	}
+	slices.SortFunc(waiting, func(a, b state.TaskRef) int { return strings.Compare(a.ID, b.ID) })
+	for _, t := range waiting {
+		id, rec := t.ID, t.Record
 		switch rec.Reason {
 		case core.DeniedReason:
 			tools := rec.Agent.DeniedTools()
@@ -514,7 +517,8 @@ func failureReport(sess *state.Session, taskID string) string {
 		return safe(sess.Error) // not a task's failure: the session's own
 	}
 	label := sessionTaskLabel(sess, taskID)
-	rec := sess.Tasks[taskID]
+	t, _ := sess.Task(taskID)
+	rec := t.Record
 	if rec == nil {
 		return fmt.Sprintf("task %s failed", label)
 	}

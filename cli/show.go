@@ -95,8 +95,9 @@ func showCommand(streams IO) *ucli.Command {
 				}
 				fmt.Fprintf(out, "\n%s stage %d %s\n", marker, i+1, safe(st.ID))
 				for _, t := range st.Tasks {
-					rec := s.Tasks[t.ID]
-					line := fmt.Sprintf("    %s %s %s", pad(taskLabel(t.DisplayName(), t.ID), 20), pad(safe(t.Adapter), 10), pad(safe(string(s.TaskStatus[t.ID])), 17))
+					task, _ := s.Task(t.ID)
+					rec := task.Record
+					line := fmt.Sprintf("    %s %s %s", pad(taskLabel(t.DisplayName(), t.ID), 20), pad(safe(t.Adapter), 10), pad(safe(string(task.Status)), 17))
 					if rec != nil {
 						if rec.ExitCode != nil {
 							line += fmt.Sprintf(" exit %d", *rec.ExitCode)
@@ -114,7 +115,7 @@ func showCommand(streams IO) *ucli.Command {
 					}
 					if rec.Error != "" {
 						label := "error"
-						if s.TaskStatus[t.ID] == state.TaskWaitingForUser {
+						if task.Status == state.TaskWaitingForUser {
 							label = "waiting"
 						}
 						fmt.Fprintf(out, "      %s: %s\n", label, safe(rec.Error))
@@ -200,8 +201,8 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		if r.Summary != "" {
 			fmt.Fprintf(out, "  %s    summary: %s\n", indent, safe(r.Summary))
 		}
-		if rec := s.Tasks[core.StepTaskID(r.Name, k)]; r.Type == workflow.StepAgent && rec != nil && rec.Agent != nil {
-			fmt.Fprintf(out, "  %s    agent: %s\n", indent, agentLine(rec.Agent))
+		if r.Task != nil && r.Task.Agent != nil {
+			fmt.Fprintf(out, "  %s    agent: %s\n", indent, agentLine(r.Task.Agent))
 		}
 		if r.LogPath != "" {
 			fmt.Fprintf(out, "  %s    log: %s\n", indent, safe(r.LogPath))

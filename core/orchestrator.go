@@ -343,7 +343,8 @@ func (c *SessionController) emit(e Event) {
 func allowDenied(sess *state.Session, tools []string) bool {
 	ids := sess.WaitingFor(engine.DeniedReason)
 	for _, id := range ids {
-		sess.Tasks[id].Allow(tools...)
+		t, _ := sess.Task(id)
+		t.Record.Allow(tools...)
 	}
 	return len(ids) > 0
 }
@@ -353,7 +354,8 @@ func allowDenied(sess *state.Session, tools []string) bool {
 func answerQuestions(sess *state.Session, answer string) bool {
 	ids := sess.WaitingFor(engine.QuestionReason)
 	for _, id := range ids {
-		sess.Tasks[id].Answer = answer
+		t, _ := sess.Task(id)
+		t.Record.Answer = answer
 	}
 	return len(ids) > 0
 }

@@ -475,7 +475,16 @@ func exitCode(err error) int {
 func (w *world) reapTasks() {
 	w.t.Helper()
 	for _, s := range w.sessionsQuiet() {
+		recs := map[string]*taskRecord{}
 		for id, rec := range s.Tasks {
+			recs[id] = rec
+		}
+		for key, r := range s.Runs {
+			if r.Task != nil {
+				recs["step at "+key] = r.Task
+			}
+		}
+		for id, rec := range recs {
 			if rec.Pid <= 0 {
 				continue
 			}
@@ -507,6 +516,8 @@ type session struct {
 		Summary string         `json:"summary"`
 		Outputs map[string]any `json:"outputs"`
 		Reason  string         `json:"reason"`
+		// An agent step's task record.
+		Task *taskRecord `json:"task"`
 	} `json:"runs"`
 }
 

@@ -197,10 +197,18 @@ func New(sess *state.Session, opts Options) *Executor {
 			}
 		}
 	}
+	// The agent steps' tasks are known by their runs: their statuses count
+	// in the session's overall state as a stage's tasks do.
+	held := map[string]string{}
+	for key, r := range sess.Runs {
+		if r != nil && r.Task != nil {
+			held[state.StepTaskID(r.Name, key)] = key
+		}
+	}
 	procs := &liveProcesses{next: opts.processes(), live: map[int]runner.Process{}}
 	opts.Processes = procs
 	return &Executor{
-		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit},
+		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, held: held},
 		opts:         opts,
 		procs:        procs,
 		active:       map[string]*taskRun{},
@@ -413,9 +421,9 @@ func (x *Executor) stopOrphans() {
 		start uint64
 	}
 	var found []orphan
-	for id, rec := range x.sess.Tasks {
-		if rec.Pid > 0 && rec.PidStart > 0 {
-			found = append(found, orphan{id, rec.Pid, rec.PidStart})
+	for t := range x.sess.AllTasks() {
+		if rec := t.Record; rec != nil && rec.Pid > 0 && rec.PidStart > 0 {
+			found = append(found, orphan{t.ID, rec.Pid, rec.PidStart})
 		}
 	}
 	x.mu.Unlock()

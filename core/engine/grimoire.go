@@ -565,10 +565,17 @@ func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 		x.sess.Runs = map[string]*state.StepRun{}
 	}
 	attempts, pruned := 0, 0
+	var task *state.TaskRecord
 	if old := x.sess.Runs[key]; old != nil {
 		attempts, pruned = old.Attempts, old.PrunedThrough
+		if old.Name == step.Label() && old.Type == step.Type {
+			// The same step runs again here: its task goes on from its
+			// record (attempts, the agent's session, what a person
+			// allowed or answered).
+			task = old.Task
+		}
 	}
-	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned}
+	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned, Task: task}
 	x.sess.Runs[key] = run
 	x.sess.Cursor = key
 	if s.stages {
@@ -669,9 +676,7 @@ func logName(step *workflow.Step, at flow.Addr) string {
 
 // StepTaskID is the task id (and log name) of a step run: the step's name
 // at its address, e.g. "impl@2.1-0" for address "2.1/0".
-func StepTaskID(name, address string) string {
-	return name + "@" + strings.ReplaceAll(address, "/", "-")
-}
+func StepTaskID(name, address string) string { return state.StepTaskID(name, address) }
 
 // openStepLog opens the log file of a step run (nil without a manager).
 func (g *grimoire) openStepLog(name string) (*os.File, string) {

@@ -105,6 +105,9 @@ type stepHost interface {
 	// pendTasks marks tasks pending before they run: all of them (afresh),
 	// or only those the session does not know yet.
 	pendTasks(afresh bool, taskIDs ...string)
+	// pendStepTask marks the task of an agent step's run (at key) pending
+	// before it runs; the run holds its record from then on.
+	pendStepTask(key, taskID string)
 	// workflowMCP is the MCP servers the whole workflow declares.
 	workflowMCP() []workflow.MCPServer
 	// takeMergeDecision is a person's answer to the pending merge, used

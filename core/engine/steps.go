@@ -245,7 +245,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		Timeout:       step.Timeout,
 		MCP:           workflow.MergeMCP(host.workflowMCP(), a.MCP),
 	}
-	host.pendTasks(true, task.ID)
+	host.pendStepTask(at.Key(), task.ID)
 	before := gitSnapshot(g.dir)
 	out := &tailBuffer{limit: captureLimit}
 	ok, why := runTask(stepMetered(ctx, step), host, task, prompt, func(string, string) {}, out)

@@ -30,6 +30,9 @@ type sessionStore struct {
 	// deferred is a change journaled with the next line rather than on
 	// one of its own (deferLocked); the snapshot holds it in any case.
 	deferred *state.Change
+	// held are the tasks whose records their step runs hold (agent
+	// steps'): task id → the run's address.
+	held map[string]string
 }
 
 func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
@@ -37,10 +40,15 @@ func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(
 	defer s.mu.Unlock()
 	rec := s.record(taskID)
 	change(rec)
-	if checkpoint {
-		cp := *rec
-		s.checkpointLocked(state.Change{Task: taskID, Record: &cp}, false)
+	if !checkpoint {
+		return
 	}
+	if c, ok := s.heldChangeLocked(taskID); ok {
+		s.checkpointLocked(c, false)
+		return
+	}
+	cp := *rec
+	s.checkpointLocked(state.Change{Task: taskID, Record: &cp}, false)
 }
 
 func (s *sessionStore) readRecord(taskID string) state.TaskRecord {
@@ -65,11 +73,60 @@ func (s *sessionStore) pendTasks(afresh bool, taskIDs ...string) {
 	}
 }
 
+// pendStepTask marks the task of the step run at key pending before it
+// runs: the run holds its record (kept from the run's earlier attempts at
+// this address: the agent's session, what a person allowed or answered).
+func (s *sessionStore) pendStepTask(key, taskID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := s.sess.Runs[key]
+	if run == nil {
+		return
+	}
+	if run.Task == nil {
+		run.Task = &state.TaskRecord{}
+	}
+	run.Task.Status = state.TaskPending
+	if s.held == nil {
+		s.held = map[string]string{}
+	}
+	s.held[taskID] = key
+}
+
+// heldRunLocked is the step run that holds the task's record, and its
+// address; nil for a stage's task.
+func (s *sessionStore) heldRunLocked(taskID string) (string, *state.StepRun) {
+	key, ok := s.held[taskID]
+	if !ok {
+		return "", nil
+	}
+	run := s.sess.Runs[key]
+	if run == nil || run.Task == nil {
+		return "", nil // its iteration was pruned
+	}
+	return key, run
+}
+
+// heldChangeLocked is the journal line of a change of a task whose step
+// run holds its record: the run, record and all.
+func (s *sessionStore) heldChangeLocked(taskID string) (state.Change, bool) {
+	key, run := s.heldRunLocked(taskID)
+	if run == nil {
+		return state.Change{}, false
+	}
+	cp := *run
+	return state.Change{Run: &cp, RunKey: key}, true
+}
+
 // taskRecord is a copy of a task's record.
 func (s *sessionStore) taskRecord(id string) *state.TaskRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r := s.sess.Tasks[id]; r != nil {
+	r := s.sess.Tasks[id]
+	if _, run := s.heldRunLocked(id); run != nil {
+		r = run.Task
+	}
+	if r != nil {
 		cp := *r
 		return &cp
 	}
@@ -136,6 +193,9 @@ func (s *sessionStore) setLimit(l *state.Limit) {
 func (s *sessionStore) status(taskID string) state.TaskStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, run := s.heldRunLocked(taskID); run != nil {
+		return run.Task.Status
+	}
 	return s.sess.TaskStatus[taskID]
 }
 
@@ -143,10 +203,17 @@ func (s *sessionStore) status(taskID string) state.TaskStatus {
 // with its status) and derived session state events.
 func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
 	s.mu.Lock()
-	s.sess.TaskStatus[taskID] = st
 	// The end of a task is made durable; its other steps need only survive
 	// vibeteam being killed.
-	s.checkpointLocked(state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}, st == state.TaskDone || st == state.TaskError)
+	durable := st == state.TaskDone || st == state.TaskError
+	if _, run := s.heldRunLocked(taskID); run != nil {
+		run.Task.Status = st
+		c, _ := s.heldChangeLocked(taskID)
+		s.checkpointLocked(c, durable)
+	} else {
+		s.sess.TaskStatus[taskID] = st
+		s.checkpointLocked(state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}, durable)
+	}
 	overall := s.deriveLocked()
 	changed := overall != s.overall
 	s.overall = overall
@@ -161,7 +228,7 @@ func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.T
 // deriveLocked computes the overall state from the task statuses.
 func (s *sessionStore) deriveLocked() string {
 	var running, waiting, failed bool
-	for _, st := range s.sess.TaskStatus {
+	see := func(st state.TaskStatus) {
 		switch st {
 		case state.TaskError:
 			failed = true
@@ -169,6 +236,16 @@ func (s *sessionStore) deriveLocked() string {
 			waiting = true
 		case state.TaskRunning:
 			running = true
+		}
+	}
+	for _, st := range s.sess.TaskStatus {
+		see(st)
+	}
+	for id := range s.held {
+		if _, run := s.heldRunLocked(id); run != nil {
+			see(run.Task.Status)
+		} else {
+			delete(s.held, id) // pruned with its iteration
 		}
 	}
 	switch {
@@ -211,7 +288,12 @@ func (s *sessionStore) emit(taskID string, p events.Payload) {
 	s.emitTo(state.Event{Time: time.Now(), Session: s.sess.ID, Task: taskID, Payload: p})
 }
 
+// record is the task's record, made when it has none yet: in its step run
+// for an agent step's task, else under the session's Tasks.
 func (s *sessionStore) record(taskID string) *state.TaskRecord {
+	if _, run := s.heldRunLocked(taskID); run != nil {
+		return run.Task
+	}
 	r := s.sess.Tasks[taskID]
 	if r == nil {
 		r = &state.TaskRecord{}

@@ -167,6 +167,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		}
 		now := time.Now()
 		*rec = state.TaskRecord{
+			Status:        rec.Status, // where a step run holds the record
 			Adapter:       t.Adapter,
 			Mode:          string(mode),
 			Argv:          argv,

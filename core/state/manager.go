@@ -100,7 +100,7 @@ func (m *Manager) Save(s *Session) error {
 
 	s.UpdatedAt = time.Now()
 	if s.Version < FormatVersion {
-		s.Version = FormatVersion // a v1 session is a v2 one without runs
+		s.Version = FormatVersion // read as this format (readSession upgrades)
 	}
 	// The totals are derived, kept in the file for whoever reads it.
 	s.Agents = nil
@@ -201,6 +201,7 @@ func readSession(path string) (*Session, error) {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
 	}
 	s.upgradeStageRuns()
+	s.upgradeTaskRecords()
 	return &s, nil
 }
 

@@ -4,6 +4,7 @@
 package state
 
 import (
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +52,10 @@ type HistoryEntry struct {
 
 // TaskRecord is what the session remembers about one task's last run.
 type TaskRecord struct {
+	// Status is the task's status in a record a step run holds (an agent
+	// step's); a stage's tasks keep theirs in the session's TaskStatus.
+	// Session.Task and AllTasks give it whichever holds it.
+	Status        TaskStatus `json:"status,omitempty"`
 	Adapter       string     `json:"adapter"`
 	Mode          string     `json:"mode"`
 	Argv          []string   `json:"argv,omitempty"`
@@ -89,13 +94,90 @@ func (r *TaskRecord) Allow(tools ...string) {
 	}
 }
 
+// TaskRef is one task of a session, wherever its record is kept: a
+// stage's task under the session's Tasks and TaskStatus by its id, an
+// agent step's task in its step run.
+type TaskRef struct {
+	ID     string
+	Status TaskStatus
+	Record *TaskRecord // nil while it has none
+	// RunKey is the address of the step run that holds the record; "" for
+	// a stage's task.
+	RunKey string
+}
+
+// StepTaskID is the task id (and log name) of a step run: the step's name
+// at its address, e.g. "impl@2.1-0" for address "2.1/0".
+func StepTaskID(name, address string) string {
+	return name + "@" + strings.ReplaceAll(address, "/", "-")
+}
+
+// heldBy is the step run that holds the record of the task id (an agent
+// step's task, id StepTaskID), and its address; nil for any other task.
+func (s *Session) heldBy(id string) (string, *StepRun) {
+	at := strings.LastIndexByte(id, '@')
+	if at < 0 || len(s.Runs) == 0 {
+		return "", nil
+	}
+	// An address holds digits, '.' and '/' only: its '-' were '/'.
+	key := strings.ReplaceAll(id[at+1:], "-", "/")
+	r := s.Runs[key]
+	if r == nil || r.Task == nil || r.Name != id[:at] {
+		return "", nil
+	}
+	return key, r
+}
+
+// Task is the task id, found wherever its record is kept; false when the
+// session knows no such task.
+func (s *Session) Task(id string) (TaskRef, bool) {
+	if st, ok := s.TaskStatus[id]; ok {
+		return TaskRef{ID: id, Status: st, Record: s.Tasks[id]}, true
+	}
+	if rec, ok := s.Tasks[id]; ok {
+		return TaskRef{ID: id, Record: rec}, true
+	}
+	if key, r := s.heldBy(id); r != nil {
+		return TaskRef{ID: id, Status: r.Task.Status, Record: r.Task, RunKey: key}, true
+	}
+	return TaskRef{}, false
+}
+
+// AllTasks yields every task of the session once, in no order: a stage's
+// tasks, then those step runs hold.
+func (s *Session) AllTasks() iter.Seq[TaskRef] {
+	return func(yield func(TaskRef) bool) {
+		for id, st := range s.TaskStatus {
+			if !yield(TaskRef{ID: id, Status: st, Record: s.Tasks[id]}) {
+				return
+			}
+		}
+		for id, rec := range s.Tasks {
+			if _, ok := s.TaskStatus[id]; ok {
+				continue
+			}
+			if !yield(TaskRef{ID: id, Record: rec}) {
+				return
+			}
+		}
+		for key, r := range s.Runs {
+			if r == nil || r.Task == nil {
+				continue
+			}
+			if !yield(TaskRef{ID: StepTaskID(r.Name, key), Status: r.Task.Status, Record: r.Task, RunKey: key}) {
+				return
+			}
+		}
+	}
+}
+
 // WaitingFor are the ids of the tasks that wait for a person for reason (a
 // denied tool call, a question), sorted.
 func (s *Session) WaitingFor(reason string) []string {
 	var ids []string
-	for id, rec := range s.Tasks {
-		if rec != nil && rec.Reason == reason && s.TaskStatus[id] == TaskWaitingForUser {
-			ids = append(ids, id)
+	for t := range s.AllTasks() {
+		if t.Record != nil && t.Record.Reason == reason && t.Status == TaskWaitingForUser {
+			ids = append(ids, t.ID)
 		}
 	}
 	slices.Sort(ids)
@@ -108,7 +190,8 @@ type AgentTotals = events.AgentTotals
 // AgentTotals is the sum over every task's last run.
 func (s *Session) AgentTotals() AgentTotals {
 	var t AgentTotals
-	for _, rec := range s.Tasks {
+	for task := range s.AllTasks() {
+		rec := task.Record
 		if rec == nil || rec.Agent == nil {
 			continue
 		}
@@ -121,9 +204,11 @@ func (s *Session) AgentTotals() AgentTotals {
 }
 
 // FormatVersion is the session file format this vibeteam writes. Version 1
-// files (no version field: stage workflows only) are read and upgraded;
-// newer ones are refused, never half-understood.
-const FormatVersion = 2
+// files (no version field: stage workflows only) and version 2 ones (an
+// agent step's task record under Tasks["name@address"] rather than in its
+// step run) are read and upgraded; newer ones are refused, never
+// half-understood.
+const FormatVersion = 3
 
 // StepRun is one run of a step at one address (a grimoire step inside a
 // loop runs once per iteration, each at its own address). A finished run is
@@ -151,6 +236,10 @@ type StepRun struct {
 	// runs were dropped to keep the session bounded: iterations 1 to
 	// PrunedThrough finished, and only their count is kept.
 	PrunedThrough int `json:"prunedThrough,omitempty"`
+	// Task (an agent step's run) is the record of the task the step runs,
+	// its status included: journaled with the run, and kept, as the run's
+	// attempts are, when the step runs again at this address.
+	Task *TaskRecord `json:"task,omitempty"`
 }
 
 // KeptIterations is how many of a loop's latest iterations keep their
@@ -166,10 +255,11 @@ func (s *Session) PruneIterations(loopKey string, through int) {
 	}
 	for k := range s.Runs {
 		if n, ok := iterationUnder(k, loopKey, "/"); ok && n <= through {
-			delete(s.Runs, k)
+			delete(s.Runs, k) // an agent step's task record with it
 		}
 	}
-	// Task ids are "name@address", the address's "/" written "-".
+	// The tasks of stage steps: ids "id@address", the address's "/"
+	// written "-".
 	taskKey := strings.ReplaceAll(loopKey, "/", "-")
 	for id := range s.Tasks {
 		at := strings.LastIndexByte(id, '@')
@@ -197,6 +287,40 @@ func iterationUnder(key, loopKey, sep string) (int, bool) {
 	}
 	n, err := strconv.Atoi(digits)
 	return n, err == nil
+}
+
+// upgradeTaskRecords moves the task records of agent steps that a session
+// of format 2 kept under Tasks["name@address"] (their statuses under
+// TaskStatus) into the step runs at those addresses, where this vibeteam
+// keeps them. Its journal, applied first, put them there too.
+func (s *Session) upgradeTaskRecords() {
+	if len(s.Runs) == 0 {
+		return
+	}
+	move := func(id string) {
+		at := strings.LastIndexByte(id, '@')
+		if at < 0 {
+			return
+		}
+		r := s.Runs[strings.ReplaceAll(id[at+1:], "-", "/")]
+		if r == nil || r.Type != workflow.StepAgent || r.Name != id[:at] || r.Task != nil {
+			return // a stage's task, or one a pruned iteration left
+		}
+		rec := s.Tasks[id]
+		if rec == nil {
+			rec = &TaskRecord{}
+		}
+		rec.Status = s.TaskStatus[id]
+		r.Task = rec
+		delete(s.Tasks, id)
+		delete(s.TaskStatus, id)
+	}
+	for id := range s.Tasks {
+		move(id)
+	}
+	for id := range s.TaskStatus {
+		move(id)
+	}
 }
 
 // upgradeStageRuns gives a stage workflow the step runs its place is kept
