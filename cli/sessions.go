@@ -79,9 +79,9 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 		}
 		return sum
 	}
-	for _, st := range s.TaskStatus {
+	for t := range s.AllTasks() {
 		sum.Tasks++
-		if st == state.TaskDone {
+		if t.Status == state.TaskDone {
 			sum.Done++
 		}
 	}
