@@ -143,10 +143,17 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	return h, nil
 }
 
+// readBufs are the headless readers' buffers: a script step that prints a
+// line would otherwise allocate 32 KiB per stream, which is most of what a
+// run of short steps allocates, and its garbage collections.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
+
 func (h *headless) read(stream string, r *os.File, onOutput func(Chunk), done func()) {
 	defer done()
 	defer r.Close()
-	buf := make([]byte, 32*1024)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp) // onOutput keeps no Raw
+	buf := *bp
 	var (
 		strip Stripper
 		clean []byte
