@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -218,4 +219,55 @@ steps:
 		t.Errorf("after resume: run %+v, task %+v; impl ran %d time(s), prep %d\n%s", run, run.Task, p.lines("impl.t"), p.lines("prep.t"), r.stderr)
 	}
 	wantNoStepTasks(t, p, s.ID)
+}
+
+// resume --reload runs an agent step that had not finished as the edited
+// grimoire says, afresh: not as the continuation of its agent's session
+// (which a usage limit would otherwise make it), and the steps that
+// finished keep their task records.
+func TestReloadRunsAnUnfinishedAgentStepAfresh(t *testing.T) {
+	t.Parallel()
+	c := limitCases[0] // claude
+	p := limitProject(t, c, 2*time.Hour)
+	fence := "```"
+	p.write("first.jsonl", `{"type":"system","subtype":"init","session_id":"sess-1"}
+{"type":"result","subtype":"success","is_error":false,"result":"`+fence+`json\n{\"success\": true}\n`+fence+`","session_id":"sess-1","usage":{"input_tokens":7,"output_tokens":1}}
+`)
+	p.write("fresh.jsonl", `{"type":"system","subtype":"init","session_id":"sess-2"}
+{"type":"result","subtype":"success","is_error":false,"result":"`+fence+`json\n{\"success\": true, \"summary\": \"afresh\"}\n`+fence+`","session_id":"sess-2"}
+`)
+	grimoire := func(spell string) string {
+		return `name: reloaded
+steps:
+  - name: first
+    type: agent
+    adapter: claude
+    spell: |
+      cat=first.jsonl
+  - name: impl
+    type: agent
+    adapter: claude
+    spell: |
+      ` + spell + "\n"
+	}
+	p.write("g.yaml", grimoire("cat=limited.jsonl exit=1"))
+	r := p.exec("run", "g.yaml")
+	wantCode(t, r, 3)
+	s := p.only()
+	if run := s.Runs["1"]; run == nil || run.Task == nil || run.Task.Status != state.TaskLimited {
+		t.Fatalf("the limited step's run: %+v\n%s", run, r.stderr)
+	}
+	p.write("g.yaml", grimoire("cat=fresh.jsonl"))
+	r = p.exec("resume", s.ID, "--reload")
+	wantCode(t, r, 0)
+	if argv := continuedArgv(t, p); strings.Contains(argv, "--resume") || !strings.Contains(argv, "cat=fresh.jsonl") {
+		t.Errorf("the reloaded step ran as %s", argv)
+	}
+	s = p.only()
+	if run := s.Runs["1"]; run.Summary != "afresh" || run.Task.Attempts != 1 || run.Task.Agent.SessionID != "sess-2" {
+		t.Errorf("the reloaded step's run %+v, task %+v", run, run.Task)
+	}
+	if first := s.Runs["0"].Task; first == nil || first.Agent == nil || first.Agent.SessionID != "sess-1" {
+		t.Errorf("the finished step's task record after the reload: %+v", first)
+	}
 }

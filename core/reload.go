@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -45,6 +46,14 @@ func reloadSession(sess *state.Session, def *workflow.Definition, digest string,
 	for id := range sess.Tasks {
 		if _, ok := status[id]; !ok {
 			delete(sess.Tasks, id)
+		}
+	}
+	for _, r := range sess.Runs {
+		// An agent step that runs again runs the new definition afresh, as
+		// a changed stage task does: not as the continuation of its
+		// agent's session. A finished one keeps its record.
+		if r.Task != nil && !finishedRun(r) {
+			r.Task = nil
 		}
 	}
 	sess.WorkflowDefinition = def
@@ -88,6 +97,17 @@ func firstStageWithWork(sess *state.Session) int {
 		}
 	}
 	return len(stages)
+}
+
+// finishedRun reports whether a grimoire's run is one a resume passes over
+// rather than runs again (a failed run is one the grimoire went on from by
+// design: a failure that blocks is recorded as blocked).
+func finishedRun(r *state.StepRun) bool {
+	switch flow.Status(r.Status) {
+	case flow.Done, flow.Skipped, flow.Failed:
+		return true
+	}
+	return false
 }
 
 func sameTask(a, b workflow.Task) bool {
