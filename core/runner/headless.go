@@ -95,7 +95,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	}
 
 	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
-	h.reaper = newReaper(since, cmd.Process.Pid, reaperTag(spec), h.exited)
+	h.reaper = newReaper(since, cmd.Process.Pid, reaperTag(spec), spec.Tag, h.exited)
 	// drained is closed by the last reader to reach EOF.
 	streams := int32(2)
 	if spec.MergeOutput {

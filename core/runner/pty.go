@@ -158,7 +158,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 		t.slave = f.Name()
 	}
 	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
-	t.reaper = newReaper(since, cmd.Process.Pid, spec.Tag, t.exited)
+	t.reaper = newReaper(since, cmd.Process.Pid, spec.Tag, spec.Tag, t.exited)
 
 	var wg sync.WaitGroup
 	wg.Add(3)

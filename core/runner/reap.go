@@ -70,8 +70,11 @@ type reaper struct {
 	killOnce sync.Once
 }
 
-func newReaper(since uint64, pid int, tag string, exited <-chan struct{}) *reaper {
+// newReaper makes the reaper of the task whose leader is pid, started with
+// envTag in its environment, looking for tag (envTag, or none).
+func newReaper(since uint64, pid int, tag, envTag string, exited <-chan struct{}) *reaper {
 	leaders.Store(pid, exited)
+	startedTagged(envTag, exited)
 	return &reaper{pgid: pid, tag: tag, since: since, exited: exited, swept: make(chan struct{}), kill: make(chan struct{})}
 }
 

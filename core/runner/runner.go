@@ -253,8 +253,13 @@ func StopOrphan(pid int, start uint64, grace time.Duration, tag ...string) bool 
 
 // StopTagged stops every process carrying tag (GroupOnly runs leave theirs
 // for this), TERM then KILL after grace. It reports whether any was found.
+//
+// Once this vibeteam started processes with tag, it looks only for those
+// (and what they started): as a child subreaper, it knows without reading
+// /proc when none can be left. Processes with the tag from a vibeteam that
+// was killed are found by a call before it starts any (a resume's first).
 func StopTagged(tag string, grace time.Duration) bool {
-	if tag == "" {
+	if tag == "" || noneTagged(tag) {
 		return false
 	}
 	r := &reaper{tag: tag, exited: closedChan, swept: make(chan struct{}), kill: make(chan struct{})}

@@ -17,6 +17,52 @@ var subreaper atomic.Bool
 // reaped): its own children, never strays.
 var leaders sync.Map
 
+// tagged are, for each tag (Spec.Tag) this process started processes
+// with, its task leaders not known to be reaped yet.
+var tagged = struct {
+	sync.Mutex
+	leaders map[string][]<-chan struct{}
+}{leaders: map[string][]<-chan struct{}{}}
+
+// startedTagged notes a task leader started with tag, reaped once exited
+// is closed.
+func startedTagged(tag string, exited <-chan struct{}) {
+	if tag == "" {
+		return
+	}
+	tagged.Lock()
+	defer tagged.Unlock()
+	old := tagged.leaders[tag]
+	live := old[:0]
+	for _, c := range old {
+		if !isClosed(c) {
+			live = append(live, c)
+		}
+	}
+	tagged.leaders[tag] = append(live, exited)
+}
+
+// noneTagged reports whether no process this vibeteam started with tag,
+// nor any they started, can be alive, without reading /proc: it started
+// some, their leaders are reaped, and, as a child subreaper, no orphan
+// came back to it (noOrphans). Processes with the tag that it did not
+// start (a killed run's) are not known here.
+func noneTagged(tag string) bool {
+	if !subreaper.Load() {
+		return false
+	}
+	tagged.Lock()
+	leaders, ok := tagged.leaders[tag]
+	for _, c := range leaders {
+		if !isClosed(c) {
+			ok = false
+			break
+		}
+	}
+	tagged.Unlock()
+	return ok && noOrphans()
+}
+
 // runs counts the runs under way in this process: a backlog runs several
 // sessions at once, and a stray may then be the daemon of another run's
 // task that still runs.
