@@ -26,25 +26,28 @@ var reservedEventKeys = map[string]bool{"time": true, "event": true, "session": 
 // written as an "error" field saying why: losing one detail is better than
 // losing the whole event.
 func (e Event) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"time":`)
-	writeJSON(&b, e.Time.Format(time.RFC3339Nano))
-	b.WriteString(`,"event":`)
-	writeJSON(&b, e.Kind())
+	// Room for a usual line and the newline Write adds: an event is
+	// written for every step a run takes.
+	b := bytes.NewBuffer(make([]byte, 0, 256))
+	// RFC 3339 needs no escaping: quoted as it is.
+	b.WriteString(`{"time":"`)
+	b.Write(e.Time.AppendFormat(b.AvailableBuffer(), time.RFC3339Nano))
+	b.WriteString(`","event":`)
+	writeJSON(b, e.Kind())
 	b.WriteString(`,"session":`)
-	writeJSON(&b, e.Session)
+	writeJSON(b, e.Session)
 	if e.Task != "" {
 		b.WriteString(`,"task":`)
-		writeJSON(&b, e.Task)
+		writeJSON(b, e.Task)
 	}
 	switch p := e.Payload.(type) {
 	case nil:
 	case events.Other:
-		writeFields(&b, p.Fields)
+		writeFields(b, p.Fields)
 	default:
 		v, err := json.Marshal(p)
 		if err != nil {
-			writeFields(&b, map[string]any{"error": fmt.Sprintf("%T: %v", p, err)})
+			writeFields(b, map[string]any{"error": fmt.Sprintf("%T: %v", p, err)})
 		} else if len(v) > 2 {
 			b.WriteByte(',')
 			b.Write(v[1 : len(v)-1])
@@ -76,9 +79,20 @@ func writeFields(b *bytes.Buffer, fields map[string]any) {
 	}
 }
 
+// writeJSON writes s as a JSON string, as encoding/json does.
 func writeJSON(b *bytes.Buffer, s string) {
-	v, _ := json.Marshal(s) // a string always marshals
-	b.Write(v)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			v, _ := json.Marshal(s) // a string always marshals
+			b.Write(v)
+			return
+		}
+	}
+	// Printable ASCII without a quote, a backslash or what encoding/json
+	// escapes for HTML: as it is (ids, names, kinds).
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // UnmarshalJSON reads the flat form back, the fields as the payload of the

@@ -235,3 +235,28 @@ func TestOldAndUnknownLinesRead(t *testing.T) {
 		t.Fatalf("%#v", e)
 	}
 }
+
+// TestEventStringsAsEncodingJSON: the strings of an event line (its kind,
+// session, task, field names) are written as encoding/json writes them,
+// escapes included, whatever they hold.
+func TestEventStringsAsEncodingJSON(t *testing.T) {
+	cases := []string{"", "plain-id_1.2/x@y", "a\"b", `back\slash`, "<html>&", "tab\there", "nl\n", "\x00\x1f\x7f",
+		"é ü 日本", "\u2028\u2029", "bad \xff utf8", "ends with \xe2\x82"}
+	for c := 0; c < 256; c++ {
+		cases = append(cases, "x"+string(rune(c))+"y", "x"+string([]byte{byte(c)})+"y")
+	}
+	for _, s := range cases {
+		var b bytes.Buffer
+		writeJSON(&b, s)
+		want, _ := json.Marshal(s)
+		if b.String() != string(want) {
+			t.Errorf("%q: wrote %s, encoding/json %s", s, b.String(), want)
+		}
+	}
+	ts := time.Date(2025, 3, 4, 5, 6, 7, 0, time.FixedZone("", 3600))
+	data, _ := json.Marshal(Event{Time: ts, Session: "s<1>", Task: "t&\"", Payload: events.Other{Name: "k\u2028"}})
+	want := `{"time":"2025-03-04T05:06:07+01:00","event":"k\u2028","session":"s\u003c1\u003e","task":"t\u0026\""}`
+	if string(data) != want {
+		t.Errorf("got  %s\nwant %s", data, want)
+	}
+}
