@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -60,12 +59,18 @@ type Journal struct {
 	id   string
 	mu   sync.Mutex
 	f    *os.File
-	w    *bufio.Writer
 	seq  uint64
 	size int // lines since the last compaction
 	// header is the session header as last journaled (or compacted): a
 	// change carries the header only when it differs.
 	header []byte
+	// line and head are reused for each line and each header a change is
+	// compared with, head's session too: a run of short steps journals two
+	// or more changes a step, and need not make garbage for each.
+	line, head bytes.Buffer
+	lineEnc    *json.Encoder
+	headEnc    *json.Encoder
+	headOf     Session
 	// good is the journal's length after its last whole line: a write cut
 	// short (a full disk) is cut off there, so no torn line is ever
 	// followed by good ones.
@@ -96,7 +101,8 @@ func (m *Manager) OpenJournal(s *Session) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("open journal of %s: %w", s.ID, err)
 	}
-	j := &Journal{m: m, id: s.ID, f: f, w: bufio.NewWriterSize(f, 16<<10), seq: s.JournalSeq, good: end, syncs: make(chan struct{}, 1), closing: make(chan struct{})}
+	j := &Journal{m: m, id: s.ID, f: f, seq: s.JournalSeq, good: end, syncs: make(chan struct{}, 1), closing: make(chan struct{})}
+	j.lineEnc, j.headEnc = json.NewEncoder(&j.line), json.NewEncoder(&j.head)
 	j.synced.Add(1)
 	go j.syncer(f)
 	return j, nil
@@ -124,23 +130,26 @@ func (j *Journal) syncer(f *os.File) {
 // last line: every change of the session's own fields reaches the journal
 // with the next change recorded, and no caller has to name them.
 func (j *Journal) Record(s *Session, c Change, durable bool) error {
-	h, err := s.Header()
-	if err != nil {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// As Header, into buffers of the journal's own.
+	j.headOf = *s
+	j.headOf.stripHeader()
+	j.head.Reset()
+	if err := j.headEnc.Encode(&j.headOf); err != nil {
 		return err
 	}
-	j.mu.Lock()
+	j.headOf = Session{} // holds nothing of s until the next change
+	h := bytes.TrimSuffix(j.head.Bytes(), []byte("\n"))
 	changed := !bytes.Equal(h, j.header)
-	j.mu.Unlock()
 	if changed {
 		c.Session = h
 	}
-	if err := j.Append(c, durable); err != nil {
+	if err := j.appendLocked(c, durable); err != nil {
 		return err
 	}
 	if changed {
-		j.mu.Lock()
-		j.header = h
-		j.mu.Unlock()
+		j.header = append(j.header[:0], h...)
 	}
 	return nil
 }
@@ -152,26 +161,27 @@ func (j *Journal) Record(s *Session, c Change, durable bool) error {
 func (j *Journal) Append(c Change, durable bool) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	return j.appendLocked(c, durable)
+}
+
+func (j *Journal) appendLocked(c Change, durable bool) error {
 	if j.f == nil {
 		return errors.New("journal closed")
 	}
 	j.seq++
 	c.Seq, c.Time = j.seq, time.Now()
-	line, err := json.Marshal(c)
-	if err != nil {
+	j.line.Reset()
+	if err := j.lineEnc.Encode(c); err != nil { // as json.Marshal, and a newline
+		j.seq--
 		return err
 	}
-	line = append(RedactJSON(line, false), '\n')
-	_, err = j.w.Write(line)
-	if err == nil {
-		// Flushed at once: a reader (show, sessions) or a crash must see it.
-		err = j.w.Flush()
-	}
-	if err != nil {
+	// In one write, at once: a reader (show, sessions) or a crash must see
+	// it.
+	line := RedactJSON(j.line.Bytes(), false)
+	if _, err := j.f.Write(line); err != nil {
 		// Whatever part of the line reached the file goes: the next line
 		// starts where the last whole one ended.
 		j.seq--
-		j.w.Reset(j.f)
 		_ = j.f.Truncate(j.good)
 		return fmt.Errorf("journal of %s: %w", j.id, err)
 	}
@@ -204,7 +214,7 @@ func (j *Journal) Compact(s *Session) error {
 	}
 	j.size = 0
 	if h, err := s.Header(); err == nil {
-		j.header = h
+		j.header = append(j.header[:0], h...)
 	}
 	if j.f == nil {
 		return nil
@@ -228,7 +238,7 @@ func (j *Journal) Close() error {
 	close(j.closing)
 	close(j.syncs)
 	j.synced.Wait()
-	err := errors.Join(j.w.Flush(), j.f.Sync(), j.f.Close())
+	err := errors.Join(j.f.Sync(), j.f.Close())
 	j.f = nil
 	return err
 }
@@ -315,9 +325,14 @@ func (s *Session) apply(c Change) error {
 // its definition and what is derived: everything else, as JSON.
 func (s *Session) Header() ([]byte, error) {
 	h := *s
-	h.Runs, h.Tasks, h.TaskStatus, h.History = nil, nil, nil, nil
-	h.WorkflowDefinition, h.JournalSeq, h.Agents, h.Damage = nil, 0, nil, nil
+	h.stripHeader()
 	return json.Marshal(&h)
+}
+
+// stripHeader leaves of a copy of a session its header.
+func (s *Session) stripHeader() {
+	s.Runs, s.Tasks, s.TaskStatus, s.History = nil, nil, nil, nil
+	s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage = nil, 0, nil, nil
 }
 
 // setHeader replaces every header field of s by those of a journaled
