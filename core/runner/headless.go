@@ -30,7 +30,7 @@ type headless struct {
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	cmd := command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = mergedEnv(withPWD(withTag(spec.Env, spec.Tag), spec.Dir))
+	cmd.Env = childEnv(spec.Env, spec.Dir, spec.Tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	// Our own pipes rather than cmd.StdinPipe/StdoutPipe: Wait must not

@@ -4,12 +4,15 @@ package runner
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -97,6 +100,36 @@ func withPWD(env map[string]string, dir string) map[string]string {
 	}
 	out["PWD"] = dir
 	return out
+}
+
+// lastEnv is the environment childEnv made last, and what it made it of:
+// the steps of a script all get the same one.
+var lastEnv struct {
+	sync.Mutex
+	base     []string
+	env      map[string]string
+	dir, tag string
+	out      []string
+}
+
+// childEnv is mergedEnv(withPWD(withTag(env, tag), dir)), made again only
+// when one of them, or vibeteam's own environment, changed.
+func childEnv(env map[string]string, dir, tag string) []string {
+	if !filepath.IsAbs(dir) {
+		// Its PWD would depend on the working directory.
+		return mergedEnv(withPWD(withTag(env, tag), dir))
+	}
+	base := os.Environ()
+	lastEnv.Lock()
+	defer lastEnv.Unlock()
+	if lastEnv.out != nil && dir == lastEnv.dir && tag == lastEnv.tag && maps.Equal(env, lastEnv.env) && slices.Equal(base, lastEnv.base) {
+		return lastEnv.out
+	}
+	out := mergedEnv(withPWD(withTag(env, tag), dir))
+	// Full: whoever appends to it gets a copy, never another start's.
+	lastEnv.out = out[:len(out):len(out)]
+	lastEnv.base, lastEnv.env, lastEnv.dir, lastEnv.tag = base, maps.Clone(env), dir, tag
+	return lastEnv.out
 }
 
 // mergedEnv returns os.Environ() with extra applied on top, deterministic
