@@ -43,9 +43,9 @@ func command(name string, args ...string) *exec.Cmd {
 // poller (the child has it as a blocking fd anyway); ours is pollable.
 // childReads: the child reads (its stdin) rather than writes (its output).
 func childPipe(childReads bool) (ours, theirs *os.File, err error) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
+	p, err := cloexecPipe()
+	if err != nil {
+		return nil, nil, err
 	}
 	o, t := p[0], p[1] // we read, the child writes
 	if childReads {
@@ -71,21 +71,5 @@ func readProc(path string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	b := buf[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return b, nil
-		}
-		b = b[:len(b)+n]
-	}
+	return readFrom0(fd, buf)
 }

@@ -244,6 +244,12 @@ func childrenList(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readFrom0(fd, buf)
+}
+
+// readFrom0 reads fd whole from its start into buf (grown as needed),
+// whatever its offset: a /proc file read again from 0 says what is so now.
+func readFrom0(fd int, buf []byte) ([]byte, error) {
 	b := buf[:0]
 	for {
 		if len(b) == cap(b) {
