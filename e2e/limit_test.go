@@ -134,7 +134,7 @@ func TestCodexUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 	w := limitedCodexWorld(t, &limited, reset)
 	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
 	s := w.assertLimited(r, "codex", reset.Truncate(time.Minute), time.Minute)
-	stoppedBeyondWait(t, r, s, "codex", "hit your usage limit")
+	rec := stoppedBeyondWait(t, r, s, "codex", "hit your usage limit")
 	if _, err := os.Stat(filepath.Join(w.project, createdFile)); err == nil {
 		t.Fatalf("%s exists although the model refused every turn", createdFile)
 	}
@@ -256,7 +256,7 @@ func TestGeminiUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 	r := w.run("run", w.workflow("headless"), "--base-dir", w.project, "--auto-approve", "--headless", "--wait-limits=1m")
 	// The reset is an hour after gemini got the answer, before the run ended.
 	s := w.assertLimited(r, "gemini", time.Now().Add(time.Hour), r.duration+time.Second)
-	stoppedBeyondWait(t, r, s, "gemini", "exceeded your current quota")
+	rec := stoppedBeyondWait(t, r, s, "gemini", "exceeded your current quota")
 
 	limited.Store(false)
 	r = w.run("resume", s.ID, "--base-dir", w.project, "--auto-approve", "--headless")
@@ -282,7 +282,7 @@ func TestGeminiUsageLimitBeyondWaitParksThenResumes(t *testing.T) {
 // stoppedBeyondWait checks a run whose limit resets beyond --wait-limits
 // 1m: it stopped at once, said why, kept the CLI's words and the agent's
 // own session to continue.
-func stoppedBeyondWait(t *testing.T, r *result, s *session, cli, words string) {
+func stoppedBeyondWait(t *testing.T, r *result, s *session, cli, words string) *taskRecord {
 	t.Helper()
 	if r.duration > 30*time.Second {
 		t.Errorf("%s: the reset is beyond --wait-limits, so the run should stop at once", r)
@@ -297,6 +297,7 @@ func stoppedBeyondWait(t *testing.T, r *result, s *session, cli, words string) {
 	if rec == nil || rec.Agent == nil || rec.Agent.SessionID == "" {
 		t.Fatalf("no %s session to continue: %+v", cli, rec)
 	}
+	return rec
 }
 
 func (w *world) assertLimited(r *result, adapter string, want time.Time, within time.Duration) *session {
