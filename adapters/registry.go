@@ -59,8 +59,14 @@ type Auth struct {
 }
 
 type entry struct {
-	def    *definition
+	// load gives the definition: a built-in's is parsed on first use.
+	load   func() *definition
 	source string
+}
+
+// parsed is an entry of a definition parsed already (a user's file).
+func parsed(def *definition, source string) entry {
+	return entry{load: func() *definition { return def }, source: source}
 }
 
 // Registry holds the adapter types a run can use: the built-ins, overridden
@@ -72,7 +78,42 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry holding the built-in adapters.
-func NewRegistry() *Registry { return newRegistry(builtinFS) }
+func NewRegistry() *Registry {
+	r := &Registry{entries: map[string]entry{}, broken: map[string]BrokenFile{}}
+	for name, load := range builtins() {
+		r.entries[name] = entry{load: load, source: SourceBuiltin}
+	}
+	return r
+}
+
+// builtins are the built-in adapters by name (their file's), each parsed
+// on first use and once per process: a run of shell tasks does not pay for
+// parsing claude's. newRegistry is the same, parsed at once (its tests).
+var builtins = sync.OnceValue(func() map[string]func() *definition {
+	files, err := fs.Glob(builtinFS, "builtin/*.yaml")
+	if err != nil {
+		panic(fmt.Sprintf("adapters: built-in adapters: %v", err))
+	}
+	loads := make(map[string]func() *definition, len(files))
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".yaml")
+		loads[name] = sync.OnceValue(func() *definition {
+			data, err := fs.ReadFile(builtinFS, f)
+			if err != nil {
+				panic(fmt.Sprintf("adapters: built-in adapters: %v", err))
+			}
+			def, err := parseDefinition(f, data)
+			if err != nil {
+				panic("adapters: broken built-in adapter:\n" + err.Error())
+			}
+			if def.name != name {
+				panic(fmt.Sprintf("adapters: built-in %s names itself %q", f, def.name))
+			}
+			return def
+		})
+	}
+	return loads
+})
 
 // newRegistry loads the built-ins from fsys. They ship inside the binary,
 // so a broken one is a bug in vibeteam itself, found by its tests: it panics
@@ -98,7 +139,7 @@ func newRegistry(fsys fs.FS) *Registry {
 			errs = append(errs, &FileError{Pos: yamlnode.Pos{File: f}, Field: "name", Msg: fmt.Sprintf("adapter %q defined twice", def.name)})
 			continue
 		}
-		r.entries[def.name] = entry{def: def, source: SourceBuiltin}
+		r.entries[def.name] = parsed(def, SourceBuiltin)
 	}
 	if err := errorOf(errs); err != nil {
 		panic("adapters: broken built-in adapter:\n" + err.Error())
@@ -154,7 +195,7 @@ func (r *Registry) LoadDir(dir string) error {
 		} else {
 			delete(r.broken, file)
 			loaded[def.name] = file
-			r.entries[def.name] = entry{def: def, source: file}
+			r.entries[def.name] = parsed(def, file)
 		}
 		r.mu.Unlock()
 	}
@@ -290,11 +331,11 @@ func (r *Registry) CheckLaunch(name, mode, prompt string, extraArgs []string) er
 	if !ok {
 		return fmt.Errorf("unknown adapter %q", name)
 	}
-	m, ok := e.def.modes[Mode(mode)]
+	m, ok := e.load().modes[Mode(mode)]
 	if !ok {
 		return fmt.Errorf("adapter %q has no %s mode", name, mode)
 	}
-	inst := newInstance(e.def, Options{})
+	inst := newInstance(e.load(), Options{})
 	if prompt == "" && m.prompt.required {
 		msg := fmt.Sprintf("adapter %q needs a prompt in %s mode", name, mode)
 		if lc, err := inst.LaunchConfig(Mode(mode), "PROMPT", extraArgs); err == nil {
@@ -317,7 +358,7 @@ func (r *Registry) CheckCommand(name, dir string) error {
 	if !ok {
 		return fmt.Errorf("unknown adapter %q", name)
 	}
-	cmd := e.def.command
+	cmd := e.load().command
 	if !strings.ContainsRune(cmd, filepath.Separator) && !strings.ContainsRune(cmd, '/') {
 		if _, err := exec.LookPath(cmd); err != nil {
 			if errors.Is(err, exec.ErrDot) {
@@ -355,7 +396,7 @@ func (r *Registry) TakesMCP(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	e, ok := r.entries[name]
-	return ok && e.def.mcp != ""
+	return ok && e.load().mcp != ""
 }
 
 // HasMode reports whether adapter name can run in mode.
@@ -366,7 +407,7 @@ func (r *Registry) HasMode(name, mode string) bool {
 	if !ok {
 		return false
 	}
-	_, ok = e.def.modes[Mode(mode)]
+	_, ok = e.load().modes[Mode(mode)]
 	return ok
 }
 
@@ -380,7 +421,7 @@ func (r *Registry) TakesQueue(name, mode string) bool {
 	if !ok {
 		return false
 	}
-	m, ok := e.def.modes[Mode(mode)]
+	m, ok := e.load().modes[Mode(mode)]
 	if !ok {
 		return false
 	}
@@ -390,7 +431,7 @@ func (r *Registry) TakesQueue(name, mode string) bool {
 	if Mode(mode) == Headless {
 		return false // a PTY without automation: nothing would type them
 	}
-	for _, s := range e.def.states {
+	for _, s := range e.load().states {
 		if s.Name == StateIdle {
 			return true
 		}
@@ -419,7 +460,7 @@ func (r *Registry) New(typeName string, opts Options) (Adapter, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown adapter %q (known: %s)", typeName, strings.Join(r.Names(), ", "))
 	}
-	return newInstance(e.def, opts), nil
+	return newInstance(e.load(), opts), nil
 }
 
 // Info describes every registered adapter, sorted by name.
@@ -427,7 +468,7 @@ func (r *Registry) Info() []Info {
 	r.mu.RLock()
 	out := make([]Info, 0, len(r.entries))
 	for _, e := range r.entries {
-		out = append(out, e.def.info(e.source))
+		out = append(out, e.load().info(e.source))
 	}
 	r.mu.RUnlock()
 	// LookPath touches the file system; do it outside the lock.

@@ -24,7 +24,7 @@ func (r *Registry) VersionCheck(name string) *VersionCheck {
 	if !ok {
 		return nil
 	}
-	return e.def.info(e.source).Version
+	return e.load().info(e.source).Version
 }
 
 // Command is the adapter type's command ("" when unknown).
@@ -32,7 +32,7 @@ func (r *Registry) Command(name string) string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if e, ok := r.entries[name]; ok {
-		return e.def.command
+		return e.load().command
 	}
 	return ""
 }

@@ -321,6 +321,13 @@ func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 // execute creates the controller, runs it with signal handling and the
 // display, and maps the outcome to an exit code.
 func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
+	if !streams.ErrTTY {
+		// Everything this run prints to a stderr that is no terminal goes
+		// through one delayed writer, in order (see delayedWriter).
+		late := newDelayedWriter(streams.Err)
+		defer late.Flush()
+		streams.Err = late
+	}
 	if err := warnOpenDirs(streams, opts.BaseDir); err != nil {
 		return err
 	}

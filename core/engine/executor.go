@@ -275,7 +275,12 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 		}
 		x.journal = j
 	}
-	x.compactLocked()
+	if x.journal == nil || !x.journal.Empty() {
+		// What a resume found in the journal goes into the snapshot (and
+		// a torn last line away). A new session's snapshot was saved when
+		// it was made: a third write of it would only cost the start.
+		x.compactLocked()
+	}
 	x.mu.Unlock()
 	ctx = x.startMetering(ctx)
 

@@ -21,6 +21,10 @@ type taskHost interface {
 	readRecord(taskID string) state.TaskRecord
 	setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange)
 	history(kind, taskID, text string)
+	// startHistory adds to the history what a task starts with (its
+	// prompt): journaled with the line of the task's start or failure,
+	// which always follows, rather than on one of its own before it.
+	startHistory(kind, taskID, text string)
 	emit(taskID string, p events.Payload)
 	// park stops the session for a person (waiting) or fails it;
 	// parked says whether and how it was.

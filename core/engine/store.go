@@ -33,6 +33,16 @@ type sessionStore struct {
 	// held are the tasks whose records their step runs hold (agent
 	// steps'): task id → the run's address.
 	held map[string]string
+	// lively are the tasks (not held by step runs) whose status makes the
+	// session's overall state: RUNNING, WAITING, ERROR. Made by a scan
+	// when first needed, then kept by setStatus, so a run of many tasks
+	// does not scan them all at each change of one. nil: to be made.
+	lively map[string]state.TaskStatus
+}
+
+// makesOverall reports whether a task's status counts in the overall state.
+func makesOverall(st state.TaskStatus) bool {
+	return st == state.TaskRunning || st == state.TaskWaitingForUser || st == state.TaskError
 }
 
 func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
@@ -63,6 +73,14 @@ func (s *sessionStore) history(kind, taskID, text string) {
 	s.addHistoryLocked(kind, taskID, text)
 }
 
+func (s *sessionStore) startHistory(kind, taskID, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
+	s.sess.History = append(s.sess.History, h)
+	s.deferLocked(state.Change{History: &h})
+}
+
 func (s *sessionStore) pendTasks(afresh bool, taskIDs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,6 +89,7 @@ func (s *sessionStore) pendTasks(afresh bool, taskIDs ...string) {
 			s.sess.TaskStatus[id] = state.TaskPending
 		}
 	}
+	s.lively = nil
 }
 
 // pendStepTask marks the task of the step run at key pending before it
@@ -212,6 +231,13 @@ func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.T
 		s.checkpointLocked(c, durable)
 	} else {
 		s.sess.TaskStatus[taskID] = st
+		if s.lively != nil {
+			if makesOverall(st) {
+				s.lively[taskID] = st
+			} else {
+				delete(s.lively, taskID)
+			}
+		}
 		s.checkpointLocked(state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}, durable)
 	}
 	overall := s.deriveLocked()
@@ -238,7 +264,15 @@ func (s *sessionStore) deriveLocked() string {
 			running = true
 		}
 	}
-	for _, st := range s.sess.TaskStatus {
+	if s.lively == nil {
+		s.lively = map[string]state.TaskStatus{}
+		for id, st := range s.sess.TaskStatus {
+			if makesOverall(st) {
+				s.lively[id] = st
+			}
+		}
+	}
+	for _, st := range s.lively {
 		see(st)
 	}
 	for id := range s.held {
@@ -317,15 +351,10 @@ func (s *sessionStore) checkpointLocked(c state.Change, durable bool) {
 	}
 	if d := s.deferred; d != nil {
 		s.deferred = nil
-		switch {
-		case c.Run == nil:
-			c.Run, c.RunKey = d.Run, d.RunKey
-		case c.RunKey != d.RunKey:
-			s.checkpointLocked(*d, false) // both runs, on two lines
-		}
-		// (A change of the same run supersedes the deferred one.)
-		if c.Cursor == nil {
-			c.Cursor = d.Cursor
+		if merged, ok := withDeferred(c, *d); ok {
+			c = merged
+		} else {
+			s.checkpointLocked(*d, false) // on two lines
 		}
 	}
 	if err := s.journal.Record(s.sess, c, durable); err != nil {
@@ -348,10 +377,48 @@ func (s *sessionStore) deferLocked(c state.Change) {
 		return
 	}
 	if s.deferred != nil {
+		if merged, ok := withDeferred(c, *s.deferred); ok {
+			s.deferred = &merged
+			return
+		}
 		s.checkpointLocked(c, false) // writes the one before with it
 		return
 	}
 	s.deferred = &c
+}
+
+// withDeferred is c with what a deferred change d holds besides, on one
+// line; false when they cannot share one: two step runs, two tasks, two
+// history entries. A change of the same run or task supersedes d's.
+func withDeferred(c, d state.Change) (state.Change, bool) {
+	switch {
+	case c.Run != nil && d.Run != nil && c.RunKey != d.RunKey,
+		c.Task != "" && d.Task != "" && c.Task != d.Task,
+		c.History != nil && d.History != nil,
+		d.Stage != nil || len(d.Session) > 0:
+		return c, false
+	}
+	if c.Run == nil {
+		c.Run, c.RunKey = d.Run, d.RunKey
+	}
+	switch {
+	case c.Task == "":
+		c.Task, c.Status, c.Record = d.Task, d.Status, d.Record
+	case c.Task == d.Task:
+		if c.Status == "" {
+			c.Status = d.Status
+		}
+		if c.Record == nil {
+			c.Record = d.Record
+		}
+	}
+	if c.History == nil {
+		c.History = d.History
+	}
+	if c.Cursor == nil {
+		c.Cursor = d.Cursor
+	}
+	return c, true
 }
 
 // compactLocked writes the whole session and empties the journal.

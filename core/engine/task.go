@@ -127,9 +127,6 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		Rows:    lc.Rows,
 		Tag:     cfg.SessionID + "/" + t.ID,
 	}
-	if st, err := os.Stat(spec.Dir); err != nil || !st.IsDir() {
-		return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
-	}
 	if len(lc.Files) > 0 {
 		cleanup, err := writeLaunchFiles(&spec, lc.Files)
 		defer cleanup()
@@ -179,7 +176,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		}
 	})
 	if prompt != "" {
-		host.history("prompt", t.ID, prompt)
+		host.startHistory("prompt", t.ID, prompt)
 	}
 
 	tr := &taskRun{
@@ -243,6 +240,11 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	}
 	if err != nil {
 		tr.closeLogs()
+		if st, serr := os.Stat(spec.Dir); serr != nil || !st.IsDir() {
+			// Looked at only now: a stat before every start costs more
+			// than an echo does.
+			return fail(startFailedReason, fmt.Sprintf("cwd %s is not a directory", spec.Dir))
+		}
 		return fail(startFailedReason, err.Error())
 	}
 	tr.proc = proc

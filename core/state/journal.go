@@ -159,6 +159,14 @@ func (j *Journal) Record(s *Session, c Change, durable bool) error {
 // has it fsynced, by the syncer, so that it survives a power loss too a
 // moment later, without making every step wait for the disk.
 func (j *Journal) Append(c Change, durable bool) error {
+	if len(c.Session) > 0 {
+		// A line of its own: the header as compact JSON.
+		var b bytes.Buffer
+		if err := json.Compact(&b, c.Session); err != nil {
+			return fmt.Errorf("journal of %s: session header: %w", j.id, err)
+		}
+		c.Session = b.Bytes()
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.appendLocked(c, durable)
@@ -171,9 +179,20 @@ func (j *Journal) appendLocked(c Change, durable bool) error {
 	j.seq++
 	c.Seq, c.Time = j.seq, time.Now()
 	j.line.Reset()
+	// The header, already JSON, is put in as it is: as a RawMessage field
+	// the encoder would parse and compact it again, on every line.
+	header := c.Session
+	c.Session = nil
 	if err := j.lineEnc.Encode(c); err != nil { // as json.Marshal, and a newline
 		j.seq--
 		return err
+	}
+	if len(header) > 0 {
+		// Session is Change's last field: the line ends with it.
+		j.line.Truncate(j.line.Len() - len("}\n"))
+		j.line.WriteString(`,"session":`)
+		j.line.Write(header)
+		j.line.WriteString("}\n")
 	}
 	// In one write, at once: a reader (show, sessions) or a crash must see
 	// it.
@@ -194,6 +213,13 @@ func (j *Journal) appendLocked(c Change, durable bool) error {
 		}
 	}
 	return nil
+}
+
+// Empty reports whether the journal holds no line.
+func (j *Journal) Empty() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.good == 0
 }
 
 // Due reports whether enough has been journaled to compact.

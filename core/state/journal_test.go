@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -179,5 +180,53 @@ func TestJournalCutsBackAFailedWrite(t *testing.T) {
 	got, _ := m.Load(s.ID)
 	if got.Runs["0"] == nil || got.Runs["1"] == nil || len(got.Damage) != 0 {
 		t.Errorf("runs %v damage %v", got.Runs, got.Damage)
+	}
+}
+
+// A line that carries the header is the JSON encoding of the change, byte
+// for byte, though the header is put in as it is; one given through Append
+// in another layout is compacted, so the line stays one line.
+func TestJournalLineIsTheChangeAsJSON(t *testing.T) {
+	t.Parallel()
+	m := NewManager(t.TempDir())
+	s := &Session{ID: "0123abcf", Status: StatusRunning, Goal: "<a & b>", StartTime: time.Now()}
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.OpenJournal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	key := "2"
+	run := &StepRun{Name: "x", Type: "script", Status: "running"}
+	if err := j.Record(s, Change{Run: run, RunKey: key, Cursor: &key}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(Change{Task: "t", Status: TaskDone, Session: json.RawMessage("{\n  \"status\": \"failed\"\n}")}, false); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(m.journalPath(s.ID))
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), data)
+	}
+	var c Change
+	if err := json.Unmarshal([]byte(lines[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(c)
+	if lines[0] != string(want) {
+		t.Errorf("line\n%s\nis not the change as JSON\n%s", lines[0], want)
+	}
+	if !strings.Contains(string(c.Session), `"goal":"\u003ca \u0026 b\u003e"`) || c.RunKey != "2" || *c.Cursor != "2" {
+		t.Errorf("header %s, run key %q", c.Session, c.RunKey)
+	}
+	if !strings.HasSuffix(lines[1], `,"session":{"status":"failed"}}`) {
+		t.Errorf("appended line: %s", lines[1])
+	}
+	got, err := m.Load(s.ID)
+	if err != nil || got.Status != StatusFailed || got.Runs["2"] == nil || len(got.Damage) != 0 {
+		t.Fatalf("load: %v, %+v", err, got)
 	}
 }
