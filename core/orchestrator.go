@@ -200,6 +200,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	return o.newController(mgr, lock, sess, opts, events.SessionResumed)
 }
 
+// eventGather is how long an event may wait to be written to the session's
+// log with the ones that follow it (state.EventLog.Gather).
+const eventGather = 20 * time.Millisecond
+
 func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess *state.Session, opts RunOptions, firstEvent string) (*SessionController, error) {
 	if !opts.MaxSpend.IsZero() {
 		limit := opts.MaxSpend
@@ -212,6 +216,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		_ = lock.Release()
 		return nil, err
 	}
+	elog.Gather(eventGather)
 	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o}
 	var ws engine.Workspace
 	if opts.Workspace != nil {

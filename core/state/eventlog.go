@@ -160,6 +160,11 @@ func (e Event) Fields() map[string]any {
 type EventLog struct {
 	mu sync.Mutex
 	f  *os.File
+	// gather, when set (Gather), is how long a line may wait in pending
+	// for the lines that follow it, to be written with them.
+	gather  time.Duration
+	pending []byte
+	timer   *time.Timer
 	// Damage says what was cut off the end of the file when it was opened
 	// (a line a kill or a full disk left unfinished); "" when it was whole.
 	Damage string
@@ -226,9 +231,24 @@ func openAppend(path string) (*os.File, error) {
 	return f, nil
 }
 
+// gatherLimit is how much a gathering log keeps before it writes anyway.
+const gatherLimit = 64 << 10
+
+// Gather makes Write keep each line up to d, and write the lines that came
+// meanwhile together, in one write, no later than d after the first.
+// A step of a short workflow emits half a dozen events: on a disk, a write
+// each cost more than the step's own bookkeeping. Close writes what waits;
+// a kill -9 loses the lines of its last d (the session's journal, which
+// resume reads, loses nothing).
+func (l *EventLog) Gather(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gather = d
+}
+
 // Write appends e as one line, stamping the current time if e.Time is zero.
-// Each line goes out in a single write(2) on an O_APPEND file, so lines from
-// concurrent writers, even in other processes, do not interleave.
+// Lines go out whole, in a single write(2) on an O_APPEND file, so lines
+// from concurrent writers, even in other processes, do not interleave.
 func (l *EventLog) Write(e Event) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -243,7 +263,41 @@ func (l *EventLog) Write(e Event) error {
 	if l.f == nil {
 		return os.ErrClosed
 	}
-	_, err = l.f.Write(line)
+	if l.gather <= 0 {
+		_, err = l.f.Write(line)
+		return err
+	}
+	if len(l.pending) == 0 {
+		if l.timer == nil {
+			l.timer = time.AfterFunc(l.gather, l.flush)
+		} else {
+			l.timer.Reset(l.gather)
+		}
+	}
+	l.pending = append(l.pending, line...)
+	if len(l.pending) >= gatherLimit {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+func (l *EventLog) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.flushLocked()
+}
+
+// flushLocked writes the lines that wait.
+func (l *EventLog) flushLocked() error {
+	if len(l.pending) == 0 || l.f == nil {
+		return nil
+	}
+	_, err := l.f.Write(l.pending)
+	if cap(l.pending) > gatherLimit*2 {
+		l.pending = nil
+	} else {
+		l.pending = l.pending[:0]
+	}
 	return err
 }
 
@@ -254,7 +308,10 @@ func (l *EventLog) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	err := errors.Join(l.flushLocked(), l.f.Close())
 	l.f = nil
 	return err
 }

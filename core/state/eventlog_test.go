@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/events"
@@ -259,4 +261,46 @@ func TestEventStringsAsEncodingJSON(t *testing.T) {
 	if string(data) != want {
 		t.Errorf("got  %s\nwant %s", data, want)
 	}
+}
+
+// A gathering log writes the lines that come together in one write, no
+// later than its delay after the first; Close writes what still waits.
+func TestEventLogGathers(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "g.jsonl")
+		l, err := OpenEventLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Gather(20 * time.Millisecond)
+		lines := func() int {
+			data, _ := os.ReadFile(path)
+			return strings.Count(string(data), "\n")
+		}
+		for i := 0; i < 3; i++ {
+			if err := l.Write(Event{Session: "s", Payload: events.Warn{Warning: strconv.Itoa(i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := lines(); n != 0 {
+			t.Fatalf("%d lines written at once", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		if n := lines(); n != 3 {
+			t.Fatalf("%d lines after the delay, want 3", n)
+		}
+		_ = l.Write(Event{Session: "s", Payload: events.Warn{Warning: "last"}})
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := ReadEvents(path)
+		if err != nil || len(evs) != 4 {
+			t.Fatalf("%d events, %v", len(evs), err)
+		}
+		if w, _ := evs[3].Payload.(events.Warn); w.Warning != "last" {
+			t.Errorf("last event %+v", evs[3])
+		}
+	})
 }

@@ -264,7 +264,13 @@ func (j *Journal) Close() error {
 	close(j.closing)
 	close(j.syncs)
 	j.synced.Wait()
-	err := errors.Join(j.f.Sync(), j.f.Close())
+	var err error
+	if j.good > 0 {
+		// An empty journal (compacted: the snapshot, synced, holds it
+		// all) has nothing to sync.
+		err = j.f.Sync()
+	}
+	err = errors.Join(err, j.f.Close())
 	j.f = nil
 	return err
 }

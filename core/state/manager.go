@@ -321,16 +321,22 @@ func (m *Manager) Prune(keep int) error {
 	if err := m.CheckPlace(); err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
-	sessions, err := m.List()
-	if err != nil {
-		return fmt.Errorf("prune: %w", err)
-	}
 	var errs []error
 	if err := m.removeStaleTemps(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := m.removeOrphanLocks(); err != nil {
 		errs = append(errs, err)
+	}
+	// Every run prunes as it starts: reading each session only to learn
+	// that there are no more files than it keeps made the start grow with
+	// the sessions kept.
+	if ids, err := m.IDs(); err == nil && len(ids) <= keep {
+		return errors.Join(errs...)
+	}
+	sessions, err := m.List()
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("prune: %w", err))...)
 	}
 	excess := len(sessions) - keep
 	if excess <= 0 {
