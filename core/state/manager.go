@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 const (
@@ -107,7 +110,7 @@ func (m *Manager) Save(s *Session) error {
 	if t := s.AgentTotals(); t.Runs > 0 {
 		s.Agents = &t
 	}
-	data, err := json.MarshalIndent(s, "", "  ")
+	data, err := marshalSession(s)
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
@@ -116,6 +119,60 @@ func (m *Manager) Save(s *Session) error {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
 	return nil
+}
+
+// marshalSession is json.MarshalIndent(s, "", "  "), with the workflow
+// definition's part encoded once per definition: a session is saved at its
+// start and its end (and every few thousand changes), and its definition,
+// which does not change while it runs, was most of the work of each save.
+func marshalSession(s *Session) ([]byte, error) {
+	def := s.WorkflowDefinition
+	if def == nil {
+		return json.MarshalIndent(s, "", "  ")
+	}
+	h := *s
+	h.WorkflowDefinition = nil
+	data, err := json.MarshalIndent(&h, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	encoded, err := definitionJSON(def)
+	if err != nil {
+		return nil, err
+	}
+	// A newline inside a JSON string is written \n: this is the field.
+	const field = "\n  \"workflowDefinition\": "
+	at := bytes.Index(data, []byte(field+"null"))
+	if at < 0 {
+		return json.MarshalIndent(s, "", "  ")
+	}
+	at += len(field)
+	out := make([]byte, 0, len(data)+len(encoded))
+	out = append(out, data[:at]...)
+	out = append(out, encoded...)
+	return append(out, data[at+len("null"):]...), nil
+}
+
+// lastDefinition is the last definition encoded, and its encoding as a
+// field of a session.
+var lastDefinition struct {
+	sync.Mutex
+	def  *workflow.Definition
+	data []byte
+}
+
+func definitionJSON(def *workflow.Definition) ([]byte, error) {
+	lastDefinition.Lock()
+	defer lastDefinition.Unlock()
+	if lastDefinition.def == def {
+		return lastDefinition.data, nil
+	}
+	data, err := json.MarshalIndent(def, "  ", "  ")
+	if err != nil {
+		return nil, err
+	}
+	lastDefinition.def, lastDefinition.data = def, data
+	return data, nil
 }
 
 // writeFileAtomic replaces path with data so that, whatever happens, path

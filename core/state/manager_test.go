@@ -491,3 +491,30 @@ func assertSessions(t *testing.T, m *Manager, want string) {
 		t.Errorf("sessions %q, want %q", got, want)
 	}
 }
+
+// A session is saved as json.MarshalIndent writes it, byte for byte, though
+// its definition's part is encoded once per definition.
+func TestSaveWritesTheSessionAsMarshalIndent(t *testing.T) {
+	t.Parallel()
+	def := &workflow.Definition{Kind: workflow.KindStages, ID: "wf", Goal: "ship \"it\"\nnow", Steps: []workflow.Step{
+		{Type: workflow.StepStage, ID: "s", Tasks: []workflow.Task{{ID: "a", Adapter: "shell", Prompt: "echo \"workflowDefinition\": null"}}},
+	}}
+	m := NewManager(t.TempDir())
+	s := &Session{ID: "0a1b2c3d", Workflow: "wf", Status: StatusRunning, WorkflowDefinition: def, StartTime: time.Now(),
+		Vars: map[string]string{"x": "\n  \"workflowDefinition\": null"}, Tasks: map[string]*TaskRecord{}, TaskStatus: map[string]TaskStatus{}}
+	for round := 0; round < 2; round++ { // the second from the cache
+		s.Error = fmt.Sprint("round ", round)
+		if err := m.Save(s); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(m.SessionPath(s.ID))
+		want, _ := json.MarshalIndent(s, "", "  ")
+		if string(got) != string(want)+"\n" {
+			t.Fatalf("round %d: saved\n%s\nwant\n%s", round, got, want)
+		}
+	}
+	loaded, err := m.Load(s.ID)
+	if err != nil || loaded.WorkflowDefinition.Steps[0].Tasks[0].Prompt != def.Steps[0].Tasks[0].Prompt {
+		t.Fatalf("load: %v", err)
+	}
+}
