@@ -227,6 +227,10 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 	if mode == adapters.Headless && !lc.UsePTY {
 		// Input is the queue, then EOF: with nothing queued, /dev/null.
 		spec.NoInput = lc.Stdin == "" && len(queue) == 0
+		// Both streams on one pipe, in the order they were written, when
+		// nothing needs them apart (an agent's structured output and an
+		// agent step's result are its stdout): a pipe less per start.
+		spec.MergeOutput = tr.stream == nil && capture == nil
 		proc, err = cfg.processes().StartHeadless(spec, onOutput)
 	} else {
 		if logPath != "" {

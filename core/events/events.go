@@ -29,7 +29,7 @@ const (
 // Task events: one process (a stage task, or the agent of an agent step).
 const (
 	TaskStarted    = "task_started"     // adapter, mode, argv, pid, cwd, name
-	TaskOutput     = "task_output"      // stream, text (clean lines), raw
+	TaskOutput     = "task_output"      // stream (stdout | stderr; output: both, in order, where no parser reads stdout), text (clean lines), raw
 	TaskInput      = "task_input"       // text, source
 	TaskStatus     = "task_status"      // status, reason, error, exit_code, signal, state, why
 	TaskFinished   = "task_finished"    // status, reason, exit_code, signal, error, evidence
