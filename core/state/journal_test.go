@@ -83,16 +83,8 @@ func TestJournalReplaysOverTheSnapshot(t *testing.T) {
 // sees them as they were when a kill came.
 func TestJournalCarriesTheSessionHeader(t *testing.T) {
 	t.Parallel()
-	m := NewManager(t.TempDir())
 	s := &Session{ID: "0123abce", Status: StatusRunning, TaskStatus: map[string]TaskStatus{}, Tasks: map[string]*TaskRecord{}, StartTime: time.Now()}
-	if err := m.Save(s); err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.OpenJournal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	m, j := journaled(t, s)
 	s.Bead = map[string]any{"id": "bd-1", "title": "T"}
 	s.Worktree, s.Branch, s.BaseBranch = "/r/.worktrees/bd-1", "vibeteam/bd-1", "main"
 	s.Intent = &GitIntent{Kind: IntentMerge, Branch: "vibeteam/bd-1", Base: "main"}
@@ -148,16 +140,8 @@ func TestJournalCarriesTheSessionHeader(t *testing.T) {
 // next line to follow: the journal is cut back to its last whole line.
 func TestJournalCutsBackAFailedWrite(t *testing.T) {
 	t.Parallel()
-	m := NewManager(t.TempDir())
 	s := &Session{ID: "0123abcf", Status: StatusRunning, StartTime: time.Now()}
-	if err := m.Save(s); err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.OpenJournal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	m, j := journaled(t, s)
 	if err := j.Append(Change{RunKey: "0", Run: &StepRun{Name: "a", Status: "done"}}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -188,16 +172,8 @@ func TestJournalCutsBackAFailedWrite(t *testing.T) {
 // in another layout is compacted, so the line stays one line.
 func TestJournalLineIsTheChangeAsJSON(t *testing.T) {
 	t.Parallel()
-	m := NewManager(t.TempDir())
 	s := &Session{ID: "0123abcf", Status: StatusRunning, Goal: "<a & b>", StartTime: time.Now()}
-	if err := m.Save(s); err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.OpenJournal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	m, j := journaled(t, s)
 	key := "2"
 	run := &StepRun{Name: "x", Type: "script", Status: "running"}
 	if err := j.Record(s, Change{Run: run, RunKey: key, Cursor: &key}, false); err != nil {
@@ -229,4 +205,20 @@ func TestJournalLineIsTheChangeAsJSON(t *testing.T) {
 	if err != nil || got.Status != StatusFailed || got.Runs["2"] == nil || len(got.Damage) != 0 {
 		t.Fatalf("load: %v, %+v", err, got)
 	}
+}
+
+// journaled saves s in a new directory and opens its journal, closed at the
+// end of the test.
+func journaled(t *testing.T, s *Session) (*Manager, *Journal) {
+	t.Helper()
+	m := NewManager(t.TempDir())
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	j, err := m.OpenJournal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Close() })
+	return m, j
 }

@@ -9,16 +9,8 @@ import (
 // disk while nothing compacted it: the journal must carry it.
 func TestJournalCarriesTheLimit(t *testing.T) {
 	t.Parallel()
-	m := NewManager(t.TempDir())
 	s := &Session{ID: "0123abcf", Status: StatusRunning, TaskStatus: map[string]TaskStatus{}, Tasks: map[string]*TaskRecord{}, StartTime: time.Now()}
-	if err := m.Save(s); err != nil {
-		t.Fatal(err)
-	}
-	j, err := m.OpenJournal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	m, j := journaled(t, s)
 	reset := time.Date(2026, 11, 25, 17, 0, 0, 0, time.UTC)
 	s.Status = StatusLimited
 	s.Limit = &Limit{Adapter: "claude", TaskID: "impl@0", ResetAt: &reset, Message: "You've hit your 5-hour limit · resets 5pm (UTC)"}
