@@ -76,9 +76,7 @@ func (s *sessionStore) history(kind, taskID, text string) {
 func (s *sessionStore) startHistory(kind, taskID, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
-	s.sess.History = append(s.sess.History, h)
-	s.deferLocked(state.Change{History: &h})
+	s.deferLocked(state.Change{History: s.appendHistoryLocked(kind, taskID, text)})
 }
 
 func (s *sessionStore) pendTasks(afresh bool, taskIDs ...string) {
@@ -337,9 +335,15 @@ func (s *sessionStore) record(taskID string) *state.TaskRecord {
 }
 
 func (s *sessionStore) addHistoryLocked(kind, taskID, text string) {
+	s.checkpointLocked(state.Change{History: s.appendHistoryLocked(kind, taskID, text)}, false)
+}
+
+// appendHistoryLocked adds an entry to the session's history and returns it,
+// for the journal.
+func (s *sessionStore) appendHistoryLocked(kind, taskID, text string) *state.HistoryEntry {
 	h := state.HistoryEntry{Time: time.Now(), Kind: kind, TaskID: taskID, Text: text}
 	s.sess.History = append(s.sess.History, h)
-	s.checkpointLocked(state.Change{History: &h}, false)
+	return &h
 }
 
 // checkpointLocked records a change of the session: appended to the
