@@ -58,8 +58,15 @@ func terminalSessionEnv(t *testing.T, p *project, env []string, args ...string) 
 		_ = cmd.Process.Kill()
 		_ = c.Close()
 	})
+	consoles.Store(screen, c)
+	t.Cleanup(func() { consoles.Delete(screen) })
 	return c, cmd, screen
 }
+
+// consoles are the terminal sessions' consoles by their screens, for
+// waitExit to read on: go-expect reads only while a test expects, and a
+// vibeteam writing to a terminal nobody reads stops when its buffer is full.
+var consoles sync.Map
 
 // expectAll waits until everything read since the last match holds all of
 // strs, in any order. The deadline holds even when go-expect's own does not.
@@ -95,6 +102,11 @@ func waitExit(t *testing.T, cmd *exec.Cmd, screen *syncBuffer) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	if c, ok := consoles.Load(screen); ok {
+		// What vibeteam prints from now on is read (into screen), until
+		// the console is closed.
+		go func() { _, _ = c.(*expect.Console).ExpectEOF() }()
+	}
 	select {
 	case err := <-done:
 		return exitCode(err)
