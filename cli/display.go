@@ -225,9 +225,13 @@ func (d *display) handle(e core.Event) {
 			d.prompter.note(glyphChar(tv.status)+" "+msg, false)
 		}
 	case events.TaskOut:
-		if d.verbose {
-			d.mirrorLocked(e.Task, p.Text)
+		if !d.verbose {
+			// Nothing to show: no redraw either. A busy agent's output
+			// comes in thousands of pieces, and a redraw of the board for
+			// each filled the terminal with copies of it.
+			return
 		}
+		d.mirrorLocked(e.Task, p.Text)
 	case events.InteractionNeeded:
 		if d.prompter != nil {
 			d.prompter.enqueue(e, p, d.labelOf(e.Task))
@@ -284,6 +288,8 @@ func (d *display) handle(e core.Event) {
 		d.printLocked(d.stamp() + indentOf(p.Address) + d.stepLine(p))
 	case events.Blocked:
 		d.printLocked(fmt.Sprintf("%s%s blocked at %s (%s)", d.stamp(), d.paint("31", "■"), safe(p.Step), safe(p.Reason)))
+	default:
+		return // the board shows nothing of it
 	}
 	d.redrawLocked()
 }

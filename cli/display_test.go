@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -209,5 +210,32 @@ func TestBoardFollowsTheFileOrder(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "first second third" {
 		t.Errorf("board order %v, want the file's", got)
+	}
+}
+
+// A task's output, not shown without --verbose, draws nothing: the board
+// is drawn again for what changes it, not for each piece of output.
+func TestOutputDoesNotRedrawTheBoard(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	d, err := newDisplay(IO{ErrTTY: true, Out: io.Discard, Err: &out}, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.width = func() int { return 80 }
+	d.handle(core.Event{Task: "a", Payload: events.TaskStart{Name: "a", Adapter: "fake", Mode: "interactive"}})
+	if out.Len() == 0 {
+		t.Fatal("the board was not drawn")
+	}
+	drawn := out.Len()
+	for i := 0; i < 100; i++ {
+		d.handle(core.Event{Task: "a", Payload: events.TaskOut{Stream: "output", Text: "x"}})
+	}
+	if out.Len() != drawn {
+		t.Errorf("100 pieces of output wrote %d bytes", out.Len()-drawn)
+	}
+	d.handle(core.Event{Task: "a", Payload: events.TaskStatusChange{Status: "WAITING_FOR_USER"}})
+	if out.Len() == drawn {
+		t.Error("a status change did not redraw the board")
 	}
 }
