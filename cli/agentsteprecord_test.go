@@ -72,12 +72,7 @@ func TestV2AgentStepSessionAnsweredOnResume(t *testing.T) {
 	p.v2AgentSession("question")
 	const id = "5550d2aa"
 
-	show := p.utcExec("show", id)
-	wantCode(t, show, 0)
-	golden := strings.ReplaceAll(readFile(t, filepath.Join("testdata", "v2agentsteps", "question.show")), "@BASE@", p.dir)
-	if show.stdout != golden {
-		t.Errorf("show of the old session:\n%s\nwant (as the old vibeteam printed it):\n%s", show.stdout, golden)
-	}
+	wantOldShow(t, p, id, "question")
 	list := p.utcExec("sessions", "--json")
 	wantCode(t, list, 0)
 	if want := readFile(t, filepath.Join("testdata", "v2agentsteps", "question.sessions.json")); list.stdout != want {
@@ -134,12 +129,7 @@ func TestV2AgentStepSessionKilledResumes(t *testing.T) {
 	p.v2AgentSession("killed")
 	const id = "b89544e1"
 
-	show := p.utcExec("show", id)
-	wantCode(t, show, 0)
-	golden := strings.ReplaceAll(readFile(t, filepath.Join("testdata", "v2agentsteps", "killed.show")), "@BASE@", p.dir)
-	if show.stdout != golden {
-		t.Errorf("show of the old session:\n%s\nwant (as the old vibeteam printed it):\n%s", show.stdout, golden)
-	}
+	wantOldShow(t, p, id, "killed")
 	s := p.only()
 	if run := s.Runs["1"]; run == nil || run.Task == nil || run.Task.Status != state.TaskRunning || run.Task.Pid == 0 || run.Task.Attempts != 1 {
 		t.Fatalf("the killed agent step's run: %+v", run)
@@ -269,5 +259,17 @@ steps:
 	}
 	if first := s.Runs["0"].Task; first == nil || first.Agent == nil || first.Agent.SessionID != "sess-1" {
 		t.Errorf("the finished step's task record after the reload: %+v", first)
+	}
+}
+
+// wantOldShow checks that show prints session id as the old vibeteam did
+// (testdata/v2agentsteps/NAME.show).
+func wantOldShow(t *testing.T, p *project, id, name string) {
+	t.Helper()
+	show := p.utcExec("show", id)
+	wantCode(t, show, 0)
+	golden := strings.ReplaceAll(readFile(t, filepath.Join("testdata", "v2agentsteps", name+".show")), "@BASE@", p.dir)
+	if show.stdout != golden {
+		t.Errorf("show of the old session:\n%s\nwant (as the old vibeteam printed it):\n%s", show.stdout, golden)
 	}
 }

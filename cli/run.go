@@ -318,13 +318,18 @@ func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 	return def, nil
 }
 
+// lineDelay is how long a status line may wait before it is written when
+// stderr is not a terminal.
+const lineDelay = 20 * time.Millisecond
+
 // execute creates the controller, runs it with signal handling and the
 // display, and maps the outcome to an exit code.
 func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions, start func(*core.Orchestrator, core.RunOptions) (*core.SessionController, error)) error {
 	if !streams.ErrTTY {
-		// Everything this run prints to a stderr that is no terminal goes
-		// through one delayed writer, in order (see delayedWriter).
-		late := newDelayedWriter(streams.Err)
+		// Everything this run prints to a stderr that is no terminal (a
+		// pipe, read by CI or a test) goes through one gathering writer, in
+		// order: a status line waits at most lineDelay.
+		late := state.NewGatheringWriter(streams.Err, lineDelay)
 		defer late.Flush()
 		streams.Err = late
 	}

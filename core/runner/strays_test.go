@@ -20,12 +20,7 @@ func TestStopStraysSeesEachNewStray(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStopStraysSeesEachNewStray$", "-test.v")
-	cmd.Env = append(os.Environ(), "VIBETEAM_STRAYS_HELPER=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	passInOwnProcess(t, "TestStopStraysSeesEachNewStray", "1")
 }
 
 func straysHelper(t *testing.T) {
@@ -78,12 +73,7 @@ func TestStopTaggedAsASubreaper(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStopTaggedAsASubreaper$", "-test.v")
-	cmd.Env = append(os.Environ(), "VIBETEAM_STRAYS_HELPER=tagged")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	passInOwnProcess(t, "TestStopTaggedAsASubreaper", "tagged")
 }
 
 // daemon starts a sleep in a session of its own and prints its pid once
@@ -138,5 +128,17 @@ func taggedHelper(t *testing.T) {
 	}
 	if !StopTagged(tag, time.Second) || !gone(left) {
 		t.Fatalf("the script's daemon %d was not stopped", left)
+	}
+}
+
+// passInOwnProcess runs test name again in a process of its own, with
+// VIBETEAM_STRAYS_HELPER=helper, and fails unless it passes there.
+func passInOwnProcess(t *testing.T, name, helper string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "VIBETEAM_STRAYS_HELPER="+helper)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

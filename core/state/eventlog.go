@@ -160,11 +160,9 @@ func (e Event) Fields() map[string]any {
 type EventLog struct {
 	mu sync.Mutex
 	f  *os.File
-	// gather, when set (Gather), is how long a line may wait in pending
-	// for the lines that follow it, to be written with them.
-	gather  time.Duration
-	pending []byte
-	timer   *time.Timer
+	// gathering, when set (Gather), keeps the lines for a moment, to write
+	// them with the ones that follow.
+	gathering *GatheringWriter
 	// Damage says what was cut off the end of the file when it was opened
 	// (a line a kill or a full disk left unfinished); "" when it was whole.
 	Damage string
@@ -231,9 +229,6 @@ func openAppend(path string) (*os.File, error) {
 	return f, nil
 }
 
-// gatherLimit is how much a gathering log keeps before it writes anyway.
-const gatherLimit = 64 << 10
-
 // Gather makes Write keep each line up to d, and write the lines that came
 // meanwhile together, in one write, no later than d after the first.
 // A step of a short workflow emits half a dozen events: on a disk, a write
@@ -243,7 +238,9 @@ const gatherLimit = 64 << 10
 func (l *EventLog) Gather(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.gather = d
+	if l.f != nil && l.gathering == nil {
+		l.gathering = NewGatheringWriter(l.f, d)
+	}
 }
 
 // Write appends e as one line, stamping the current time if e.Time is zero.
@@ -263,41 +260,11 @@ func (l *EventLog) Write(e Event) error {
 	if l.f == nil {
 		return os.ErrClosed
 	}
-	if l.gather <= 0 {
-		_, err = l.f.Write(line)
+	if l.gathering != nil {
+		_, err = l.gathering.Write(line)
 		return err
 	}
-	if len(l.pending) == 0 {
-		if l.timer == nil {
-			l.timer = time.AfterFunc(l.gather, l.flush)
-		} else {
-			l.timer.Reset(l.gather)
-		}
-	}
-	l.pending = append(l.pending, line...)
-	if len(l.pending) >= gatherLimit {
-		return l.flushLocked()
-	}
-	return nil
-}
-
-func (l *EventLog) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_ = l.flushLocked()
-}
-
-// flushLocked writes the lines that wait.
-func (l *EventLog) flushLocked() error {
-	if len(l.pending) == 0 || l.f == nil {
-		return nil
-	}
-	_, err := l.f.Write(l.pending)
-	if cap(l.pending) > gatherLimit*2 {
-		l.pending = nil
-	} else {
-		l.pending = l.pending[:0]
-	}
+	_, err = l.f.Write(line)
 	return err
 }
 
@@ -308,10 +275,11 @@ func (l *EventLog) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	if l.timer != nil {
-		l.timer.Stop()
+	var err error
+	if l.gathering != nil {
+		err = l.gathering.Close()
 	}
-	err := errors.Join(l.flushLocked(), l.f.Close())
+	err = errors.Join(err, l.f.Close())
 	l.f = nil
 	return err
 }
