@@ -15,6 +15,7 @@ import (
 // reaches the agent's children too.
 type headless struct {
 	cmd      *exec.Cmd
+	pid      int // cmd.Process.Pid, which a Release sets to -1
 	stdin    io.WriteCloser
 	inMu     sync.Mutex
 	inClosed bool
@@ -25,8 +26,9 @@ type headless struct {
 	result Result
 }
 
-// StartHeadless starts spec on pipes. onOutput is called from the reader
-// goroutines (one per stream) and must not retain Raw.
+// StartHeadless starts spec on pipes. onOutput is called from the
+// goroutine(s) that read the output, one chunk at a time, and must not
+// retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	cmd := command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
@@ -59,63 +61,75 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		stdin, cmd.Stdin = w, r
 		theirs = append(theirs, r)
 	}
-	outR, outW, err := childPipe(false)
-	if err != nil {
-		closeAll(theirs...)
-		if stdin != nil {
-			stdin.Close()
-		}
-		return nil, err
-	}
-	theirs = append(theirs, outW)
-	var errR *os.File
+	// Our ends of the output pipes, as raw non-blocking fds: the Linux
+	// watcher polls them itself; elsewhere they go to the poller.
+	streams := []string{"stdout", "stderr"}
 	if spec.MergeOutput {
-		cmd.Stdout, cmd.Stderr = outW, outW
-	} else {
-		var errW *os.File
-		if errR, errW, err = childPipe(false); err != nil {
-			closeAll(append(theirs, outR)...)
+		streams = []string{"output"}
+	}
+	ours := make([]int, 0, len(streams))
+	closeOurs := func() {
+		for _, fd := range ours {
+			syscall.Close(fd)
+		}
+	}
+	for range streams {
+		fd, w, err := outputPipe()
+		if err != nil {
+			closeAll(theirs...)
+			closeOurs()
 			if stdin != nil {
 				stdin.Close()
 			}
 			return nil, err
 		}
-		theirs = append(theirs, errW)
-		cmd.Stdout, cmd.Stderr = outW, errW
+		ours = append(ours, fd)
+		theirs = append(theirs, w)
 	}
+	cmd.Stdout, cmd.Stderr = theirs[len(theirs)-len(streams)], theirs[len(theirs)-1]
+	pidfd := -1
+	askPidfd(cmd.SysProcAttr, &pidfd)
 	since := bootTicks()
-	err = cmd.Start()
+	err := cmd.Start()
 	closeAll(theirs...)
 	if err != nil {
-		closeAll(outR, errR)
+		closeOurs()
 		if stdin != nil {
 			stdin.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
 
-	h := &headless{cmd: cmd, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
-	h.reaper = newReaper(since, cmd.Process.Pid, reaperTag(spec), spec.Tag, h.exited)
-	// drained is closed by the last reader to reach EOF.
-	streams := int32(2)
-	if spec.MergeOutput {
-		streams = 1
+	h := &headless{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	h.reaper = newReaper(since, h.pid, reaperTag(spec), spec.Tag, h.exited)
+	if pidfd >= 0 {
+		go h.watch(pidfd, ours, streams, onOutput)
+	} else {
+		h.watchEach(ours, streams, onOutput)
 	}
+	return h, nil
+}
+
+// watchEach waits for the leader and reads each stream, each on a
+// goroutine of its own (where there is no pidfd to poll with the output).
+func (h *headless) watchEach(fds []int, streams []string, onOutput func(Chunk)) {
+	files := make([]*os.File, len(fds))
+	for i, fd := range fds {
+		files[i] = os.NewFile(uintptr(fd), "|"+streams[i]) // in the poller
+	}
+	// drained is closed by the last reader to reach EOF.
+	left := int32(len(files))
 	drained := make(chan struct{})
-	left := &streams
 	readerDone := func() {
-		if atomic.AddInt32(left, -1) == 0 {
+		if atomic.AddInt32(&left, -1) == 0 {
 			close(drained)
 		}
 	}
-	if spec.MergeOutput {
-		go h.read("output", outR, onOutput, readerDone)
-	} else {
-		go h.read("stdout", outR, onOutput, readerDone)
-		go h.read("stderr", errR, onOutput, readerDone)
+	for i, f := range files {
+		go h.read(streams[i], f, onOutput, readerDone)
 	}
 	go func() {
-		h.result = resultOf(cmd.Wait())
+		h.result = resultOf(h.cmd.Wait())
 		close(h.exited)
 		// Whatever the agent left behind goes with it, so nothing outlives
 		// the task; and before the drain, because what it left may hold
@@ -129,9 +143,8 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 			case <-drained:
 			case <-giveUp.C:
 				// Held by a process we could not find: give up the rest.
-				outR.Close()
-				if errR != nil {
-					errR.Close()
+				for _, f := range files {
+					f.Close()
 				}
 				<-drained
 			}
@@ -140,7 +153,6 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		h.closeInput()
 		close(h.done)
 	}()
-	return h, nil
 }
 
 // readBufs are the headless readers' buffers: a script step that prints a
@@ -170,7 +182,7 @@ func (h *headless) read(stream string, r *os.File, onOutput func(Chunk), done fu
 	}
 }
 
-func (h *headless) Pid() int { return h.cmd.Process.Pid }
+func (h *headless) Pid() int { return h.pid }
 
 func (h *headless) Send(text string) error {
 	h.inMu.Lock()

@@ -168,12 +168,20 @@ func resultOf(err error) Result {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return Result{ExitCode: -1, Signal: ws.Signal().String()}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return statusResult(ws)
 		}
 		return Result{ExitCode: ee.ExitCode()}
 	}
 	return Result{ExitCode: -1, Err: err}
+}
+
+// statusResult is the result of a process that ended with ws.
+func statusResult(ws syscall.WaitStatus) Result {
+	if ws.Signaled() {
+		return Result{ExitCode: -1, Signal: ws.Signal().String()}
+	}
+	return Result{ExitCode: ws.ExitStatus()}
 }
 
 // killGroup signals every process of the group led by pid. Errors are

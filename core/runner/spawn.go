@@ -59,6 +59,21 @@ func childPipe(childReads bool) (ours, theirs *os.File, err error) {
 	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
 }
 
+// outputPipe is a pipe for a child's output: ours, the read end, a raw
+// non-blocking fd; theirs, the write end, blocking as the child wants it.
+func outputPipe() (ours int, theirs *os.File, err error) {
+	p, err := cloexecPipe()
+	if err != nil {
+		return -1, nil, err
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return -1, nil, os.NewSyscallError("setnonblock", err)
+	}
+	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
+}
+
 // devNull is /dev/null, opened once for every start without input
 // (exec.Cmd opens it anew for each otherwise).
 var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
