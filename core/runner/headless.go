@@ -14,8 +14,8 @@ import (
 // headless runs a process on pipes. Its process group is its own, so a stop
 // reaches the agent's children too.
 type headless struct {
-	cmd      *exec.Cmd
-	pid      int // cmd.Process.Pid, which a Release sets to -1
+	cmd      *exec.Cmd // started only where it is waited for (watchEach)
+	pid      int
 	stdin    io.WriteCloser
 	inMu     sync.Mutex
 	inClosed bool
@@ -87,10 +87,8 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		theirs = append(theirs, w)
 	}
 	cmd.Stdout, cmd.Stderr = theirs[len(theirs)-len(streams)], theirs[len(theirs)-1]
-	pidfd := -1
-	askPidfd(cmd.SysProcAttr, &pidfd)
 	since := bootTicks()
-	err := cmd.Start()
+	pid, pidfd, err := spawn(cmd)
 	closeAll(theirs...)
 	if err != nil {
 		closeOurs()
@@ -100,7 +98,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
 
-	h := &headless{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	h := &headless{cmd: cmd, pid: pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(since, h.pid, reaperTag(spec), spec.Tag, h.exited)
 	if pidfd >= 0 {
 		go h.watch(pidfd, ours, streams, onOutput)
