@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +110,7 @@ func (o Options) processes() ProcessStarter {
 type liveProcesses struct {
 	next ProcessStarter
 	mu   sync.Mutex
-	n    int
-	live map[int]runner.Process
+	live []runner.Process
 }
 
 func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error) {
@@ -119,16 +119,11 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 		return nil, err
 	}
 	l.mu.Lock()
-	l.n++
-	id := l.n
-	l.live[id] = p
+	// The ended ones go now, rather than each watched by a goroutine of
+	// its own: one more goroutine woken at every end, on the path from one
+	// step to the next.
+	l.live = append(slices.DeleteFunc(l.live, ended), p)
 	l.mu.Unlock()
-	go func() {
-		<-p.Done()
-		l.mu.Lock()
-		delete(l.live, id)
-		l.mu.Unlock()
-	}()
 	return p, nil
 }
 
@@ -136,11 +131,17 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 func (l *liveProcesses) running() []runner.Process {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]runner.Process, 0, len(l.live))
-	for _, p := range l.live {
-		out = append(out, p)
+	l.live = slices.DeleteFunc(l.live, ended)
+	return slices.Clone(l.live)
+}
+
+func ended(p runner.Process) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
 	}
-	return out
 }
 
 // Outcome is how a run ended.
@@ -205,7 +206,7 @@ func New(sess *state.Session, opts Options) *Executor {
 			held[state.StepTaskID(r.Name, key)] = key
 		}
 	}
-	procs := &liveProcesses{next: opts.processes(), live: map[int]runner.Process{}}
+	procs := &liveProcesses{next: opts.processes()}
 	opts.Processes = procs
 	return &Executor{
 		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, held: held},

@@ -30,36 +30,20 @@ type headless struct {
 // goroutine(s) that read the output, one chunk at a time, and must not
 // retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
-	cmd := command(spec.Command, spec.Args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = childEnv(spec.Env, spec.Dir, spec.Tag)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
 	// Our own pipes rather than cmd.StdinPipe/StdoutPipe: Wait must not
 	// wait for grandchildren that keep the pipe open (we kill the group and
 	// then drain), and the child's ends need not be polled.
-	var theirs []*os.File
-	closeAll := func(fs ...*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
 	var stdin io.WriteCloser
-	if spec.NoInput {
-		null, err := devNull()
-		if err != nil {
+	var childIn *os.File // closed here once the child has it; not /dev/null
+	in, err := devNull()
+	if err != nil {
+		return nil, err
+	}
+	if !spec.NoInput {
+		if stdin, childIn, err = childPipe(true); err != nil {
 			return nil, err
 		}
-		cmd.Stdin = null
-	} else {
-		w, r, err := childPipe(true)
-		if err != nil {
-			return nil, err
-		}
-		stdin, cmd.Stdin = w, r
-		theirs = append(theirs, r)
+		in = childIn
 	}
 	// Our ends of the output pipes, as raw non-blocking fds: the Linux
 	// watcher polls them itself; elsewhere they go to the poller.
@@ -67,35 +51,46 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	if spec.MergeOutput {
 		streams = []string{"output"}
 	}
-	ours := make([]int, 0, len(streams))
-	closeOurs := func() {
-		for _, fd := range ours {
+	var ours, theirs []int
+	failed := func(err error) (Process, error) {
+		for _, fd := range append(ours, theirs...) {
 			syscall.Close(fd)
 		}
-	}
-	for range streams {
-		fd, w, err := outputPipe()
-		if err != nil {
-			closeAll(theirs...)
-			closeOurs()
-			if stdin != nil {
-				stdin.Close()
-			}
-			return nil, err
-		}
-		ours = append(ours, fd)
-		theirs = append(theirs, w)
-	}
-	cmd.Stdout, cmd.Stderr = theirs[len(theirs)-len(streams)], theirs[len(theirs)-1]
-	since := bootTicks()
-	pid, pidfd, err := spawn(cmd)
-	closeAll(theirs...)
-	if err != nil {
-		closeOurs()
 		if stdin != nil {
 			stdin.Close()
 		}
-		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
+		if childIn != nil {
+			childIn.Close()
+		}
+		return nil, err
+	}
+	for range streams {
+		r, w, err := outputPipe()
+		if err != nil {
+			return failed(err)
+		}
+		ours, theirs = append(ours, r), append(theirs, w)
+	}
+	out, errOut := theirs[0], theirs[len(theirs)-1]
+	since := bootTicks()
+	cmd, cached := command(spec, in)
+	pid, pidfd, err := spawn(cmd, out, errOut)
+	if err != nil && cached && staleCommand(err) {
+		// The command found before is gone or changed: look for it again.
+		forget(spec.Command)
+		cmd, _ = command(spec, in)
+		pid, pidfd, err = spawn(cmd, out, errOut)
+	}
+	for _, fd := range theirs {
+		syscall.Close(fd) // the child has them
+	}
+	theirs = nil
+	if childIn != nil {
+		childIn.Close()
+	}
+	if err != nil {
+		childIn = nil
+		return failed(fmt.Errorf("start %s: %w", spec.Command, err))
 	}
 
 	h := &headless{cmd: cmd, pid: pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}

@@ -21,22 +21,17 @@ var pidfdWatch = sync.OnceValue(func() bool {
 	return true
 })
 
-// spawn starts cmd. Where pidfds can be polled, it is started as
+// spawn starts cmd, with out and errOut as its stdout and stderr (which
+// stay open, the caller's). Where pidfds can be polled, it is started as
 // os.StartProcess would, with a pidfd of it (for watch), but without the
-// os.Process and exec.Cmd bookkeeping, which costs a step of a script
+// os.Process and exec.Cmd bookkeeping, which cost a step of a script
 // about an eighth of its start: a copy of the environment deduplicated, a
-// second pidfd. Elsewhere (pidfd -1) cmd is started, and waited for by
-// watchEach.
-func spawn(cmd *exec.Cmd) (pid, pidfd int, err error) {
+// second pidfd, os.Files made for the fds and taken apart again.
+// Elsewhere (pidfd -1) cmd is started, and waited for by watchEach.
+func spawn(cmd *exec.Cmd, out, errOut int) (pid, pidfd int, err error) {
 	if !pidfdWatch() || cmd.Err != nil {
-		if err := cmd.Start(); err != nil {
-			return 0, -1, err
-		}
-		return cmd.Process.Pid, -1, nil
-	}
-	files := make([]uintptr, 0, 3)
-	for _, f := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
-		files = append(files, f.(*os.File).Fd())
+		pid, err := startCmd(cmd, out, errOut)
+		return pid, -1, err
 	}
 	env := cmd.Env
 	if env == nil {
@@ -45,6 +40,7 @@ func spawn(cmd *exec.Cmd) (pid, pidfd int, err error) {
 	attr := *cmd.SysProcAttr
 	pidfd = -1
 	attr.PidFD = &pidfd
+	files := []uintptr{cmd.Stdin.(*os.File).Fd(), uintptr(out), uintptr(errOut)}
 	pid, err = syscall.ForkExec(cmd.Path, cmd.Args, &syscall.ProcAttr{Dir: cmd.Dir, Env: env, Files: files, Sys: &attr})
 	if err != nil {
 		// As exec.Cmd says it.

@@ -7,12 +7,11 @@ import "os/exec"
 // pidfdWatch is false: there are no pidfds to poll.
 var pidfdWatch = func() bool { return false }
 
-// spawn starts cmd, for watchEach to wait for: there are no pidfds.
-func spawn(cmd *exec.Cmd) (pid, pidfd int, err error) {
-	if err := cmd.Start(); err != nil {
-		return 0, -1, err
-	}
-	return cmd.Process.Pid, -1, nil
+// spawn starts cmd, with out and errOut as its stdout and stderr (which
+// stay open, the caller's), for watchEach to wait for: there are no pidfds.
+func spawn(cmd *exec.Cmd, out, errOut int) (pid, pidfd int, err error) {
+	pid, err = startCmd(cmd, out, errOut)
+	return pid, -1, err
 }
 
 // watch is never called without a pidfd.

@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -75,5 +78,61 @@ func TestHeadlessDeliversOutputAndResult(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartFindsAMovedCommand: a command is looked up in PATH once, and
+// looked up again when the start fails because it is no longer where it
+// was found.
+func TestStartFindsAMovedCommand(t *testing.T) {
+	// Not parallel: it sets PATH for the process, and swaps how processes
+	// are watched.
+	defer func(w func() bool) { pidfdWatch = w }(pidfdWatch)
+	for name, watcher := range map[string]func() bool{"poll": pidfdWatch, "goroutines": func() bool { return false }} {
+		pidfdWatch = watcher
+		t.Run(name, testStartFindsAMovedCommand)
+	}
+}
+
+func testStartFindsAMovedCommand(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	t.Setenv("PATH", a+":"+b+":"+os.Getenv("PATH"))
+	tool := func(dir, says string) {
+		if err := os.WriteFile(filepath.Join(dir, "vibeteam-moved-tool"), []byte("#!/bin/sh\necho "+says+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func() (string, error) {
+		var out strings.Builder
+		var mu sync.Mutex
+		p, err := StartHeadless(Spec{Command: "vibeteam-moved-tool", NoInput: true, MergeOutput: true}, func(c Chunk) {
+			mu.Lock()
+			out.Write(c.Raw)
+			mu.Unlock()
+		})
+		if err != nil {
+			return "", err
+		}
+		waitDone(t, p)
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String(), nil
+	}
+	tool(b, "b")
+	if got, err := run(); err != nil || got != "b\n" {
+		t.Fatalf("first start: %q, %v", got, err)
+	}
+	if err := os.Remove(filepath.Join(b, "vibeteam-moved-tool")); err != nil {
+		t.Fatal(err)
+	}
+	tool(a, "a")
+	if got, err := run(); err != nil || got != "a\n" {
+		t.Fatalf("after the move: %q, %v (want the one in %s)", got, err, a)
+	}
+	if err := os.Remove(filepath.Join(a, "vibeteam-moved-tool")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(); err == nil || !strings.Contains(err.Error(), "executable file not found") {
+		t.Fatalf("once gone: %v, want not found", err)
 	}
 }

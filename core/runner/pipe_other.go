@@ -20,3 +20,18 @@ func cloexecPipe() ([2]int, error) {
 	syscall.CloseOnExec(p[1])
 	return p, nil
 }
+
+// outputPipe is a pipe for a child's output, both ends close-on-exec: ours,
+// the read end, non-blocking; theirs, the write end, blocking.
+func outputPipe() (ours, theirs int, err error) {
+	p, err := cloexecPipe()
+	if err != nil {
+		return -1, -1, err
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return -1, -1, os.NewSyscallError("setnonblock", err)
+	}
+	return p[0], p[1], nil
+}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,26 +19,73 @@ import (
 // resolved caches PATH lookups, by command and PATH.
 var resolved sync.Map // string → string
 
-// command is exec.Command without a PATH search per start: a command found
-// once is found again with one stat (gone or no longer executable: searched
-// anew). Args[0] stays the name as given, as exec.Command leaves it.
-func command(name string, args ...string) *exec.Cmd {
-	if strings.ContainsRune(name, '/') {
-		return exec.Command(name, args...)
-	}
+// command is the exec.Cmd of spec, with in as its stdin, without a PATH
+// search per start: a command found once is taken as found (cached), and a
+// start that fails because it is not there any more looks again (forget).
+// Args[0] stays the name as given, as exec.Command leaves it.
+func command(spec Spec, in *os.File) (cmd *exec.Cmd, cached bool) {
+	name := spec.Command
 	key := name + "\x00" + os.Getenv("PATH")
-	if v, ok := resolved.Load(key); ok {
-		path := v.(string)
-		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return &exec.Cmd{Path: path, Args: append([]string{name}, args...)}
+	if strings.ContainsRune(name, '/') {
+		cmd = exec.Command(name, spec.Args...)
+	} else if v, ok := resolved.Load(key); ok {
+		cmd, cached = &exec.Cmd{Path: v.(string), Args: append([]string{name}, spec.Args...)}, true
+	} else {
+		cmd = exec.Command(name, spec.Args...)
+		if cmd.Err == nil && filepath.IsAbs(cmd.Path) {
+			resolved.Store(key, cmd.Path)
 		}
-		resolved.Delete(key)
 	}
-	cmd := exec.Command(name, args...)
-	if cmd.Err == nil && filepath.IsAbs(cmd.Path) {
-		resolved.Store(key, cmd.Path)
+	cmd.Dir = spec.Dir
+	cmd.Env = childEnv(spec.Env, spec.Dir, spec.Tag)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdin = in
+	return cmd, cached
+}
+
+// forget drops what command found for name.
+func forget(name string) { resolved.Delete(name + "\x00" + os.Getenv("PATH")) }
+
+// staleCommand reports whether a start failed as one of a command that is
+// no longer where it was found, or no longer a program.
+func staleCommand(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC)
+}
+
+// startCmd starts cmd with out and errOut (raw fds, the same one for both
+// when the output is merged) as its stdout and stderr. They stay open, the
+// caller's: cmd gets copies of them.
+func startCmd(cmd *exec.Cmd, out, errOut int) (pid int, err error) {
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, fd := range []int{out, errOut} {
+		if fd == out && len(files) == 1 {
+			files = append(files, files[0])
+			continue
+		}
+		syscall.ForkLock.RLock() // a start elsewhere must not inherit it
+		dup, err := syscall.Dup(fd)
+		if err == nil {
+			syscall.CloseOnExec(dup)
+		}
+		syscall.ForkLock.RUnlock()
+		if err != nil {
+			return 0, os.NewSyscallError("dup", err)
+		}
+		files = append(files, os.NewFile(uintptr(dup), "|output"))
 	}
-	return cmd
+	cmd.Stdout, cmd.Stderr = files[0], files[1]
+	if files[1] == files[0] {
+		files = files[:1]
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	return cmd.Process.Pid, nil
 }
 
 // childPipe is a pipe whose end given to the child stays out of the
@@ -57,21 +106,6 @@ func childPipe(childReads bool) (ours, theirs *os.File, err error) {
 		return nil, nil, os.NewSyscallError("setnonblock", err)
 	}
 	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
-}
-
-// outputPipe is a pipe for a child's output: ours, the read end, a raw
-// non-blocking fd; theirs, the write end, blocking as the child wants it.
-func outputPipe() (ours int, theirs *os.File, err error) {
-	p, err := cloexecPipe()
-	if err != nil {
-		return -1, nil, err
-	}
-	if err := syscall.SetNonblock(p[0], true); err != nil {
-		syscall.Close(p[0])
-		syscall.Close(p[1])
-		return -1, nil, os.NewSyscallError("setnonblock", err)
-	}
-	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
 }
 
 // devNull is /dev/null, opened once for every start without input
