@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,9 +116,31 @@ func waitExit(t *testing.T, cmd *exec.Cmd, screen *syncBuffer) int {
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("vibeteam did not finish\n%s", screen.String())
+		t.Fatalf("vibeteam did not finish\n%s\n%s", screen.String(), aftermath(cmd.Dir))
 	}
 	return -1
+}
+
+// aftermath is what a run in dir left for a person to find out why it
+// hung: the fake agents' records, the last events, the end of each task's
+// terminal as its agent drew it.
+func aftermath(dir string) string {
+	var b strings.Builder
+	if data, err := os.ReadFile(filepath.Join(dir, "rec.txt")); err == nil {
+		fmt.Fprintf(&b, "rec.txt:\n%s\n", data)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, ".vibeteam", "logs", "*.jsonl"))
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "last events (%s):\n%s\n", filepath.Base(l), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+	}
+	raws, _ := filepath.Glob(filepath.Join(dir, ".vibeteam", "logs", "*", "*.raw.log"))
+	for _, r := range raws {
+		data, _ := os.ReadFile(r)
+		fmt.Fprintf(&b, "end of %s:\n%q\n", filepath.Base(r), data[max(0, len(data)-1500):])
+	}
+	return b.String()
 }
 
 func exitCode(err error) int {

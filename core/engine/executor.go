@@ -209,7 +209,7 @@ func New(sess *state.Session, opts Options) *Executor {
 	procs := &liveProcesses{next: opts.processes()}
 	opts.Processes = procs
 	return &Executor{
-		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, held: held},
+		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, events: newEventQueue(opts.Emit), held: held},
 		opts:         opts,
 		procs:        procs,
 		active:       map[string]*taskRun{},
@@ -246,6 +246,10 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 // it completes, fails or ctx is cancelled. The session is saved on every
 // change.
 func (x *Executor) Run(ctx context.Context) (Outcome, error) {
+	// Events wait for the next process's start while the run goes on
+	// (eventQueue); all are out when Run returns, the last defer's too.
+	x.events.hold()
+	defer x.events.release()
 	grimoire := x.sess.WorkflowDefinition.Kind == workflow.KindGrimoire
 	var prompts map[string]string
 	if !grimoire {

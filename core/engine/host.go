@@ -26,6 +26,9 @@ type taskHost interface {
 	// which always follows, rather than on one of its own before it.
 	startHistory(kind, taskID, text string)
 	emit(taskID string, p events.Payload)
+	// flushEvents delivers the events emitted until now, which a run holds
+	// from a process's end to the next one's start.
+	flushEvents()
 	// park stops the session for a person (waiting) or fails it;
 	// parked says whether and how it was.
 	park(status state.Status, taskID, reason string)

@@ -186,6 +186,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		// keeps them).
 		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: log.Path()}
 	}
+	host.flushEvents() // as a task does, once its process runs
 	select {
 	case <-proc.Done():
 		res := proc.Result()

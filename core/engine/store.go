@@ -20,6 +20,7 @@ type sessionStore struct {
 	sess    *state.Session
 	manager *state.Manager
 	emitTo  func(state.Event) // Options.Emit
+	events  *eventQueue       // to emitTo
 	overall string
 	journal *state.Journal // while Run runs: changes are appended here
 	// writeErr is a write of the session that failed, journal line and
@@ -317,7 +318,14 @@ func (s *sessionStore) emit(taskID string, p events.Payload) {
 	if s.emitTo == nil {
 		return
 	}
-	s.emitTo(state.Event{Time: time.Now(), Session: s.sess.ID, Task: taskID, Payload: p})
+	s.events.add(state.Event{Time: time.Now(), Session: s.sess.ID, Task: taskID, Payload: p})
+}
+
+// flushEvents delivers the events held until now (eventQueue).
+func (s *sessionStore) flushEvents() {
+	if s.events != nil {
+		s.events.flush()
+	}
 }
 
 // record is the task's record, made when it has none yet: in its step run

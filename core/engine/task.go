@@ -454,6 +454,9 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		return st == state.TaskDone, msg
 	}
 
+	// The process runs: what the run had to say until now goes out, off
+	// the path from its start to its end.
+	host.flushEvents()
 	var detections <-chan runner.Detection
 	var recheck <-chan time.Time
 	if tr.term != nil && tr.term.automate {
