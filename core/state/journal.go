@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,11 @@ type Journal struct {
 	lineEnc    *json.Encoder
 	headEnc    *json.Encoder
 	headOf     Session
+	// lastHead is the header last encoded, when its maps, slices and
+	// pointers were all nil or empty (lastHeadOK): a header whose are too,
+	// and whose other fields equal it, encodes the same.
+	lastHead   Session
+	lastHeadOK bool
 	// good is the journal's length after its last whole line: a write cut
 	// short (a full disk) is cut off there, so no torn line is ever
 	// followed by good ones.
@@ -135,9 +141,20 @@ func (j *Journal) Record(s *Session, c Change, durable bool) error {
 	// As Header, into buffers of the journal's own.
 	j.headOf = *s
 	j.headOf.stripHeader()
+	if j.lastHeadOK && sameHeader(&j.lastHead, &j.headOf) {
+		// Encoded, it would be the last header again: most changes leave
+		// it as it was, and its encoding cost as much as the change's.
+		j.headOf = Session{}
+		return j.appendLocked(c, durable)
+	}
 	j.head.Reset()
 	if err := j.headEnc.Encode(&j.headOf); err != nil {
 		return err
+	}
+	j.lastHeadOK, j.lastHead = false, Session{}
+	plain := plainHeader(&j.headOf)
+	if plain {
+		j.lastHead = j.headOf
 	}
 	j.headOf = Session{} // holds nothing of s until the next change
 	h := bytes.TrimSuffix(j.head.Bytes(), []byte("\n"))
@@ -151,7 +168,78 @@ func (j *Journal) Record(s *Session, c Change, durable bool) error {
 	if changed {
 		j.header = append(j.header[:0], h...)
 	}
+	j.lastHeadOK = plain // the header on disk is lastHead's
 	return nil
+}
+
+// headerFields are Session's fields sorted, once, by how a header tells
+// whether one changed without encoding it: plain ones (numbers, strings,
+// times) by ==; held ones (maps, slices, pointers) only while nil or
+// empty, when their JSON is fixed by whether they are nil. A field of
+// another kind (none today) turns the shortcut off: every header is
+// encoded. Sorted by kind, not named: a field added to Session is
+// compared without anyone listing it.
+var headerFields = sync.OnceValue(func() (f struct {
+	plain, held []int
+	off         bool
+}) {
+	t := reflect.TypeFor[Session]()
+	for i := range t.NumField() {
+		ft := t.Field(i).Type
+		switch ft.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+			reflect.Float32, reflect.Float64, reflect.String:
+			f.plain = append(f.plain, i)
+		case reflect.Map, reflect.Slice, reflect.Pointer, reflect.Interface:
+			f.held = append(f.held, i)
+		default:
+			if ft == reflect.TypeFor[time.Time]() {
+				f.plain = append(f.plain, i)
+			} else {
+				f.off = true
+			}
+		}
+	}
+	return f
+})
+
+// plainHeader reports whether h's held fields are all nil or empty.
+func plainHeader(h *Session) bool {
+	f := headerFields()
+	if f.off {
+		return false
+	}
+	v := reflect.ValueOf(h).Elem()
+	for _, i := range f.held {
+		fv := v.Field(i)
+		if k := fv.Kind(); (k == reflect.Map || k == reflect.Slice) && fv.Len() > 0 || (k == reflect.Pointer || k == reflect.Interface) && !fv.IsNil() {
+			return false
+		}
+	}
+	return true
+}
+
+// sameHeader reports whether h encodes as last does, last being plain
+// (plainHeader): h is plain too, nil where last is, and its other fields
+// equal last's.
+func sameHeader(last, h *Session) bool {
+	if !plainHeader(h) {
+		return false
+	}
+	f := headerFields()
+	lv, hv := reflect.ValueOf(last).Elem(), reflect.ValueOf(h).Elem()
+	for _, i := range f.held {
+		if lv.Field(i).IsNil() != hv.Field(i).IsNil() {
+			return false
+		}
+	}
+	for _, i := range f.plain {
+		if !lv.Field(i).Equal(hv.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Append writes c: once it returns, c survives the process being killed,
@@ -169,6 +257,7 @@ func (j *Journal) Append(c Change, durable bool) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.lastHeadOK, j.lastHead = false, Session{}
 	return j.appendLocked(c, durable)
 }
 
@@ -239,6 +328,7 @@ func (j *Journal) Compact(s *Session) error {
 		return err
 	}
 	j.size = 0
+	j.lastHeadOK, j.lastHead = false, Session{}
 	if h, err := s.Header(); err == nil {
 		j.header = append(j.header[:0], h...)
 	}

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -221,4 +222,107 @@ func journaled(t *testing.T, s *Session) (*Manager, *Journal) {
 	}
 	t.Cleanup(func() { _ = j.Close() })
 	return m, j
+}
+
+// TestJournalSeesEveryHeaderFieldChange changes each field of the session
+// header in turn, on a session whose header the journal had just written
+// (the header it can compare without encoding it): the replay has the new
+// value, then the field cleared again, and an unchanged header is not
+// written again. Fields are found by reflection: one added to Session is
+// tried too.
+func TestJournalSeesEveryHeaderFieldChange(t *testing.T) {
+	t.Parallel()
+	notHeader := map[string]bool{"Runs": true, "Tasks": true, "TaskStatus": true, "History": true,
+		"WorkflowDefinition": true, "JournalSeq": true, "Agents": true, "Damage": true,
+		"ID": true, "UpdatedAt": true} // the file's name; the time of the read
+	st := reflect.TypeFor[Session]()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if notHeader[f.Name] || f.Tag.Get("json") == "-" {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			s := &Session{Version: FormatVersion, ID: "0123abcf", Status: StatusRunning, TaskStatus: map[string]TaskStatus{}, Tasks: map[string]*TaskRecord{}, StartTime: start}
+			m, j := journaled(t, s)
+			record := func(what string) {
+				t.Helper()
+				for range 2 { // the second compares with the first
+					if err := j.Record(s, Change{RunKey: "0", Run: &StepRun{Name: what}}, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			check := func(what string) {
+				t.Helper()
+				got, err := m.Load(s.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := json.Marshal(reflect.ValueOf(s).Elem().Field(i).Interface())
+				have, _ := json.Marshal(reflect.ValueOf(got).Elem().Field(i).Interface())
+				if string(want) != string(have) {
+					t.Errorf("%s: the replay has %s, the session %s", what, have, want)
+				}
+			}
+			record("before")
+			field := reflect.ValueOf(s).Elem().Field(i)
+			field.Set(sample(t, f.Type))
+			record("set")
+			check("set")
+			field.Set(reflect.Zero(f.Type))
+			record("cleared")
+			check("cleared")
+			before, _ := os.ReadFile(m.journalPath(s.ID))
+			record("unchanged")
+			after, _ := os.ReadFile(m.journalPath(s.ID))
+			if strings.Contains(string(after[len(before):]), `"session"`) {
+				t.Errorf("an unchanged header was written again: %s", after[len(before):])
+			}
+		})
+	}
+}
+
+// sample is a value of type t that is not its zero value and survives
+// JSON.
+func sample(t *testing.T, typ reflect.Type) reflect.Value {
+	t.Helper()
+	if typ == reflect.TypeFor[time.Time]() {
+		return reflect.ValueOf(time.Date(2027, 5, 6, 7, 8, 9, 0, time.UTC))
+	}
+	v := reflect.New(typ).Elem()
+	switch typ.Kind() {
+	case reflect.String:
+		v.SetString("sample-" + typ.Name())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Map:
+		v.Set(reflect.MakeMap(typ))
+		v.SetMapIndex(sample(t, typ.Key()), sample(t, typ.Elem()))
+	case reflect.Slice:
+		v.Set(reflect.Append(reflect.MakeSlice(typ, 0, 1), sample(t, typ.Elem())))
+	case reflect.Pointer:
+		v.Set(reflect.New(typ.Elem()))
+		v.Elem().Set(sample(t, typ.Elem()))
+	case reflect.Interface:
+		v.Set(reflect.ValueOf("sample"))
+	case reflect.Struct:
+		// Its first settable field set: enough to be seen in JSON.
+		for k := range typ.NumField() {
+			if typ.Field(k).IsExported() && typ.Field(k).Tag.Get("json") != "-" {
+				v.Field(k).Set(sample(t, typ.Field(k).Type))
+				break
+			}
+		}
+	default:
+		t.Fatalf("no sample for %s", typ)
+	}
+	return v
 }
