@@ -103,33 +103,46 @@ func withPWD(env map[string]string, dir string) map[string]string {
 }
 
 // lastEnv is the environment childEnv made last, and what it made it of:
-// the steps of a script all get the same one.
+// the steps of a script all get the same one, and the tasks of a stage
+// workflow the same but for their tag (at tagAt; -1 without one).
 var lastEnv struct {
 	sync.Mutex
-	base     []string
-	env      map[string]string
-	dir, tag string
-	out      []string
+	base   []string
+	env    map[string]string
+	dir    string
+	tagged bool
+	out    []string
+	tagAt  int
 }
 
 // childEnv is mergedEnv(withPWD(withTag(env, tag), dir)), made again only
-// when one of them, or vibeteam's own environment, changed.
+// when env, dir, whether there is a tag, or vibeteam's own environment
+// changed: otherwise the last one, with this tag.
 func childEnv(env map[string]string, dir, tag string) []string {
 	if !filepath.IsAbs(dir) {
 		// Its PWD would depend on the working directory.
 		return mergedEnv(withPWD(withTag(env, tag), dir))
 	}
 	base := os.Environ()
+	tagged := tag != ""
 	lastEnv.Lock()
 	defer lastEnv.Unlock()
-	if lastEnv.out != nil && dir == lastEnv.dir && tag == lastEnv.tag && maps.Equal(env, lastEnv.env) && slices.Equal(base, lastEnv.base) {
+	if lastEnv.out == nil || dir != lastEnv.dir || tagged != lastEnv.tagged || !maps.Equal(env, lastEnv.env) || !slices.Equal(base, lastEnv.base) {
+		out := mergedEnv(withPWD(withTag(env, tag), dir))
+		lastEnv.tagAt = -1
+		if tagged {
+			lastEnv.tagAt = slices.Index(out, TaskEnv+"="+tag)
+		}
+		// Full: whoever appends to it gets a copy, never another start's.
+		lastEnv.out = out[:len(out):len(out)]
+		lastEnv.base, lastEnv.env, lastEnv.dir, lastEnv.tagged = base, maps.Clone(env), dir, tagged
+	}
+	if lastEnv.tagAt < 0 {
 		return lastEnv.out
 	}
-	out := mergedEnv(withPWD(withTag(env, tag), dir))
-	// Full: whoever appends to it gets a copy, never another start's.
-	lastEnv.out = out[:len(out):len(out)]
-	lastEnv.base, lastEnv.env, lastEnv.dir, lastEnv.tag = base, maps.Clone(env), dir, tag
-	return lastEnv.out
+	out := slices.Clone(lastEnv.out)
+	out[lastEnv.tagAt] = TaskEnv + "=" + tag
+	return out[:len(out):len(out)]
 }
 
 // mergedEnv returns os.Environ() with extra applied on top, deterministic

@@ -452,6 +452,7 @@ func (m *Manager) removeSession(id string) error {
 		return fmt.Errorf("prune %s: %w", id, err)
 	}
 	var errs []error
+	forgetLogDir(m.LogDir(id))
 	if err := os.RemoveAll(m.LogDir(id)); err != nil {
 		errs = append(errs, fmt.Errorf("prune %s: %w", id, err))
 	}

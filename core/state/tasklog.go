@@ -3,11 +3,14 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -81,25 +84,80 @@ func OpenShortTaskLog(path string, tailLines int) (*TaskLog, error) {
 	return newTaskLog(path, tailLines, true)
 }
 
+// logDirs are the task-log directories this process made (true) or found
+// (false), and madeLogs the task logs it made: in a directory it made, a
+// log is there only if it made it. Each task of a run of short ones would
+// otherwise look for its directory and its file on disk (a path walk
+// each, which costs a good part of an `echo`).
+var logDirs, madeLogs sync.Map // path → bool; path → struct{}
+
 func newTaskLog(path string, tailLines int, short bool) (*TaskLog, error) {
-	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+	dir := filepath.Dir(path)
+	made, err := logDir(dir)
+	if err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
 	t := &TaskLog{lastFlush: time.Now(), path: path, max: max(tailLines, 0)}
-	if short {
-		if _, err := os.Lstat(path); err != nil {
-			t.follow = time.AfterFunc(followAfter, func() {
-				t.mu.Lock()
-				defer t.mu.Unlock()
-				if !t.closed && t.opened == nil {
-					t.openAsideLocked()
-				}
-			})
-			return t, nil
-		}
+	if short && !logExists(path, made) {
+		t.follow = time.AfterFunc(followAfter, func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if !t.closed && t.opened == nil {
+				t.openAsideLocked()
+			}
+		})
+		return t, nil
 	}
 	t.openAsideLocked()
 	return t, nil
+}
+
+// logDir makes dir, once, and reports whether this process made it.
+func logDir(dir string) (made bool, err error) {
+	if v, ok := logDirs.Load(dir); ok {
+		return v.(bool), nil
+	}
+	err = os.Mkdir(dir, dirMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(dir), dirMode); err == nil {
+			err = os.Mkdir(dir, dirMode)
+		}
+	}
+	switch {
+	case err == nil:
+		made = true
+	case errors.Is(err, fs.ErrExist):
+		// There already (a resumed session): as MkdirAll, a directory.
+		if st, serr := os.Stat(dir); serr != nil || !st.IsDir() {
+			return false, &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+	default:
+		return false, err
+	}
+	logDirs.Store(dir, made)
+	return made, nil
+}
+
+// forgetLogDir forgets dir and the logs made in it, before it is removed.
+func forgetLogDir(dir string) {
+	logDirs.Delete(dir)
+	madeLogs.Range(func(k, _ any) bool {
+		if filepath.Dir(k.(string)) == dir {
+			madeLogs.Delete(k)
+		}
+		return true
+	})
+}
+
+// logExists reports whether the log at path is there, in a directory this
+// process made (made) or not.
+func logExists(path string, made bool) bool {
+	if made {
+		_, ok := madeLogs.Load(path)
+		return ok
+	}
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // openAsideLocked starts making the file; mu is held (or t not shared yet).
@@ -112,6 +170,7 @@ func (t *TaskLog) openAsideLocked() {
 		// made again if the session was removed meanwhile.
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, fileMode)
 		if err == nil {
+			madeLogs.Store(path, struct{}{})
 			_ = f.Chmod(fileMode) // as openAppend: private even if it was not
 		}
 		t.mu.Lock()

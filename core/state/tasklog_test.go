@@ -228,14 +228,28 @@ func TestShortTaskLog(t *testing.T) {
 		}
 	}
 
-	// An earlier attempt's file: appended to, whatever the output.
-	path := filepath.Join(dir, "logs", "lines.log")
+	// An earlier attempt's file, by an earlier vibeteam (a resume): appended
+	// to, whatever the output.
+	path := filepath.Join(dir, "earlier", "lines.log")
+	os.MkdirAll(filepath.Dir(path), 0o700)
 	os.WriteFile(path, []byte("first attempt\n"), 0o600)
 	l, _ := OpenShortTaskLog(path, 3)
 	l.Write([]byte("again\n"))
 	l.Close()
 	if data, _ := os.ReadFile(path); string(data) != "first attempt\nagain\n" || l.Path() != path {
 		t.Errorf("resumed: file %q, path %q", data, l.Path())
+	}
+	// An earlier attempt's file in this run (a retry), in a directory this
+	// process made: appended to as well.
+	path = filepath.Join(dir, "logs", "retried.log")
+	l, _ = OpenShortTaskLog(path, 3)
+	l.Write([]byte("1\n2\n3\n4\n"))
+	l.Close()
+	l, _ = OpenShortTaskLog(path, 3)
+	l.Write([]byte("again\n"))
+	l.Close()
+	if data, _ := os.ReadFile(path); string(data) != "1\n2\n3\n4\nagain\n" || l.Path() != path {
+		t.Errorf("retried: file %q, path %q", data, l.Path())
 	}
 }
 
