@@ -40,7 +40,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		return nil, err
 	}
 	if !spec.NoInput {
-		if stdin, childIn, err = childPipe(true); err != nil {
+		if stdin, childIn, err = inputPipe(); err != nil {
 			return nil, err
 		}
 		in = childIn

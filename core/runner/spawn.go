@@ -88,24 +88,20 @@ func startCmd(cmd *exec.Cmd, out, errOut int) (pid int, err error) {
 	return cmd.Process.Pid, nil
 }
 
-// childPipe is a pipe whose end given to the child stays out of the
-// poller (the child has it as a blocking fd anyway); ours is pollable.
-// childReads: the child reads (its stdin) rather than writes (its output).
-func childPipe(childReads bool) (ours, theirs *os.File, err error) {
+// inputPipe is a pipe for a child's stdin, both ends close-on-exec: ours,
+// the write end, pollable; theirs, the read end, stays out of the poller
+// (the child has it as a blocking fd anyway).
+func inputPipe() (ours, theirs *os.File, err error) {
 	p, err := cloexecPipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	o, t := p[0], p[1] // we read, the child writes
-	if childReads {
-		o, t = p[1], p[0]
-	}
-	if err := syscall.SetNonblock(o, true); err != nil {
+	if err := syscall.SetNonblock(p[1], true); err != nil {
 		syscall.Close(p[0])
 		syscall.Close(p[1])
 		return nil, nil, os.NewSyscallError("setnonblock", err)
 	}
-	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
+	return os.NewFile(uintptr(p[1]), "|ours"), os.NewFile(uintptr(p[0]), "|theirs"), nil
 }
 
 // devNull is /dev/null, opened once for every start without input
