@@ -172,7 +172,7 @@ steps:
     type: agent
     adapter: structured
     spell: |
-      pidfile=impl.pid stamp=impl.t exec=test_-f_go_||_sleep_60 cat=done.jsonl
+      pidfile=impl.pid stamp=impl.t exec=test_-f_go_||_(touch_asleep_&&_sleep_60) cat=done.jsonl
 `)
 	cmd := p.command("run", "g.yaml")
 	if err := cmd.Start(); err != nil {
@@ -193,7 +193,10 @@ steps:
 	if len(s.Tasks) != 0 || len(s.TaskStatus) != 0 {
 		t.Errorf("an agent step's task kept under tasks %v, taskStatus %v", s.Tasks, s.TaskStatus)
 	}
-	waitFor(t, func() bool { return p.exists("impl.pid") })
+	// Asleep, past its look for "go": made before, it would finish, and
+	// end on writing to the pipe of the killed vibeteam, before resume
+	// could stop it.
+	waitFor(t, func() bool { return p.exists("impl.pid") && p.exists("asleep") })
 	agent := p.read("impl.pid")
 	pidAlive(t, agent, true) // left running by the killed vibeteam
 
