@@ -232,6 +232,25 @@ modes:
 	}
 }
 
+// Output resets the inactivity limit, however long the task runs: four
+// lines 300 ms apart take 900 ms under a 500 ms limit, and the task is DONE;
+// a pause longer than the limit after them is not.
+func TestOutputKeepsATaskActive(t *testing.T) {
+	p := newProject(t)
+	steady := "print=a sleep=300ms print=b sleep=300ms print=c sleep=300ms print=d"
+	p.write("wf.yaml", "id: steady\nstages:\n  - id: s\n    tasks:\n"+
+		"      - { id: steady, adapter: fake, executionMode: headless, prompt: \""+steady+"\", inactivityTimeout: 500ms }\n"+
+		"      - { id: stalls, adapter: fake, executionMode: headless, prompt: \""+steady+" sleep=30s\", inactivityTimeout: 500ms }\n")
+	wantCode(t, p.run("run", "wf.yaml", "--grace", "200ms", "--keep-going"), 1)
+	s := p.only()
+	if s.TaskStatus["steady"] != state.TaskDone {
+		t.Errorf("steady task %s (%s): output did not count as activity", s.TaskStatus["steady"], s.Tasks["steady"].Reason)
+	}
+	if s.Tasks["stalls"].Reason != "inactivity_timeout" {
+		t.Errorf("stalling task: reason %q, want inactivity_timeout", s.Tasks["stalls"].Reason)
+	}
+}
+
 func TestHeadlessModeWithUsePTY(t *testing.T) {
 	p := newProject(t)
 	p.write(".vibeteam/adapters/ptyheadless.yaml", fmt.Sprintf(`name: ptyheadless

@@ -139,6 +139,7 @@ func (tr *taskRun) meterStream(m *budget.Meter, format adapters.Output) {
 	tr.stream.spend.over = func(what string) {
 		select {
 		case tr.overBudget <- what:
+			tr.wake.Fire()
 		default: // told already
 		}
 	}

@@ -135,13 +135,22 @@ func (l *liveProcesses) running() []runner.Process {
 	return slices.Clone(l.live)
 }
 
-func ended(p runner.Process) bool {
-	select {
-	case <-p.Done():
-		return true
-	default:
+// ended reports whether p is done, leaving one its caller is to watch
+// (runner.Spec.WatchHere) to its caller.
+func ended(p runner.Process) bool { return runner.Ended(p) }
+
+// watchHere watches proc, started with runner.Spec.WatchHere, on this
+// goroutine until it is done (true), or until ctx ends, wake fires or the
+// deadline (if not zero) passes (false: a goroutine of its own watches it
+// from then on, and proc.Done tells its end).
+func watchHere(ctx context.Context, proc runner.Process, wake *runner.Wake, deadline time.Time) bool {
+	w, ok := proc.(runner.HereWatcher)
+	if !ok {
 		return false
 	}
+	stop := context.AfterFunc(ctx, wake.Fire)
+	defer stop()
+	return w.WatchHere(wake, deadline)
 }
 
 // Outcome is how a run ended.

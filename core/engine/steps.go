@@ -168,27 +168,23 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	}
 	proc, err := g.cfg.processes().StartHeadless(runner.Spec{
 		Command: shell, Args: args, Dir: g.dir, Tag: g.tag,
-		GroupOnly: true, NoInput: true, MergeOutput: true,
+		GroupOnly: true, NoInput: true, MergeOutput: true, WatchHere: true,
 	}, onOutput)
 	if err != nil {
 		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
 	}
 	_ = proc.CloseInput()
 
-	var timeout <-chan time.Time
+	var deadline time.Time
 	if step.Timeout > 0 {
-		t := time.NewTimer(time.Duration(step.Timeout))
-		defer t.Stop()
-		timeout = t.C
+		deadline = time.Now().Add(time.Duration(step.Timeout))
 	}
 	result := func(res runner.Result) flow.Result {
 		// As $(...) reads it: without the trailing newlines (the log
 		// keeps them).
 		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: log.Path()}
 	}
-	host.flushEvents() // as a task does, once its process runs
-	select {
-	case <-proc.Done():
+	exited := func() flow.Result {
 		res := proc.Result()
 		fr := result(res)
 		switch {
@@ -203,6 +199,22 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 			fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("exit code %d", res.ExitCode)
 		}
 		return fr
+	}
+	host.flushEvents() // as a task does, once its process runs
+	wake := runner.NewWake()
+	defer wake.Close()
+	if watchHere(ctx, proc, wake, deadline) {
+		return exited()
+	}
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-proc.Done():
+		return exited()
 	case <-timeout:
 		proc.Stop(g.cfg.Grace)
 		fr := result(proc.Result())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
@@ -41,6 +42,12 @@ type taskRun struct {
 
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
 	overBudget chan string   // what was spent, once a budget is: the agent is stopped
+	// lastOutputAt is when the last chunk came (UnixNano), 0 before one.
+	lastOutputAt atomic.Int64
+	// wake ends the wait loop's watch of a headless process on its own
+	// goroutine (watchHere) whenever anything but the process's output
+	// comes: a reply, a completion, a budget spent.
+	wake *runner.Wake
 
 	stream *agentStream // a headless agent's structured output; nil for text
 	// next, set when a person allowed a denial or answered a question at
@@ -186,7 +193,9 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		lastOutput: make(chan struct{}, 1),
 		overBudget: make(chan string, 1),
 		replies:    make(chan reply, 16),
+		wake:       runner.NewWake(),
 	}
+	defer tr.wake.Close()
 	if mode == adapters.Headless && !lc.UsePTY {
 		if p := agentstream.New(lc.Output); p != nil {
 			if b, ok := p.(interface{ SetBaseline(agentstream.Tokens) }); ok && cont != nil && prev.Agent != nil {
@@ -214,6 +223,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		if capture != nil && c.Stream != "stderr" {
 			capture.Write(c.Clean)
 		}
+		tr.lastOutputAt.Store(time.Now().UnixNano())
 		select {
 		case tr.lastOutput <- struct{}{}:
 		default:
@@ -231,6 +241,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		// nothing needs them apart (an agent's structured output and an
 		// agent step's result are its stdout): a pipe less per start.
 		spec.MergeOutput = tr.stream == nil && capture == nil
+		spec.WatchHere = true // by the wait loop, until anything else comes
 		proc, err = cfg.processes().StartHeadless(spec, onOutput)
 	} else {
 		if logPath != "" {
@@ -353,6 +364,7 @@ type reply struct {
 func (tr *taskRun) queueReply(r reply) error {
 	select {
 	case tr.replies <- r:
+		tr.wake.Fire()
 		return nil
 	default:
 		return fmt.Errorf("task %q has too many unsent replies", tr.task.ID)
@@ -399,6 +411,7 @@ func (tr *taskRun) completeWith(cause string) {
 	tr.completeOnce.Do(func() {
 		tr.completeCause = cause
 		close(tr.completed)
+		tr.wake.Fire()
 	})
 }
 
@@ -406,18 +419,18 @@ func (tr *taskRun) completeWith(cause string) {
 // inactivity, or cancellation.
 func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone <-chan struct{}) (bool, string) {
 	host, t := tr.host, tr.task
-	var timeout <-chan time.Time
+	start := time.Now()
+	var timeoutAt time.Time
 	if t.Timeout > 0 {
-		tm := time.NewTimer(time.Duration(t.Timeout))
-		defer tm.Stop()
-		timeout = tm.C
+		timeoutAt = start.Add(time.Duration(t.Timeout))
 	}
-	var idleTimer *time.Timer
-	var idle <-chan time.Time
-	if inactivity > 0 {
-		idleTimer = time.NewTimer(inactivity)
-		defer idleTimer.Stop()
-		idle = idleTimer.C
+	// quietUntil is when the inactivity limit is reached, output aside.
+	quietUntil := func() time.Time {
+		last := start
+		if at := tr.lastOutputAt.Load(); at > last.UnixNano() {
+			last = time.Unix(0, at)
+		}
+		return last.Add(inactivity)
 	}
 
 	finish := func(st state.TaskStatus, reason string, res *runner.Result, msg string) (bool, string) {
@@ -454,9 +467,59 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		return st == state.TaskDone, msg
 	}
 
+	exited := func() (bool, string) {
+		res := tr.proc.Result()
+		<-inputDone // a headless writer ends once the process is gone
+		unsent := tr.unsent()
+		if tr.stream != nil {
+			if st, reason, msg, judged := tr.judgeAgent(res); judged {
+				return finish(st, reason, &res, msg)
+			}
+		}
+		switch {
+		case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
+			// An exit, even 0, that leaves inputs unsent is not what the
+			// workflow asked for.
+			msg := fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent)
+			return finish(state.TaskError, unsentReason, &res, msg)
+		case res.Success():
+			return finish(state.TaskDone, exitReason, &res, "")
+		case res.Err != nil:
+			return finish(state.TaskError, exitReason, &res, res.Err.Error())
+		case res.Signal != "":
+			return finish(state.TaskError, signalReason, &res, "killed by signal "+res.Signal)
+		default:
+			return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
+		}
+	}
+
 	// The process runs: what the run had to say until now goes out, off
 	// the path from its start to its end.
 	host.flushEvents()
+	if tr.term == nil {
+		// Its end, most often the first thing to come: watched here, and
+		// the loop below has the rest once anything else comes.
+		deadline := timeoutAt
+		if inactivity > 0 && (deadline.IsZero() || quietUntil().Before(deadline)) {
+			deadline = quietUntil()
+		}
+		if watchHere(ctx, tr.proc, tr.wake, deadline) {
+			return exited()
+		}
+	}
+	var timeout <-chan time.Time
+	if t.Timeout > 0 {
+		tm := time.NewTimer(time.Until(timeoutAt))
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	var idleTimer *time.Timer
+	var idle <-chan time.Time
+	if inactivity > 0 {
+		idleTimer = time.NewTimer(time.Until(quietUntil()))
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
 	var detections <-chan runner.Detection
 	var recheck <-chan time.Time
 	if tr.term != nil && tr.term.automate {
@@ -472,29 +535,7 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 		case r := <-tr.replies:
 			tr.applyReply(r)
 		case <-tr.proc.Done():
-			res := tr.proc.Result()
-			<-inputDone // a headless writer ends once the process is gone
-			unsent := tr.unsent()
-			if tr.stream != nil {
-				if st, reason, msg, judged := tr.judgeAgent(res); judged {
-					return finish(st, reason, &res, msg)
-				}
-			}
-			switch {
-			case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
-				// An exit, even 0, that leaves inputs unsent is not what the
-				// workflow asked for.
-				msg := fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent)
-				return finish(state.TaskError, unsentReason, &res, msg)
-			case res.Success():
-				return finish(state.TaskDone, exitReason, &res, "")
-			case res.Err != nil:
-				return finish(state.TaskError, exitReason, &res, res.Err.Error())
-			case res.Signal != "":
-				return finish(state.TaskError, signalReason, &res, "killed by signal "+res.Signal)
-			default:
-				return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
-			}
+			return exited()
 		case <-tr.completed:
 			if tr.task.KeepAlive && tr.completeCause != completedByUser {
 				tr.kept = true

@@ -24,6 +24,11 @@ type headless struct {
 	exited chan struct{} // leader reaped
 	done   chan struct{} // leader reaped, its processes gone, output drained
 	result Result
+
+	// here is the watching left to the caller (Spec.WatchHere) until the
+	// caller, or anything that waits for the process, takes it.
+	hereMu sync.Mutex
+	here   *watch
 }
 
 // StartHeadless starts spec on pipes. onOutput is called from the
@@ -96,7 +101,12 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	h := &headless{cmd: cmd, pid: pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(since, h.pid, reaperTag(spec), spec.Tag, h.exited)
 	if pidfd >= 0 {
-		go h.watch(pidfd, ours, streams, onOutput)
+		w := h.newWatch(pidfd, ours, streams, onOutput)
+		if spec.WatchHere {
+			h.here = w
+		} else {
+			go w.run()
+		}
 	} else {
 		h.watchEach(ours, streams, onOutput)
 	}
@@ -202,12 +212,51 @@ func (h *headless) closeInput() error {
 	return h.stdin.Close()
 }
 
-func (h *headless) Done() <-chan struct{} { return h.done }
-func (h *headless) Result() Result        { return h.result }
+func (h *headless) Done() <-chan struct{} {
+	h.watched()
+	return h.done
+}
+
+func (h *headless) Result() Result { return h.result }
 
 func (h *headless) Kill() { h.reaper.killNow() }
 
 func (h *headless) Stop(grace time.Duration) {
+	h.watched()
 	h.reaper.end(grace)
 	<-h.done
+}
+
+// takeHere takes the watching left to the caller, if nobody has.
+func (h *headless) takeHere() *watch {
+	h.hereMu.Lock()
+	defer h.hereMu.Unlock()
+	w := h.here
+	h.here = nil
+	return w
+}
+
+// watched has a goroutine watch a process whose caller was to watch it
+// and has not begun: whatever waits for the process needs it watched.
+func (h *headless) watched() {
+	if w := h.takeHere(); w != nil {
+		go w.run()
+	}
+}
+
+func (h *headless) WatchHere(wake *Wake, deadline time.Time) bool {
+	if wake.pollable() < 0 {
+		h.watched() // nothing could stop the watch: not here, then
+		return false
+	}
+	w := h.takeHere()
+	if w == nil {
+		return false
+	}
+	if w.loop(wake.pollable(), deadline) {
+		w.finish()
+		return true
+	}
+	go w.run()
+	return false
 }

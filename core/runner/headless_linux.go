@@ -49,76 +49,122 @@ func spawn(cmd *exec.Cmd, out, errOut int) (pid, pidfd int, err error) {
 	return pid, pidfd, nil
 }
 
-// watch is the one goroutine of a headless process on Linux: one poll
-// finds both its output and its leader's exit. A command that prints a
-// line and exits then wakes one thread, where a reader, a waiter and the
-// poller's thread handing over to each other wake three, each a
-// cross-CPU wake-up on the path from one step to the next: in a run of
-// short steps, that was a tenth of the time.
-func (h *headless) watch(pidfd int, fds []int, streams []string, onOutput func(Chunk)) {
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp) // onOutput keeps no Raw
-	buf := *bp
-	strip := make([]Stripper, len(fds))
-	var clean []byte
-	polled := make([]unix.PollFd, 0, len(fds)+1)
+// watch is the one watcher of a headless process on Linux: one poll finds
+// both its output and its leader's exit. A command that prints a line and
+// exits then wakes one thread, where a reader, a waiter and the poller's
+// thread handing over to each other wake three, each a cross-CPU wake-up
+// on the path from one step to the next: in a run of short steps, that was
+// a tenth of the time. It runs on a goroutine of its own, or on the
+// caller's (Spec.WatchHere), and can move from the latter to the former
+// between two polls.
+type watch struct {
+	h        *headless
+	fds      []int
+	streams  []string
+	onOutput func(Chunk)
+	bp       *[]byte
+	strip    []Stripper
+	clean    []byte
+	// polled are fds, then the leader's pidfd, then a wake's eventfd (-1
+	// but while the caller watches).
+	polled []unix.PollFd
+	open   int
+	exited bool
+	giveUp time.Time // once exited: the drain's end
+}
+
+func (h *headless) newWatch(pidfd int, fds []int, streams []string, onOutput func(Chunk)) *watch {
+	polled := make([]unix.PollFd, 0, len(fds)+2)
 	for _, fd := range fds {
 		polled = append(polled, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
-	leader := len(fds)
-	polled = append(polled, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN})
-	open, exited := len(fds), false
-	var giveUp time.Time // once exited: the drain's end
-	for open > 0 || !exited {
+	polled = append(polled, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN}, unix.PollFd{Fd: -1, Events: unix.POLLIN})
+	return &watch{h: h, fds: fds, streams: streams, onOutput: onOutput, bp: readBufs.Get().(*[]byte),
+		strip: make([]Stripper, len(fds)), polled: polled, open: len(fds)}
+}
+
+// run watches the process to its end.
+func (w *watch) run() {
+	w.loop(-1, time.Time{})
+	w.finish()
+}
+
+// loop watches until the process is done (true), or until wake (an fd, -1
+// for none) is readable or deadline (if not zero) passes (false).
+func (w *watch) loop(wake int, deadline time.Time) (done bool) {
+	leader, woken := len(w.fds), len(w.fds)+1
+	w.polled[woken].Fd = int32(wake)
+	defer func() { w.polled[woken].Fd = -1 }()
+	buf := *w.bp
+	for w.open > 0 || !w.exited {
 		timeout := -1
-		if exited {
-			left := time.Until(giveUp)
+		if w.exited {
+			left := time.Until(w.giveUp)
 			if left <= 0 {
 				break // held by a process we could not find: give up the rest
 			}
 			timeout = int(left/time.Millisecond) + 1
 		}
-		n, err := unix.Poll(polled, timeout)
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			if ms := int(left/time.Millisecond) + 1; timeout < 0 || ms < timeout {
+				timeout = ms
+			}
+		}
+		n, err := unix.Poll(w.polled, timeout)
 		if err == unix.EINTR || err == nil && n == 0 {
 			continue
 		}
 		if err != nil {
 			// Not seen: poll fails only on bad arguments. Wait as the
 			// goroutines would, without the output.
-			polled[leader].Revents = unix.POLLIN
-			open = 0
+			w.polled[leader].Revents = unix.POLLIN
+			w.polled[woken].Revents = 0
+			w.open = 0
 		}
-		for i := range fds {
-			if polled[i].Fd < 0 || polled[i].Revents == 0 {
+		for i, fd := range w.fds {
+			if w.polled[i].Fd < 0 || w.polled[i].Revents == 0 {
 				continue
 			}
-			if !h.readSome(fds[i], streams[i], buf, &strip[i], &clean, onOutput) {
+			if !w.h.readSome(fd, w.streams[i], buf, &w.strip[i], &w.clean, w.onOutput) {
 				continue
 			}
-			unix.Close(fds[i])
-			polled[i].Fd = -1
-			open--
+			unix.Close(fd)
+			w.polled[i].Fd = -1
+			w.open--
 		}
-		if !exited && polled[leader].Revents != 0 {
-			h.result = reapLeader(h.pid)
-			unix.Close(pidfd)
-			polled[leader].Fd = -1
-			exited = true
-			close(h.exited)
+		if !w.exited && w.polled[leader].Revents != 0 {
+			w.h.result = reapLeader(w.h.pid)
+			unix.Close(int(w.polled[leader].Fd))
+			w.polled[leader].Fd = -1
+			w.exited = true
+			close(w.h.exited)
 			// Whatever the agent left behind goes with it, so nothing
 			// outlives the task; and before the drain, because what it
 			// left may hold the pipes open.
-			h.reaper.end(exitGrace)
-			giveUp = time.Now().Add(drainWait)
+			w.h.reaper.end(exitGrace)
+			w.giveUp = time.Now().Add(drainWait)
+		}
+		if w.polled[woken].Revents != 0 && (w.open > 0 || !w.exited) {
+			return false
 		}
 	}
-	for i := range fds {
-		if polled[i].Fd >= 0 {
-			unix.Close(fds[i])
+	return true
+}
+
+// finish closes what the drain left open and tells the process's end.
+func (w *watch) finish() {
+	for i, fd := range w.fds {
+		if w.polled[i].Fd >= 0 {
+			unix.Close(fd)
 		}
 	}
-	h.closeInput()
-	close(h.done)
+	readBufs.Put(w.bp) // onOutput keeps no Raw
+	w.h.closeInput()
+	close(w.h.done)
 }
 
 // readSome reads what fd holds, a few chunks at most (a flood must not

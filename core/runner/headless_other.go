@@ -2,7 +2,10 @@
 
 package runner
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // pidfdWatch is false: there are no pidfds to poll.
 var pidfdWatch = func() bool { return false }
@@ -14,7 +17,11 @@ func spawn(cmd *exec.Cmd, out, errOut int) (pid, pidfd int, err error) {
 	return pid, -1, err
 }
 
-// watch is never called without a pidfd.
-func (h *headless) watch(_ int, fds []int, streams []string, onOutput func(Chunk)) {
-	h.watchEach(fds, streams, onOutput)
-}
+// watch is never made without a pidfd: processes here are watched by
+// watchEach.
+type watch struct{}
+
+func (h *headless) newWatch(int, []int, []string, func(Chunk)) *watch { return &watch{} }
+func (w *watch) run()                                                 {}
+func (w *watch) loop(int, time.Time) bool                             { return false }
+func (w *watch) finish()                                              {}

@@ -43,6 +43,12 @@ type Spec struct {
 	// (Chunk.Stream is "output"): a script's output as a terminal shows it.
 	NoInput     bool
 	MergeOutput bool
+	// WatchHere leaves the watching of a headless process (its output, its
+	// exit) to its caller, who calls WatchHere on its own goroutine as soon
+	// as the start returns: the end of a short step then wakes no other
+	// goroutine on the way to the next start. Anything that waits for the
+	// process (Done, Stop) has it watched by a goroutine of its own instead.
+	WatchHere bool
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the
@@ -82,6 +88,32 @@ type Process interface {
 	// Kill SIGKILLs the group and the tagged processes now (a second
 	// interrupt); a Stop in progress then returns.
 	Kill()
+}
+
+// HereWatcher is a process started with Spec.WatchHere.
+type HereWatcher interface {
+	// WatchHere watches the process on the calling goroutine, onOutput
+	// called there, until it is done (true), or until wake fires or the
+	// deadline (if not zero) passes (false): a goroutine of its own then
+	// watches it, as without Spec.WatchHere, and Done tells its end. It is
+	// false at once when the process is watched already, or wake cannot be
+	// polled.
+	WatchHere(wake *Wake, deadline time.Time) bool
+}
+
+// Ended reports whether p is done, without having a process whose caller
+// is to watch it (Spec.WatchHere) watched by a goroutine of its own.
+func Ended(p Process) bool {
+	done := p.Done
+	if h, ok := p.(*headless); ok {
+		done = func() <-chan struct{} { return h.done }
+	}
+	select {
+	case <-done():
+		return true
+	default:
+		return false
+	}
 }
 
 // withPWD returns env with PWD set to the child's directory: programs
