@@ -583,12 +583,19 @@ func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 	}
 	cp := *run
 	c := state.Change{Run: &cp, RunKey: key, Cursor: &key}
-	if step.Type == workflow.StepStage {
+	switch step.Type {
+	case workflow.StepStage:
 		// Each task of a stage journals its start at once: the stage's
 		// start goes with the first of them instead of on a line of its
 		// own (a resume runs a stage without a finished run either way).
 		x.deferLocked(c)
-	} else {
+	case workflow.StepScript:
+		// Journaled once its process runs (flushEvents), off the path from
+		// the last step's end to this one's start: a kill before that
+		// leaves the step not started, and a resume runs it, as it would
+		// run a started one.
+		x.deferLocked(c)
+	default:
 		x.checkpointLocked(c, false)
 	}
 	x.mu.Unlock()

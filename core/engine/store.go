@@ -321,8 +321,16 @@ func (s *sessionStore) emit(taskID string, p events.Payload) {
 	s.events.add(state.Event{Time: time.Now(), Session: s.sess.ID, Task: taskID, Payload: p})
 }
 
-// flushEvents delivers the events held until now (eventQueue).
+// flushEvents delivers the events held until now (eventQueue), and
+// journals a change held for the line that follows it (a script step's
+// start, held until its process runs).
 func (s *sessionStore) flushEvents() {
+	s.mu.Lock()
+	if d := s.deferred; d != nil {
+		s.deferred = nil
+		s.checkpointLocked(*d, false)
+	}
+	s.mu.Unlock()
 	if s.events != nil {
 		s.events.flush()
 	}

@@ -166,8 +166,11 @@ func createLockInPlace(path string) (*Lock, error) {
 	return &Lock{path: path, f: f}, nil
 }
 
-// writeLockRecord flocks f, then writes and syncs this process's record in
-// it: flocked first, so that whoever sees the record also finds the flock.
+// writeLockRecord flocks f, then writes this process's record in it:
+// flocked first, so that whoever sees the record also finds the flock. Not
+// synced: a record only matters while its holder lives, and a power loss
+// ends every holder (a record it leaves whole names a dead process, one it
+// leaves empty is stale after staleUnparsedAge).
 func writeLockRecord(f *os.File) error {
 	flocked := flockWait(f) == nil
 	rec := lockRecord{Pid: os.Getpid(), Host: hostname(), Time: time.Now().UTC(), Flock: flocked}
@@ -175,10 +178,8 @@ func writeLockRecord(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	return f.Sync()
+	_, err = f.Write(append(data, '\n'))
+	return err
 }
 
 type lockState int
