@@ -723,7 +723,7 @@ func writeEventLine(w io.Writer, bead string, e core.Event) {
 	if err != nil {
 		return
 	}
-	b = state.RedactJSON(b, false)
+	b = state.RedactJSON(b)
 	if bead != "" && len(b) > 1 && b[0] == '{' {
 		tag, _ := json.Marshal(bead)
 		b = append(append([]byte(`{"bead":`), tag...), append([]byte{','}, b[1:]...)...)

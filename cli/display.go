@@ -161,7 +161,7 @@ func (d *display) handle(e core.Event) {
 	if d.events != nil {
 		if b, err := json.Marshal(e); err == nil {
 			// As the event log: secrets as ***.
-			_, _ = d.events.Write(append(state.RedactJSON(b, false), '\n'))
+			_, _ = d.events.Write(append(state.RedactJSON(b), '\n'))
 		}
 	}
 	switch p := e.Payload.(type) {

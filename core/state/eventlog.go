@@ -254,7 +254,7 @@ func (l *EventLog) Write(e Event) error {
 	if err != nil {
 		return err
 	}
-	line = append(RedactJSON(line, false), '\n')
+	line = append(RedactJSON(line), '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {

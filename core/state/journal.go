@@ -285,7 +285,7 @@ func (j *Journal) appendLocked(c Change, durable bool) error {
 	}
 	// In one write, at once: a reader (show, sessions) or a crash must see
 	// it.
-	line := RedactJSON(j.line.Bytes(), false)
+	line := RedactJSON(j.line.Bytes())
 	if _, err := j.f.Write(line); err != nil {
 		// Whatever part of the line reached the file goes: the next line
 		// starts where the last whole one ended.

@@ -114,25 +114,27 @@ func (m *Manager) Save(s *Session) error {
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
-	data = append(RedactJSON(data, true), '\n')
+	data = append(RedactJSON(data), '\n')
 	if err := writeFileAtomic(path, data); err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
 	return nil
 }
 
-// marshalSession is json.MarshalIndent(s, "", "  "), with the workflow
-// definition's part encoded once per definition: a session is saved at its
-// start and its end (and every few thousand changes), and its definition,
-// which does not change while it runs, was most of the work of each save.
+// marshalSession is json.Marshal(s), with the workflow definition's part
+// encoded once per definition: a session is saved at its start and its end
+// (and every few thousand changes), and its definition, which does not
+// change while it runs, was most of the work of each save. Compact, not
+// indented: indenting a stage workflow's session took as long again as
+// encoding it (vibeteam show is the session for people; jq reads either).
 func marshalSession(s *Session) ([]byte, error) {
 	def := s.WorkflowDefinition
 	if def == nil {
-		return json.MarshalIndent(s, "", "  ")
+		return json.Marshal(s)
 	}
 	h := *s
 	h.WorkflowDefinition = nil
-	data, err := json.MarshalIndent(&h, "", "  ")
+	data, err := json.Marshal(&h)
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +142,12 @@ func marshalSession(s *Session) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A newline inside a JSON string is written \n: this is the field.
-	const field = "\n  \"workflowDefinition\": "
+	// Inside a JSON string every quote is escaped: a quote after a comma
+	// is the field's.
+	const field = `,"workflowDefinition":`
 	at := bytes.Index(data, []byte(field+"null"))
 	if at < 0 {
-		return json.MarshalIndent(s, "", "  ")
+		return json.Marshal(s)
 	}
 	at += len(field)
 	out := make([]byte, 0, len(data)+len(encoded))
@@ -167,7 +170,7 @@ func definitionJSON(def *workflow.Definition) ([]byte, error) {
 	if lastDefinition.def == def {
 		return lastDefinition.data, nil
 	}
-	data, err := json.MarshalIndent(def, "  ", "  ")
+	data, err := json.Marshal(def)
 	if err != nil {
 		return nil, err
 	}

@@ -492,23 +492,24 @@ func assertSessions(t *testing.T, m *Manager, want string) {
 	}
 }
 
-// A session is saved as json.MarshalIndent writes it, byte for byte, though
-// its definition's part is encoded once per definition.
-func TestSaveWritesTheSessionAsMarshalIndent(t *testing.T) {
+// A session is saved as json.Marshal writes it, byte for byte, though its
+// definition's part is encoded once per definition (text that looks like the
+// field, in a value before it or in the definition, stays where it is).
+func TestSaveWritesTheSessionAsMarshal(t *testing.T) {
 	t.Parallel()
 	def := &workflow.Definition{Kind: workflow.KindStages, ID: "wf", Goal: "ship \"it\"\nnow", Steps: []workflow.Step{
-		{Type: workflow.StepStage, ID: "s", Tasks: []workflow.Task{{ID: "a", Adapter: "shell", Prompt: "echo \"workflowDefinition\": null"}}},
+		{Type: workflow.StepStage, ID: "s", Tasks: []workflow.Task{{ID: "a", Adapter: "shell", Prompt: "echo ,\"workflowDefinition\":null"}}},
 	}}
 	m := NewManager(t.TempDir())
 	s := &Session{ID: "0a1b2c3d", Workflow: "wf", Status: StatusRunning, WorkflowDefinition: def, StartTime: time.Now(),
-		Vars: map[string]string{"x": "\n  \"workflowDefinition\": null"}, Tasks: map[string]*TaskRecord{}, TaskStatus: map[string]TaskStatus{}}
+		Vars: map[string]string{"x": ",\"workflowDefinition\":null", "y": "\n  \"workflowDefinition\": null"}, Tasks: map[string]*TaskRecord{}, TaskStatus: map[string]TaskStatus{}}
 	for round := 0; round < 2; round++ { // the second from the cache
 		s.Error = fmt.Sprint("round ", round)
 		if err := m.Save(s); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := os.ReadFile(m.SessionPath(s.ID))
-		want, _ := json.MarshalIndent(s, "", "  ")
+		want, _ := json.Marshal(s)
 		if string(got) != string(want)+"\n" {
 			t.Fatalf("round %d: saved\n%s\nwant\n%s", round, got, want)
 		}

@@ -78,10 +78,10 @@ func redactString(s string, vs []string) string {
 	return s
 }
 
-// RedactJSON replaces the secrets in every string of a JSON document
-// (indent: written indented, as a snapshot is). A document without any
-// comes back unchanged, at the cost of a search.
-func RedactJSON(data []byte, indent bool) []byte {
+// RedactJSON replaces the secrets in every string of a JSON document,
+// written compact. A document without any comes back unchanged, at the cost
+// of a search.
+func RedactJSON(data []byte) []byte {
 	vs := secretValues()
 	if len(vs) == 0 || !mentions(data, vs) {
 		return data
@@ -93,13 +93,7 @@ func RedactJSON(data []byte, indent bool) []byte {
 		return RedactBytes(data) // not JSON after all: as text
 	}
 	doc = redactValue(doc, vs)
-	var out []byte
-	var err error
-	if indent {
-		out, err = json.MarshalIndent(doc, "", "  ")
-	} else {
-		out, err = json.Marshal(doc)
-	}
+	out, err := json.Marshal(doc)
 	if err != nil {
 		return RedactBytes(data)
 	}
