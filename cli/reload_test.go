@@ -148,7 +148,7 @@ stages:
 		t.Errorf("new session has version %d", s.Version)
 	}
 	path := ".vibeteam/sessions/" + s.ID + ".json"
-	version := fmt.Sprintf(`"version": %d,`, state.FormatVersion)
+	version := fmt.Sprintf(`"version":%d,`, state.FormatVersion)
 	v1 := strings.Replace(p.read(path), version, "", 1)
 	if v1 == p.read(path) {
 		t.Fatal("no version field to remove")
@@ -164,8 +164,8 @@ stages:
 	}
 
 	newer := state.FormatVersion + 1
-	p.write(path, strings.Replace(p.read(path), version, fmt.Sprintf(`"version": %d,`, newer), 1))
-	p.write(path, strings.Replace(p.read(path), `"status": "completed"`, `"status": "failed"`, 1))
+	p.write(path, strings.Replace(p.read(path), version, fmt.Sprintf(`"version":%d,`, newer), 1))
+	p.write(path, strings.Replace(p.read(path), `"status":"completed"`, `"status":"failed"`, 1))
 	r := p.run("resume", s.ID)
 	wantCode(t, r, 2)
 	if !strings.Contains(r.stderr, fmt.Sprintf("format v%d by a newer vibeteam", newer)) {

@@ -609,9 +609,6 @@ func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 
 func (s *runStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	x := s.x
-	if step.Type != workflow.StepLoop {
-		x.stopStrays() // no task runs between two steps
-	}
 	key := at.Key()
 	now := time.Now()
 	output := r.Output
@@ -637,8 +634,15 @@ func (s *runStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	run.EndedAt = &now
 	cp := *run
 	// The end of a step is made durable: a resume never runs it again.
+	// (With it, a stage's only task's end, which waited for this line.)
 	x.checkpointLocked(state.Change{Run: &cp, RunKey: key}, true)
 	x.mu.Unlock()
+	if step.Type != workflow.StepLoop {
+		// No task runs between two steps: what the step left goes, after
+		// its end is saved (a kill while a stray takes its grace does not
+		// run the step again).
+		x.stopStrays()
+	}
 	if s.stages {
 		if r.Status == flow.Done {
 			x.emit("", events.StageEnd{Stage: step.Label(), Index: at[0].Index})

@@ -20,6 +20,10 @@ type taskHost interface {
 	// record returns a copy of the task's record.
 	readRecord(taskID string) state.TaskRecord
 	setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange)
+	// endsStage sets a task's status at its end where its stage's end
+	// follows at once (the stage's only task to run): both are journaled
+	// on the stage's line.
+	endsStage(taskID string, st state.TaskStatus, ev events.TaskStatusChange)
 	history(kind, taskID, text string)
 	// startHistory adds to the history what a task starts with (its
 	// prompt): journaled with the line of the task's start or failure,

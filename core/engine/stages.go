@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -61,7 +62,7 @@ func runStage(ctx context.Context, host stepHost, st workflow.Step, prompts map[
 			}
 		})
 	}
-	run := func(t workflow.Task) {
+	run := func(host taskHost, t workflow.Task) {
 		t.MCP = workflow.MergeMCP(mcp, t.MCP)
 		if ok, why := runTask(stageCtx, host, t, prompts[t.ID], failing, nil); !ok && stageCtx.Err() == nil {
 			failing(t.ID, why)
@@ -74,18 +75,33 @@ func runStage(ctx context.Context, host stepHost, st workflow.Step, prompts map[
 		}
 	}
 	if len(todo) == 1 {
-		run(todo[0]) // no goroutine to hand it to and back
+		// No goroutine to hand it to and back, and its end goes on the
+		// line of the stage's, which follows.
+		run(lastOfStage{host}, todo[0])
 		return failedTask, reason
 	}
 	for _, t := range todo {
 		wg.Add(1)
 		go func(t workflow.Task) {
 			defer wg.Done()
-			run(t)
+			run(host, t)
 		}(t)
 	}
 	wg.Wait()
 	return failedTask, reason
+}
+
+// lastOfStage is the host of a stage's only task left to run: the stage
+// ends when it does, and the stage's end is journaled at once (the next
+// line, whatever ended the task), so the task's end goes on that line.
+type lastOfStage struct{ stepHost }
+
+func (h lastOfStage) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
+	if st == state.TaskDone || st == state.TaskError {
+		h.endsStage(taskID, st, ev)
+		return
+	}
+	h.stepHost.setStatus(taskID, st, ev)
 }
 
 // taskReason is why a task ended, as its record says.

@@ -220,14 +220,24 @@ func (s *sessionStore) status(taskID string) state.TaskStatus {
 // setStatus records a task status change, saves, and emits the task (ev,
 // with its status) and derived session state events.
 func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
+	s.setTaskStatus(taskID, st, ev, false)
+}
+
+func (s *sessionStore) endsStage(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
+	s.setTaskStatus(taskID, st, ev, true)
+}
+
+// setTaskStatus sets and journals a task's status; deferred, the change
+// waits for the line that follows at once (the stage's end).
+func (s *sessionStore) setTaskStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange, deferred bool) {
 	s.mu.Lock()
 	// The end of a task is made durable; its other steps need only survive
 	// vibeteam being killed.
 	durable := st == state.TaskDone || st == state.TaskError
+	var c state.Change
 	if _, run := s.heldRunLocked(taskID); run != nil {
 		run.Task.Status = st
-		c, _ := s.heldChangeLocked(taskID)
-		s.checkpointLocked(c, durable)
+		c, _ = s.heldChangeLocked(taskID)
 	} else {
 		s.sess.TaskStatus[taskID] = st
 		if s.lively != nil {
@@ -237,7 +247,12 @@ func (s *sessionStore) setStatus(taskID string, st state.TaskStatus, ev events.T
 				delete(s.lively, taskID)
 			}
 		}
-		s.checkpointLocked(state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}, durable)
+		c = state.Change{Task: taskID, Status: st, Record: s.sess.Tasks[taskID]}
+	}
+	if deferred {
+		s.deferLocked(c)
+	} else {
+		s.checkpointLocked(c, durable)
 	}
 	overall := s.deriveLocked()
 	changed := overall != s.overall
