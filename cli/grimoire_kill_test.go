@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -163,4 +164,60 @@ func collapseRepeats(text string) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// A stage's only task's end goes on the line of the stage's end: killed in
+// the next stage, the journal holds both on one line, and resume neither
+// runs the finished stage's task again nor loses what it recorded.
+func TestStageEndCarriesItsTaskEnd(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("wf.yaml", `id: two
+stages:
+  - id: first
+    tasks:
+      - { id: once, adapter: shell, executionMode: headless, prompt: "echo ran >> once.t" }
+  - id: second
+    tasks:
+      - { id: waits, adapter: shell, executionMode: headless, prompt: "test -f go || (echo $$ > waits.pid; sleep 60)" }
+`)
+	cmd := p.command("run", "wf.yaml")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.exists("waits.pid") })
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	list, err := state.NewManager(p.dir).List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("sessions %v, %v", list, err)
+	}
+	id := list[0].ID
+	journal, err := os.ReadFile(filepath.Join(p.dir, ".vibeteam", "sessions", id+".journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var together bool
+	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n") {
+		var c state.Change
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if c.Task == "once" && c.Status == state.TaskDone {
+			together = c.RunKey == "0" && c.Run != nil && c.Run.Status == "done"
+			if !together {
+				t.Errorf("the task's end without the stage's: %s", line)
+			}
+		}
+	}
+	if !together {
+		t.Errorf("no journal line with the first stage's task DONE:\n%s", journal)
+	}
+	p.write("go", "")
+	r := p.exec("resume", id, "--grace", "1s")
+	wantCode(t, r, 0)
+	s := p.only()
+	if p.lines("once.t") != 1 || s.TaskStatus["once"] != state.TaskDone || s.Tasks["once"].ExitCode == nil || s.Runs["0"].Status != "done" {
+		t.Errorf("after resume: the first task ran %d time(s); status %s, record %+v, run %+v\n%s", p.lines("once.t"), s.TaskStatus["once"], s.Tasks["once"], s.Runs["0"], r.stderr)
+	}
 }
