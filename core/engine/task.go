@@ -468,29 +468,8 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 	}
 
 	exited := func() (bool, string) {
-		res := tr.proc.Result()
 		<-inputDone // a headless writer ends once the process is gone
-		unsent := tr.unsent()
-		if tr.stream != nil {
-			if st, reason, msg, judged := tr.judgeAgent(res); judged {
-				return finish(st, reason, &res, msg)
-			}
-		}
-		switch {
-		case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
-			// An exit, even 0, that leaves inputs unsent is not what the
-			// workflow asked for.
-			msg := fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent)
-			return finish(state.TaskError, unsentReason, &res, msg)
-		case res.Success():
-			return finish(state.TaskDone, exitReason, &res, "")
-		case res.Err != nil:
-			return finish(state.TaskError, exitReason, &res, res.Err.Error())
-		case res.Signal != "":
-			return finish(state.TaskError, signalReason, &res, "killed by signal "+res.Signal)
-		default:
-			return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
-		}
+		return tr.judgeExit(finish)
 	}
 
 	// The process runs: what the run had to say until now goes out, off
@@ -598,6 +577,33 @@ func (tr *taskRun) wait(ctx context.Context, inactivity time.Duration, inputDone
 			}
 			return finish(state.TaskPending, stoppedReason, &res, "stopped before it finished")
 		}
+	}
+}
+
+// judgeExit ends a task whose process exited by itself, as its exit,
+// queue and (for an agent) final report say.
+func (tr *taskRun) judgeExit(finish func(st state.TaskStatus, reason string, res *runner.Result, msg string) (bool, string)) (bool, string) {
+	res := tr.proc.Result()
+	unsent := tr.unsent()
+	if tr.stream != nil {
+		if st, reason, msg, judged := tr.judgeAgent(res); judged {
+			return finish(st, reason, &res, msg)
+		}
+	}
+	switch {
+	case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
+		// An exit, even 0, that leaves inputs unsent is not what the
+		// workflow asked for.
+		msg := fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent)
+		return finish(state.TaskError, unsentReason, &res, msg)
+	case res.Success():
+		return finish(state.TaskDone, exitReason, &res, "")
+	case res.Err != nil:
+		return finish(state.TaskError, exitReason, &res, res.Err.Error())
+	case res.Signal != "":
+		return finish(state.TaskError, signalReason, &res, "killed by signal "+res.Signal)
+	default:
+		return finish(state.TaskError, exitReason, &res, fmt.Sprintf("exit code %d", res.ExitCode))
 	}
 }
 
