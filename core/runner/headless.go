@@ -245,7 +245,8 @@ func (h *headless) watched() {
 }
 
 func (h *headless) WatchHere(wake *Wake, deadline time.Time) bool {
-	if wake.pollable() < 0 {
+	fd := wake.pollable()
+	if fd < 0 {
 		h.watched() // nothing could stop the watch: not here, then
 		return false
 	}
@@ -253,7 +254,7 @@ func (h *headless) WatchHere(wake *Wake, deadline time.Time) bool {
 	if w == nil {
 		return false
 	}
-	if w.loop(wake.pollable(), deadline) {
+	if w.loop(fd, deadline) {
 		w.finish()
 		return true
 	}

@@ -166,6 +166,19 @@ func TestWatchHereTakenOrWokenBefore(t *testing.T) {
 	if !p.Result().Success() {
 		t.Fatalf("result %+v", p.Result())
 	}
+
+	// Fired before any watch polled it (its eventfd is made as one begins).
+	fresh := NewWake()
+	defer fresh.Close()
+	fresh.Fire()
+	p, _, _ = startHere(t, "sleep 1", nil)
+	if p.(HereWatcher).WatchHere(fresh, time.Time{}) {
+		t.Fatal("WatchHere watched past a wake fired before its first watch")
+	}
+	if isDone(p) {
+		t.Fatal("done after the watch began: the early fire was lost")
+	}
+	<-p.Done()
 }
 
 // A Stop from another goroutine while the caller watches: the process
