@@ -122,7 +122,7 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 	// The ended ones go now, rather than each watched by a goroutine of
 	// its own: one more goroutine woken at every end, on the path from one
 	// step to the next.
-	l.live = append(slices.DeleteFunc(l.live, ended), p)
+	l.live = append(slices.DeleteFunc(l.live, runner.Ended), p)
 	l.mu.Unlock()
 	return p, nil
 }
@@ -131,13 +131,9 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 func (l *liveProcesses) running() []runner.Process {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.live = slices.DeleteFunc(l.live, ended)
+	l.live = slices.DeleteFunc(l.live, runner.Ended)
 	return slices.Clone(l.live)
 }
-
-// ended reports whether p is done, leaving one its caller is to watch
-// (runner.Spec.WatchHere) to its caller.
-func ended(p runner.Process) bool { return runner.Ended(p) }
 
 // watchHere watches proc, started with runner.Spec.WatchHere, on this
 // goroutine until it is done (true), or until ctx ends, wake fires or the
