@@ -104,12 +104,14 @@ type HereWatcher interface {
 // Ended reports whether p is done, without having a process whose caller
 // is to watch it (Spec.WatchHere) watched by a goroutine of its own.
 func Ended(p Process) bool {
-	done := p.Done
+	var done <-chan struct{}
 	if h, ok := p.(*headless); ok {
-		done = func() <-chan struct{} { return h.done }
+		done = h.done
+	} else {
+		done = p.Done()
 	}
 	select {
-	case <-done():
+	case <-done:
 		return true
 	default:
 		return false

@@ -27,7 +27,7 @@ func (w *Wake) Fire() {
 	defer w.mu.Unlock()
 	w.fired = true
 	if w.fd >= 0 {
-		_, _ = unix.Write(w.fd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		w.signal()
 	}
 }
 
@@ -57,8 +57,11 @@ func (w *Wake) pollable() int {
 		}
 		w.fd = fd
 		if w.fired {
-			_, _ = unix.Write(w.fd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+			w.signal()
 		}
 	}
 	return w.fd
 }
+
+// signal adds one to the eventfd's count: it reads as ready from then on.
+func (w *Wake) signal() { _, _ = unix.Write(w.fd, []byte{1, 0, 0, 0, 0, 0, 0, 0}) }
