@@ -39,7 +39,7 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 	if err != nil {
 		return core.MergeOutcome{}, err
 	}
-	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, Attempts: res.Attempts, Waited: res.Waited}
+	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, UpToDate: res.UpToDate, Attempts: res.Attempts, Waited: res.Waited}
 	if res.UpToDate && out.Commit == "" {
 		out.Commit = "(up to date)"
 	}

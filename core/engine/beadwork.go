@@ -49,7 +49,9 @@ type MergeOutcome struct {
 	Refused   string
 	GateRed   bool
 	Moving    string
-	Attempts  int
+	// UpToDate: the base had all of the branch already; nothing moved.
+	UpToDate bool
+	Attempts int
 	// Waited is how long the merge waited for the merge queue.
 	Waited time.Duration
 }
@@ -70,6 +72,9 @@ const (
 	ReviewApprove = "approve"
 	ReviewReject  = "reject"
 	ReviewLater   = "later" // park: the session is pending_merge
+	// mergeUnderWay is the approval an open merge intent gives: a merge
+	// begun when vibeteam was killed, which git may have landed already.
+	mergeUnderWay = "under_way"
 )
 
 // Bead statuses vibeteam sets.
@@ -125,10 +130,15 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	}
 
 	decision, reason := host.takeMergeDecision()
+	underWay := decision == mergeUnderWay
 	if step.Merge.RequireReview && decision == "" {
 		stat, commits, err := ws.Summary(ctx)
 		if err != nil {
 			return flow.Result{Status: flow.Failed, Reason: "summarize the work for review: " + err.Error()}
+		}
+		if commits == "" {
+			// Nothing to review: no person is asked about an empty merge.
+			return nothingToMerge(step, ws, g.cfg.SessionID)
 		}
 		req := ReviewRequest{Step: step.Label(), Bead: id, Title: title, Branch: ws.Branch(), Base: ws.Base(), Stat: stat, Commits: commits, Dir: ws.Dir()}
 		decision = ReviewLater
@@ -206,6 +216,11 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		return res
 	case out.Moving != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}
+	case out.UpToDate && !underWay:
+		// The base had the branch already, and no merge of this session
+		// was under way to have put it there: there was nothing to bring.
+		host.setIntent(nil)
+		return nothingToMerge(step, ws, g.cfg.SessionID)
 	}
 	host.merged(out.Commit)
 	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base(), QueuedMS: out.Waited.Milliseconds()})
@@ -217,6 +232,19 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 	}
 	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: summary}
+}
+
+// nothingToMerge ends a merge step whose branch has no commit its base
+// lacks: done with allow_empty, blocked otherwise, and in neither case
+// merged (the bead is closed only for work that landed).
+func nothingToMerge(step *workflow.Step, ws Workspace, session string) flow.Result {
+	what := fmt.Sprintf("nothing to merge: %s has no commit that %s lacks", ws.Branch(), ws.Base())
+	if step.Merge.AllowEmpty {
+		return flow.Result{Status: flow.Done, Summary: what + " (allow_empty)"}
+	}
+	return flow.Result{Status: flow.Blocked, Output: what, Reason: BlockedNothingToMerge + ": " + what +
+		"; the steps before it committed no work. Commit the work in " + ws.Dir() + " and vibeteam resume " + session +
+		", or write allow_empty: true on the merge step when an empty merge is a success"}
 }
 
 func conflictPaths(cs []MergeConflict) string {

@@ -31,7 +31,10 @@ const (
 	BlockedMergeConflict = "merge_conflict"
 	BlockedMergeRefused  = "merge_refused"  // git would overwrite local changes in the base checkout
 	BlockedMergeRejected = "merge_rejected" // a person rejected the merge
-	BlockedBudget        = "budget"         // a budget was spent: the agent was stopped, or not started
+	// BlockedNothingToMerge: a merge step found no commit to bring (and
+	// did not say allow_empty).
+	BlockedNothingToMerge = "nothing_to_merge"
+	BlockedBudget         = "budget" // a budget was spent: the agent was stopped, or not started
 )
 
 // grimoire is one run of a grimoire as its step runners see it: the scope
@@ -196,7 +199,7 @@ func (x *Executor) block(out flow.Outcome) Outcome {
 	case strings.HasPrefix(out.Reason, BlockedGateRed+": "), strings.HasPrefix(out.Reason, BlockedMergeMoving+": "):
 		reason, why, _ = strings.Cut(out.Reason, ": ")
 	default:
-		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget} {
+		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget, BlockedNothingToMerge} {
 			if rest, ok := strings.CutPrefix(out.Reason, r+": "); ok {
 				reason, why = r, rest
 			}

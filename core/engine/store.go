@@ -160,7 +160,7 @@ func (s *sessionStore) takeMergeDecision() (decision, reason string) {
 	// when vibeteam was killed: it is finished (git says whether the base
 	// has the work already), not asked about again.
 	if in := s.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
-		decision = ReviewApprove
+		decision = mergeUnderWay
 	}
 	return decision, reason
 }

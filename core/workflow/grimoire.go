@@ -32,7 +32,7 @@ var (
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
-		StepMerge:  {"require_review", "gate", "gate_timeout"},
+		StepMerge:  {"require_review", "allow_empty", "gate", "gate_timeout"},
 		StepStage:  {"tasks"},
 	}
 )
@@ -220,6 +220,8 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 		} else {
 			p.Pos[f] = p.At(v)
 		}
+	case "merge.allow_empty":
+		s.Merge.AllowEmpty, _ = p.Bool(val, f)
 	case "merge.gate":
 		// A command, or true (the project's default gate) or false (none,
 		// whatever the default).

@@ -223,6 +223,11 @@ type LoopStep struct {
 // not written (the loader sets it; a MergeStep built in code must too).
 type MergeStep struct {
 	RequireReview bool `json:"require_review"`
+	// AllowEmpty lets a merge with no commit to bring (the branch has
+	// nothing the base lacks) end done, "nothing to merge"; without it
+	// such a merge blocks the grimoire (nothing_to_merge) and the bead is
+	// not closed for work that never happened.
+	AllowEmpty bool `json:"allow_empty,omitempty"`
 	// Gate is a shell command (sh -c) that checks the exact merged result
 	// before the base branch moves: it runs in a temporary worktree at the
 	// merge commit; a non-zero exit blocks the bead and the base keeps
