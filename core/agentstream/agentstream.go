@@ -24,6 +24,7 @@ const (
 	ToolResult Kind = "tool_result" // ToolID, Tool (when known), Output (bounded), IsError, DurationMS
 	Usage      Kind = "usage"       // Tokens: this turn's or the run's, as the CLI reports it
 	Error      Kind = "error"       // Text: an error the CLI reported
+	Plan       Kind = "plan"        // Plan: the agent's plan, whole (ACP)
 )
 
 // OutputLimit bounds a tool result's Output in an Event.
@@ -44,6 +45,17 @@ type Event struct {
 	Model      string          `json:"model,omitempty"`
 	MCPServers []MCPServer     `json:"mcp_servers,omitempty"`
 	Tokens     *Tokens         `json:"tokens,omitempty"`
+	// Status is a tool call's, where the agent reports it (ACP: pending,
+	// in_progress; a tool call event is sent again on each change).
+	Status string      `json:"status,omitempty"`
+	Plan   []PlanEntry `json:"plan,omitempty"`
+}
+
+// PlanEntry is one entry of an agent's plan.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority,omitempty"` // high | medium | low
+	Status   string `json:"status,omitempty"`   // pending | in_progress | completed
 }
 
 // MCPServer is an MCP server the agent reports, with its status

@@ -34,6 +34,9 @@ type agentStream struct {
 	lines   agentstream.Lines
 	inDelta bool // a streamed message is being written: the next line starts anew
 	spend   streamSpend
+	// shownTools are the tool calls written to the log: an ACP agent
+	// reports a call again on each status change, written once.
+	shownTools map[string]bool
 }
 
 func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
@@ -117,9 +120,25 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
 	case agentstream.ToolCall:
-		host.emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input)})
+		host.emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input), Status: ev.Status})
+		if ev.ToolID != "" && s.shownTools[ev.ToolID] {
+			return
+		}
+		if ev.ToolID != "" && ev.Status != "" {
+			if s.shownTools == nil {
+				s.shownTools = map[string]bool{}
+			}
+			s.shownTools[ev.ToolID] = true
+		}
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
+	case agentstream.Plan:
+		host.emit(id, events.Plan{Entries: ev.Plan})
+		s.breakDeltaLocked(text)
+		text.WriteString("· plan:\n")
+		for _, e := range ev.Plan {
+			fmt.Fprintf(text, "  %s %s\n", planMark(e.Status), oneLine(e.Content, 200))
+		}
 	case agentstream.ToolResult:
 		host.emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
 		s.breakDeltaLocked(text)
@@ -150,6 +169,17 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
 	}
+}
+
+// planMark shows a plan entry's status.
+func planMark(status string) string {
+	switch status {
+	case "completed":
+		return "[x]"
+	case "in_progress":
+		return "[~]"
+	}
+	return "[ ]"
 }
 
 // oneLine is s on one line, at most n bytes (cut on a rune).

@@ -49,12 +49,13 @@ const (
 	AgentInit       = "agent.init"        // session_id, model, mcp_servers [{name, status}]
 	AgentMessage    = "agent.message"     // text, delta (a piece of a streamed message)
 	AgentThinking   = "agent.thinking"    // text
-	AgentToolCall   = "agent.tool_call"   // tool, tool_id, input (the tool's JSON input)
+	AgentToolCall   = "agent.tool_call"   // tool, tool_id, input (the tool's JSON input), status (ACP: pending, in_progress; sent again on each change)
 	AgentToolResult = "agent.tool_result" // tool, tool_id, output (at most 2 KiB), is_error, duration_ms
 	AgentUsage      = "agent.usage"       // input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
 	AgentError      = "agent.error"       // error: an error the agent CLI reported
 	AgentDenied     = "agent.denied"      // tool, input, message: a tool call the agent was not allowed to make
 	AgentQuestion   = "agent.question"    // kind (permission | choice | text), text, options: the agent's final message asks the person
+	AgentPlan       = "agent.plan"        // entries [{content, priority, status}]: the agent's plan, whole (ACP)
 )
 
 // BudgetSpent: a budget was spent (what: "cost $1.02 of $1.00 (the

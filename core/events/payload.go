@@ -206,7 +206,8 @@ type AgentThought struct {
 
 // ToolCall is agent.tool_call.
 type ToolCall struct {
-	Input  json.RawMessage `json:"input"` // the tool's JSON input; null without one
+	Input  json.RawMessage `json:"input"`            // the tool's JSON input; null without one
+	Status string          `json:"status,omitempty"` // where the agent reports it (ACP)
 	Tool   string          `json:"tool"`
 	ToolID string          `json:"tool_id"`
 }
@@ -218,6 +219,11 @@ type ToolResult struct {
 	Output     string `json:"output"` // at most 2 KiB
 	Tool       string `json:"tool"`
 	ToolID     string `json:"tool_id"`
+}
+
+// Plan is agent.plan: the agent's plan, whole, each time it changes.
+type Plan struct {
+	Entries []agentstream.PlanEntry `json:"entries"`
 }
 
 // Usage is agent.usage.
@@ -342,6 +348,7 @@ func (Usage) Kind() string              { return AgentUsage }
 func (AgentFailure) Kind() string       { return AgentError }
 func (Denial) Kind() string             { return AgentDenied }
 func (Question) Kind() string           { return AgentQuestion }
+func (Plan) Kind() string               { return AgentPlan }
 func (Budget) Kind() string             { return BudgetSpent }
 func (Started) Kind() string            { return WorkflowStarted }
 func (StepStarted) Kind() string        { return WorkflowStepStarted }
@@ -402,6 +409,7 @@ var decoders = map[string]func([]byte) (Payload, error){
 	AgentError:            decodeAs[AgentFailure],
 	AgentDenied:           decodeAs[Denial],
 	AgentQuestion:         decodeAs[Question],
+	AgentPlan:             decodeAs[Plan],
 	BudgetSpent:           decodeAs[Budget],
 	WorkflowStarted:       decodeAs[Started],
 	WorkflowStepStarted:   decodeAs[StepStarted],
