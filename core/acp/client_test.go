@@ -300,13 +300,17 @@ func TestFloodLosesNothing(t *testing.T) {
 	}
 }
 
-// A line over MaxMessage fails the run with an error naming the limit.
+// A line over the bound fails the run with an error naming the bound;
+// lines under it of any size are read (in pieces of the reader's buffer).
 func TestLongLineFailsClearly(t *testing.T) {
-	f := startFake(t, "", `{"turns": [{"steps": [{"line": 17000000}]}]}`, Options{})
+	f := startFake(t, "", `{"turns": [{"steps": [{"line": 1500000}, {"line": 2200000}]}]}`, Options{MaxMessage: 2 << 20})
 	f.session()
 	_, err := f.client.Prompt(context.Background(), "go")
-	if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), "longer than 16 MiB") {
+	if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), "over 2 MiB, not read") {
 		t.Fatalf("err %v", err)
+	}
+	if k := f.kinds(); len(k) != 2 || len(k[1]) != len("message:")+1500000 {
+		t.Fatalf("%d events", len(k))
 	}
 }
 

@@ -57,9 +57,24 @@ func (e *RPCError) Error() string {
 	return msg
 }
 
-// ErrTooLong is the error of a connection that read a message over
-// MaxMessage.
-var ErrTooLong = fmt.Errorf("the agent sent a message longer than %d MiB (one JSON-RPC line): not read", MaxMessage>>20)
+// ErrTooLong is the error of a connection that read a message over its
+// bound (MaxMessage); its text names the bound.
+var ErrTooLong = errors.New("the agent sent a message longer than vibeteam reads (one JSON-RPC line)")
+
+type tooLong struct{ max int }
+
+func (e tooLong) Error() string {
+	return fmt.Sprintf("%v: over %s, not read", ErrTooLong, sizeText(e.max))
+}
+
+func (e tooLong) Unwrap() error { return ErrTooLong }
+
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // lineReader reads lines of at most max bytes, in a buffer it reuses.
 type lineReader struct {
@@ -82,7 +97,7 @@ func (l *lineReader) next() ([]byte, error) {
 	for {
 		chunk, err := l.r.ReadSlice('\n')
 		if len(l.buf)+len(chunk) > l.max+1 {
-			return nil, ErrTooLong
+			return nil, tooLong{l.max}
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
@@ -191,8 +206,8 @@ func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
 // serve reads messages until the stream ends or fails, answering pending
 // calls and handing requests and notifications to handle. Every call
 // still waiting then gets the error the connection ended with.
-func (c *conn) serve(r io.Reader, handle func(m *message)) error {
-	lines := newLineReader(r, MaxMessage)
+func (c *conn) serve(r io.Reader, max int, handle func(m *message)) error {
+	lines := newLineReader(r, max)
 	var end error
 	for {
 		line, err := lines.next()
