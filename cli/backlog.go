@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,7 +188,8 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	}
 	client, err := beads.NewClient(base)
 	if err != nil {
-		return nil, exitf(ExitUsage, "run --ready asks bd which beads are ready: %v", err)
+		return nil, exitf(ExitUsage, "run --ready needs bd itself: it asks bd which beads are ready, claims and closes them; %v. "+
+			"Without bd, one bead at a time runs from a file: vibeteam run GRIMOIRE --bead-file F.json", err)
 	}
 	if _, err := openRepo(context.Background(), base); err != nil {
 		// Said once, rather than as the failure of every bead.
@@ -365,6 +367,11 @@ func (br *backlogRun) ready(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, bdTimeout)
 	defer cancel()
 	list, err := br.client.Ready(ctx)
+	var be *beads.BDError
+	if errors.As(err, &be) {
+		// bd's own words first: they say what to fix (bd init, ...).
+		return nil, fmt.Errorf("bd: %s (%s)", be.Said(), beads.Command(be.Args...))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -724,11 +731,26 @@ func writeEventLine(w io.Writer, bead string, e core.Event) {
 		return
 	}
 	b = state.RedactJSON(b)
-	if bead != "" && len(b) > 1 && b[0] == '{' {
+	if bead != "" && len(b) > 1 && b[0] == '{' && !hasKey(b, "bead") {
 		tag, _ := json.Marshal(bead)
 		b = append(append([]byte(`{"bead":`), tag...), append([]byte{','}, b[1:]...)...)
 	}
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// hasKey reports whether the JSON object line has key at its top level:
+// an event that names its bead itself (workflow.started) is not tagged
+// with a second "bead".
+func hasKey(line []byte, key string) bool {
+	if !bytes.Contains(line, []byte(`"`+key+`"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
 }
 
 // stepOf is the step an event says a bead is at.

@@ -80,7 +80,7 @@ func beadForRun(c *ucli.Context, streams IO, base string) (*runBead, error) {
 func showBead(streams IO, base, id string) (*beads.Client, beads.Bead, error) {
 	client, err := beads.NewClient(base)
 	if err != nil {
-		return nil, nil, exitf(ExitUsage, "%v", err)
+		return nil, nil, exitf(ExitUsage, "%v, %s", err, beads.NoBDFileHint)
 	}
 	// What bd says on stderr while it succeeds reaches the user (the run
 	// routes it through its events once it starts).

@@ -19,6 +19,7 @@ type readyBead struct {
 	Priority any    `json:"priority"`
 	Grimoire string `json:"grimoire"`
 	Rule     string `json:"rule"` // why that grimoire
+	shown    string // the priority as the table shows it
 }
 
 func readyCommand(streams IO) *ucli.Command {
@@ -36,10 +37,11 @@ func readyCommand(streams IO) *ucli.Command {
 			}
 			client, err := beads.NewClient(base)
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return exitf(ExitUsage, "ready asks bd which beads are ready: %v", err)
 			}
 			// What bd says on stderr (a cut list, a notice) reaches the user.
 			client.Notice = func(l string) { fmt.Fprintf(streams.Err, "bd: %s\n", safe(l)) }
+			client.Warn = func(w string) { fmt.Fprintf(streams.Err, "warning: %s\n", safe(w)) }
 			cfg, err := beads.LoadConfig(base)
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
@@ -58,7 +60,7 @@ func readyCommand(streams IO) *ucli.Command {
 					continue
 				}
 				name, rule := beads.Select(b, cfg)
-				rows = append(rows, readyBead{ID: b.ID(), Title: b.Title(), Type: b.Type(), Priority: b["priority"], Grimoire: name, Rule: rule})
+				rows = append(rows, readyBead{ID: b.ID(), Title: b.Title(), Type: b.Type(), Priority: b["priority"], Grimoire: name, Rule: rule, shown: b.Priority()})
 			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(streams.Out)
@@ -72,7 +74,7 @@ func readyCommand(streams IO) *ucli.Command {
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tGRIMOIRE\tTITLE")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", safe(r.ID), safe(r.Type), r.Priority, safe(r.Grimoire), fit(safe(r.Title), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Type), safe(r.shown), safe(r.Grimoire), fit(safe(r.Title), 60))
 			}
 			return tw.Flush()
 		},

@@ -58,6 +58,14 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 			}
 		}
 		sum.Goal = fmt.Sprintf("%d bead(s), %d at once", len(bl.Beads), bl.Jobs)
+		if s.Status == state.StatusFailed && s.Error != "" {
+			// Why it failed (bd not set up, ...); with no bead taken there
+			// is nothing for a resume to continue.
+			sum.Goal = "failed: " + firstLine(s.Error)
+			if len(bl.Beads) == 0 {
+				sum.Next = ""
+			}
+		}
 		return sum
 	}
 	if s.WorkflowDefinition != nil && s.WorkflowDefinition.Kind == workflow.KindGrimoire {

@@ -16,8 +16,10 @@ import (
 // github.com/steveyegge/beads, whose bd needs cgo and the gms_pure_go tag
 // for its embedded database (its docs/INSTALLING.md).
 var ErrNoBD = errors.New("bd, the beads CLI, is not on PATH: install it (npm install -g @beads/bd, brew install beads, " +
-	"or CGO_ENABLED=1 go install -tags gms_pure_go github.com/steveyegge/beads/cmd/bd@latest), " +
-	"or give the bead as a JSON file with --bead-file F.json (the fields of `bd show ID --json`; its status is then left alone)")
+	"or CGO_ENABLED=1 go install -tags gms_pure_go github.com/steveyegge/beads/cmd/bd@latest)")
+
+// NoBDFileHint is what a run of one bead can do without bd.
+const NoBDFileHint = "or give the bead as a JSON file with --bead-file F.json (the fields of `bd show ID --json`; its status is then left alone)"
 
 // Client runs bd in a directory: the project whose .beads it works on.
 // Every call takes a context; the caller bounds it with a timeout.
@@ -32,6 +34,9 @@ type Client struct {
 	// succeeded ("Showing 100 of 250 issues", a migration notice), which
 	// would otherwise be lost.
 	Notice func(line string)
+	// Warn, if set, is told what vibeteam leaves out of bd's output (an
+	// item of bd ready without an id); else Notice is.
+	Warn func(msg string)
 }
 
 // SetNotice sets where bd's stderr notices go (Notice): the engine makes
@@ -55,7 +60,8 @@ type BDError struct {
 	Args     []string
 	Stderr   string
 	ExitCode int
-	Err      error // why bd did not run or was stopped, if it was
+	Err      error  // why bd did not run or was stopped, if it was
+	Stdout   []byte // what bd printed on stdout all the same
 }
 
 // maxStderr bounds the part of bd's stderr an error quotes.
@@ -77,6 +83,17 @@ func (e *BDError) Error() string {
 }
 
 func (e *BDError) Unwrap() error { return e.Err }
+
+// Said is bd's own message, its first line, without "Error: "; the
+// error's text when bd said nothing.
+func (e *BDError) Said() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		return strings.TrimPrefix(e.Error(), Command(e.Args...)+": ")
+	}
+	msg, _, _ = strings.Cut(msg, "\n")
+	return strings.TrimPrefix(strings.TrimSpace(msg), "Error: ")
+}
 
 // Command is the bd command line for args, as a shell would take it:
 // bd close bd-1 --reason 'all done'.
@@ -107,6 +124,38 @@ const bdWaitDelay = 2 * time.Second
 
 // run runs bd with args and returns its stdout, or a *BDError.
 func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
+	stdout, stderr, err := c.call(ctx, args...)
+	if err == nil {
+		c.notices(stderr)
+	}
+	return stdout, err
+}
+
+// notices tells c.Notice each line bd wrote on stderr while succeeding.
+func (c *Client) notices(stderr []byte) {
+	if c.Notice == nil {
+		return
+	}
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			c.Notice(l)
+		}
+	}
+}
+
+// warn says what vibeteam left out of what bd printed (Warn, else Notice).
+func (c *Client) warn(msg string) {
+	switch {
+	case c.Warn != nil:
+		c.Warn(msg)
+	case c.Notice != nil:
+		c.Notice(msg)
+	}
+}
+
+// call runs bd with args: its stdout and stderr, or a *BDError (with the
+// stdout bd printed, for a call that reports per bead).
+func (c *Client) call(ctx context.Context, args ...string) (stdoutData, stderrData []byte, _ error) {
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
 	supervise(cmd)
@@ -118,16 +167,9 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	err := cmd.Run()
 	if err == nil || errors.Is(err, exec.ErrWaitDelay) {
 		// ErrWaitDelay: bd succeeded; a child of its kept the pipe.
-		if c.Notice != nil {
-			for _, l := range strings.Split(stderr.String(), "\n") {
-				if l = strings.TrimSpace(l); l != "" {
-					c.Notice(l)
-				}
-			}
-		}
-		return stdout.Bytes(), nil
+		return stdout.Bytes(), stderr.Bytes(), nil
 	}
-	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1}
+	be := &BDError{Args: args, Stderr: stderr.String(), ExitCode: -1, Stdout: stdout.Bytes()}
 	if strings.TrimSpace(be.Stderr) == "" {
 		// bd's JSON error on stdout, {"error":"…","schema_version":1}.
 		if _, jerr := decodeJSON(stdout.Bytes()); jerr != nil && strings.HasPrefix(jerr.Error(), "reported an error: ") {
@@ -146,7 +188,7 @@ func (c *Client) run(ctx context.Context, args ...string) ([]byte, error) {
 	default:
 		be.Err = err
 	}
-	return nil, be
+	return nil, nil, be
 }
 
 // checkID refuses an id bd would misread: empty, or taken for a flag.
@@ -221,7 +263,17 @@ func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
-	return list, nil
+	// A bead without an id cannot be worked on nor named: it is left out,
+	// and said so, rather than shown as a row with no id.
+	kept := list[:0]
+	for i, b := range list {
+		if b.ID() == "" {
+			c.warn(fmt.Sprintf("%s: item %d has no id; left out", Command(args...), i+1))
+			continue
+		}
+		kept = append(kept, b)
+	}
+	return kept, nil
 }
 
 // BlockedBy is what holds bead id back, as bd decides it (bd blocked
@@ -230,14 +282,9 @@ func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
 // its blocked_by, each with its status as the bead shows it ("id
 // (status)"); none when bd does not list the bead as blocked.
 func (c *Client) BlockedBy(ctx context.Context, b Bead) ([]string, error) {
-	args := []string{"blocked", "--json"}
-	out, err := c.run(ctx, args...)
+	list, err := c.Blocked(ctx)
 	if err != nil {
 		return nil, err
-	}
-	list, err := parseBeads(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	status := map[string]string{} // of every dependency the bead shows
 	deps, _ := b["dependencies"].([]any)
@@ -253,11 +300,8 @@ func (c *Client) BlockedBy(ctx context.Context, b Bead) ([]string, error) {
 			continue
 		}
 		var by []string
-		ids, _ := x["blocked_by"].([]any)
-		for _, v := range ids {
-			if id, ok := v.(string); ok {
-				by = append(by, Blocker{ID: id, Status: status[id]}.String())
-			}
+		for _, id := range x.BlockedByIDs() {
+			by = append(by, Blocker{ID: id, Status: status[id]}.String())
 		}
 		if len(by) == 0 {
 			by = []string{"(bd does not say which)"}

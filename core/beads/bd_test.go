@@ -221,7 +221,7 @@ func TestNoBD(t *testing.T) {
 	if !errors.Is(err, ErrNoBD) {
 		t.Fatalf("NewClient without bd: %v", err)
 	}
-	for _, want := range []string{"beads CLI", "npm install -g @beads/bd", "CGO_ENABLED=1 go install -tags gms_pure_go github.com/steveyegge/beads/cmd/bd@latest", "--bead-file F.json"} {
+	for _, want := range []string{"beads CLI", "npm install -g @beads/bd", "CGO_ENABLED=1 go install -tags gms_pure_go github.com/steveyegge/beads/cmd/bd@latest"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
 		}

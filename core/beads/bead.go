@@ -64,8 +64,12 @@ const (
 	StatusClosed     = "closed"
 )
 
-// depBlocks is the kind of dependency that holds a bead back.
-const depBlocks = "blocks"
+// depBlocks is the kind of dependency that holds a bead back; a child
+// depends on its epic with depParentChild.
+const (
+	depBlocks      = "blocks"
+	depParentChild = "parent-child"
+)
 
 func (b Bead) str(key string) string {
 	s, _ := b[key].(string)
@@ -83,6 +87,52 @@ func (b Bead) Type() string { return b.str("issue_type") }
 
 // Status is the bead's status (open, in_progress, blocked, closed, ...).
 func (b Bead) Status() string { return b.str("status") }
+
+// Assignee is who the bead is assigned to ("" for nobody).
+func (b Bead) Assignee() string { return b.str("assignee") }
+
+// CloseReason is why the bead was closed.
+func (b Bead) CloseReason() string { return b.str("close_reason") }
+
+// Priority is the bead's priority as text ("-" when bd gives none).
+func (b Bead) Priority() string {
+	switch p := b["priority"].(type) {
+	case float64:
+		return fmt.Sprintf("%g", p)
+	case int:
+		return fmt.Sprint(p)
+	}
+	return "-"
+}
+
+// Parent is the id of the bead's parent (an epic), from bd ready's
+// "parent" or a parent-child dependency in either shape; "" for none.
+func (b Bead) Parent() string {
+	if p := b.str("parent"); p != "" {
+		return p
+	}
+	list, _ := b["dependencies"].([]any)
+	for _, d := range list {
+		dep, _ := d.(map[string]any)
+		str := func(k string) string { s, _ := dep[k].(string); return s }
+		if str("dependency_type") != depParentChild && str("type") != depParentChild {
+			continue
+		}
+		if id := str("depends_on_id"); id != "" {
+			return id
+		}
+		return str("id")
+	}
+	return ""
+}
+
+// HasDependents reports whether other beads depend on this one (bd's
+// dependent_count), so that its closing may make one ready; true when bd
+// does not say.
+func (b Bead) HasDependents() bool {
+	n, ok := b["dependent_count"].(float64)
+	return !ok || n > 0
+}
 
 // Labels are the bead's labels.
 func (b Bead) Labels() []string {

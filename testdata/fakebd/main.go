@@ -4,16 +4,33 @@
 // if set, as one JSON line {"args":[...]}. It behaves as the real bd does in
 // the ways ../shared/BEADS.md records, kind to no caller:
 //
-//	show ID --json       [issue] as bd 1.0 ({issue} with FAKEBD_FORMAT=object);
+//	show ID... --json    [issue, ...] as bd 1.0 ({issue} with FAKEBD_FORMAT=object);
 //	                     empty fields omitted, no dependents or comments (their
-//	                     counts instead)
-//	update ID --status S [--json]   with --json: [issue], started_at set
-//	close ID --reason R [--force]   refused (exit 1) while the issue has an open
-//	                     blocker, or is an epic with open children, unless --force
-//	ready --json [--limit N]        open, unblocked issues by priority, without
-//	                     dependencies; at most 100 unless --limit (0: all), with
-//	                     "Showing 100 of N issues" on stderr when cut
+//	                     counts instead); an unknown id said on stderr, exit 1
+//	                     only when none was found
+//	update ID... [--status S] [--claim] [--json]
+//	                     with --json: [issue, ...] as bd reads them back (no
+//	                     dependencies); --claim is atomic (the fake's lock): an
+//	                     open issue unassigned or yours becomes yours (BEADS_ACTOR,
+//	                     else "tester") and in_progress, again for one already
+//	                     yours; "Error claiming ID: issue already claimed by X"
+//	                     for one assigned to another, "issue not claimable:
+//	                     status S" else; exit 1 when no id was updated
+//	close ID... --reason R [--reason R2 ...] [--force] [--json]
+//	                     one reason for all or one per id; each refused on its
+//	                     own (stderr), exit 1 when none closed: an open
+//	                     blocker, or an epic with open children, unless --force
+//	ready --json [--limit N]        open, unblocked issues by priority (epics and
+//	                     issues assigned to another too), without dependencies
+//	                     but their counts and parent; at most 100 unless
+//	                     --limit (0: all), with "Showing 100 of N issues" on
+//	                     stderr when cut
 //	blocked --json       the blocked issues, each with blocked_by and blocked_by_count
+//	epic status [--eligible-only] --json   the open epics with children:
+//	                     {epic, total_children, closed_children, eligible_for_close}
+//	epic close-eligible --json      closes the eligible epics: {closed, count},
+//	                     or [] when none is
+//	children ID --json   the issue's children, any status
 //	create TITLE|--title T [-t TYPE] [-p N] [-d D] [-l L,L] [--parent EPIC] [--json]
 //	                     id bd-N (EPIC.N under a parent); --json prints the
 //	                     issue with "schema_version": 1 inline
@@ -103,65 +120,37 @@ func main() {
 	}
 	switch cmd {
 	case "show":
-		is := get(arg(args, 1))
-		if os.Getenv("FAKEBD_LIVE_DEPS") == "1" {
-			is = withLiveDeps(db, is)
+		var shown []issue
+		var missing []string
+		for _, id := range ids(args) {
+			is, ok := db[id]
+			if !ok {
+				missing = append(missing, fmt.Sprintf("Error fetching %s: issue %s not found", id, id))
+				continue
+			}
+			if os.Getenv("FAKEBD_LIVE_DEPS") == "1" {
+				is = withLiveDeps(db, is)
+			}
+			shown = append(shown, detailed(db, is))
 		}
-		shown := omitEmpty(is)
-		delete(shown, "dependents")
-		delete(shown, "comments")
-		deps, _ := is["dependencies"].([]any)
-		shown["dependency_count"] = len(deps)
-		shown["dependent_count"] = len(dependents(db, is["id"].(string), ""))
-		shown["comment_count"] = 0
+		for _, m := range missing {
+			if len(shown) > 0 {
+				fmt.Fprintln(os.Stderr, m)
+			}
+		}
+		if len(shown) == 0 {
+			id := arg(args, 1)
+			failAs(fmt.Sprintf("issue %s not found (no issue found matching %q)", id, id), "no issues found matching the provided IDs")
+		}
 		if os.Getenv("FAKEBD_FORMAT") == "object" {
-			out(shown)
+			out(shown[0])
 		} else {
-			out([]issue{shown})
+			out(shown)
 		}
 	case "update":
-		is := get(arg(args, 1))
-		s := flag("--status", "-s")
-		if s == "" {
-			fail("no updates specified")
-		}
-		is["status"] = s
-		if s == "in_progress" {
-			is["started_at"] = "2026-11-24T12:00:20Z"
-		}
-		save(db)
-		if jsonOut {
-			out([]issue{omitEmpty(is)})
-		} else {
-			fmt.Printf("✓ Updated issue: %s\n", is["id"])
-		}
+		update(db, args, flag("--status", "-s"))
 	case "close":
-		is := get(arg(args, 1))
-		id := is["id"].(string)
-		if !slices.Contains(args, "--force") {
-			if open := openBlocks(db, is); len(open) > 0 {
-				fail(fmt.Sprintf("cannot close %s: blocked by open issues [%s] (use --force to override)", id, strings.Join(open, ", ")))
-			}
-			if is["issue_type"] == "epic" {
-				n := 0
-				for _, c := range dependents(db, id, "parent-child") {
-					if !done(str(db[c], "status")) {
-						n++
-					}
-				}
-				if n > 0 {
-					fail(fmt.Sprintf("cannot close epic %s: %d open child issue(s); close children first or use --force to override", id, n))
-				}
-			}
-		}
-		is["status"] = "closed"
-		is["close_reason"] = flag("--reason", "-r")
-		save(db)
-		if jsonOut {
-			out([]issue{omitEmpty(is)})
-		} else {
-			fmt.Printf("✓ Closed %s: %s\n", id, flag("--reason", "-r"))
-		}
+		closeIssues(db, args)
 	case "ready":
 		limit := 100
 		if l := flag("--limit", "-n"); l != "" {
@@ -174,9 +163,7 @@ func main() {
 		ready := []issue{}
 		for _, id := range byPriority(db) {
 			if is := db[id]; is["status"] == "open" && len(blockersOf(db, is, nil)) == 0 {
-				r := omitEmpty(is)
-				delete(r, "dependencies")
-				ready = append(ready, r)
+				ready = append(ready, withCounts(db, is))
 			}
 		}
 		if limit > 0 && len(ready) > limit {
@@ -248,6 +235,15 @@ func main() {
 		} else {
 			fmt.Printf("✓ Created issue: %s\n", id)
 		}
+	case "epic":
+		epic(db, args)
+	case "children":
+		parent := get(arg(args, 1))["id"].(string)
+		list := []issue{}
+		for _, c := range dependents(db, parent, "parent-child") {
+			list = append(list, withCounts(db, db[c]))
+		}
+		out(list)
 	case "dep":
 		if arg(args, 1) != "add" {
 			fail("unknown dep command " + strconv.Quote(args[1]))
@@ -527,4 +523,257 @@ func failAs(msg, jsonMsg string) {
 		}
 	}
 	os.Exit(1)
+}
+
+// valueFlags are the flags that take the next argument as their value.
+var valueFlags = []string{"--reason", "-r", "--status", "-s", "--limit", "-n", "--type", "-t", "--priority", "-p",
+	"--description", "-d", "--labels", "-l", "--label", "--parent", "--title", "--actor", "--assignee", "-a"}
+
+// ids are a command's positional arguments after the command itself: the
+// issue ids of show, update and close.
+func ids(args []string) []string {
+	var out []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case slices.Contains(valueFlags, a):
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// values are every value of a repeatable flag, in order.
+func values(args []string, names ...string) []string {
+	var out []string
+	for i, a := range args {
+		for _, name := range names {
+			if a == name && i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// actor is who bd says "you" are: BEADS_ACTOR (or the older BD_ACTOR), as
+// bd reads it before git's user.name; "tester" here when neither is set.
+func actor() string {
+	for _, k := range []string{"BEADS_ACTOR", "BD_ACTOR"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return "tester"
+}
+
+// detailed is is as bd show prints it: empty fields omitted, no
+// dependents or comments but their counts.
+func detailed(db map[string]issue, is issue) issue {
+	shown := omitEmpty(is)
+	delete(shown, "dependents")
+	delete(shown, "comments")
+	deps, _ := is["dependencies"].([]any)
+	shown["dependency_count"] = len(deps)
+	shown["dependent_count"] = len(dependents(db, is["id"].(string), ""))
+	shown["comment_count"] = 0
+	return shown
+}
+
+// withCounts is is as bd ready and bd list print it (types.IssueWithCounts):
+// no dependencies, but their counts, and its parent when it has one.
+func withCounts(db map[string]issue, is issue) issue {
+	r := omitEmpty(is)
+	id := str(is, "id")
+	deps, _ := is["dependencies"].([]any)
+	for _, d := range deps {
+		did, typ, _ := dep(d)
+		if typ == "parent-child" {
+			r["parent"] = did
+		}
+	}
+	// BEADS.md: bd ready --json printed no dependencies key.
+	delete(r, "dependencies")
+	r["dependency_count"] = len(deps)
+	r["dependent_count"] = len(dependents(db, id, ""))
+	r["comment_count"] = 0
+	return r
+}
+
+// update is bd update ID... [--status S] [--claim] [--json]: each id on
+// its own, a failed one said on stderr; exit 1 when none was updated.
+// --claim is bd's compare-and-swap: an open issue with no assignee (or
+// you) becomes yours and in_progress; one in_progress that is yours
+// already is claimed again; one assigned to another is refused, whatever
+// its status.
+func update(db map[string]issue, args []string, status string) {
+	claim := slices.Contains(args, "--claim")
+	if status == "" && !claim {
+		fmt.Println("No updates specified")
+		return
+	}
+	var updated []issue
+	for _, id := range ids(args) {
+		is, ok := db[id]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "Error resolving %s: no issue found matching %q\n", id, id)
+			continue
+		}
+		if claim {
+			me, who, st := actor(), str(is, "assignee"), str(is, "status")
+			switch {
+			case st == "in_progress" && who == me:
+			case st == "open" && (who == "" || who == me):
+				is["assignee"], is["status"] = me, "in_progress"
+				if is["started_at"] == nil {
+					is["started_at"] = "2026-11-24T12:00:20Z"
+				}
+			case who != "" && who != me:
+				fmt.Fprintf(os.Stderr, "Error claiming %s: issue already claimed by %s\n", id, who)
+				continue
+			default:
+				fmt.Fprintf(os.Stderr, "Error claiming %s: issue not claimable: status %s\n", id, st)
+				continue
+			}
+		}
+		if status != "" {
+			is["status"] = status
+			if status == "in_progress" && is["started_at"] == nil {
+				is["started_at"] = "2026-11-24T12:00:20Z"
+			}
+		}
+		// bd prints the issue as it reads it back: labels, no dependencies.
+		u := omitEmpty(is)
+		delete(u, "dependencies")
+		updated = append(updated, u)
+		if !jsonOut {
+			fmt.Printf("✓ Updated issue: %s\n", id)
+		}
+	}
+	if len(updated) == 0 {
+		os.Exit(1)
+	}
+	save(db)
+	if jsonOut {
+		out(updated)
+	}
+}
+
+// closeIssues is bd close ID... --reason R [--reason R2 ...] [--force]: one
+// reason for all, or one per id in order. Each id is closed on its own; a
+// refused one is said on stderr and the others go on; exit 1 when none
+// closed. Refused without --force: an open blocker, an epic with open
+// children.
+func closeIssues(db map[string]issue, args []string) {
+	list, reasons := ids(args), values(args, "--reason", "-r")
+	if len(reasons) == 0 {
+		reasons = []string{"Closed"}
+	}
+	if len(reasons) > 1 && len(reasons) != len(list) {
+		fail(fmt.Sprintf("got %d close reasons for %d issue IDs; provide exactly one shared reason or one reason per issue", len(reasons), len(list)))
+	}
+	force := slices.Contains(args, "--force")
+	for _, id := range list {
+		// bd resolves every id first: an unknown one fails the whole call.
+		if _, ok := db[id]; !ok {
+			failAs(fmt.Sprintf("issue %s not found (no issue found matching %q)", id, id), "no issues found matching the provided IDs")
+		}
+	}
+	var closed []issue
+	for i, id := range list {
+		is := db[id]
+		if !force {
+			if is["issue_type"] == "epic" {
+				if n := len(openChildren(db, id)); n > 0 {
+					fmt.Fprintf(os.Stderr, "cannot close epic %s: %d open child issue(s); close children first or use --force to override\n", id, n)
+					continue
+				}
+			}
+			if open := openBlocks(db, is); len(open) > 0 {
+				fmt.Fprintf(os.Stderr, "cannot close %s: blocked by open issues [%s] (use --force to override)\n", id, strings.Join(open, " "))
+				continue
+			}
+		}
+		reason := reasons[0]
+		if len(reasons) > 1 {
+			reason = reasons[i]
+		}
+		is["status"], is["close_reason"] = "closed", reason
+		closed = append(closed, omitEmpty(is))
+		if !jsonOut {
+			fmt.Printf("✓ Closed %s: %s\n", id, reason)
+		}
+	}
+	if len(closed) == 0 {
+		os.Exit(1)
+	}
+	save(db)
+	if jsonOut {
+		out(closed)
+	}
+}
+
+// openChildren are the ids of an epic's children not closed.
+func openChildren(db map[string]issue, id string) []string {
+	var open []string
+	for _, c := range dependents(db, id, "parent-child") {
+		if !done(str(db[c], "status")) {
+			open = append(open, c)
+		}
+	}
+	return open
+}
+
+// epic is bd epic status [--eligible-only] and bd epic close-eligible: the
+// open epics that have children, each with how many are closed; an epic
+// whose children are all closed is eligible for closure, which nothing
+// does by itself but close-eligible (reason "All children completed").
+func epic(db map[string]issue, args []string) {
+	type status struct {
+		Epic           issue `json:"epic"`
+		TotalChildren  int   `json:"total_children"`
+		ClosedChildren int   `json:"closed_children"`
+		Eligible       bool  `json:"eligible_for_close"`
+	}
+	list := []status{}
+	for _, id := range sortedIDs(db) {
+		is := db[id]
+		children := dependents(db, id, "parent-child")
+		if is["issue_type"] != "epic" || str(is, "status") == "closed" || len(children) == 0 {
+			continue
+		}
+		st := status{Epic: omitEmpty(is), TotalChildren: len(children)}
+		st.ClosedChildren = len(children) - len(openChildren(db, id))
+		st.Eligible = st.ClosedChildren == st.TotalChildren
+		if st.Eligible || !slices.Contains(args, "--eligible-only") {
+			list = append(list, st)
+		}
+	}
+	switch arg(args, 1) {
+	case "status":
+		out(list)
+	case "close-eligible":
+		closed := []string{}
+		for _, st := range list {
+			if st.Eligible {
+				id := str(st.Epic, "id")
+				db[id]["status"], db[id]["close_reason"] = "closed", "All children completed"
+				closed = append(closed, id)
+			}
+		}
+		if len(closed) == 0 {
+			out([]any{})
+			return
+		}
+		save(db)
+		out(map[string]any{"closed": closed, "count": len(closed)})
+	default:
+		fail(fmt.Sprintf("unknown command %q for \"bd epic\"", args[1]))
+	}
 }
