@@ -20,6 +20,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/sandbox/egress"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -71,6 +72,11 @@ func Main(args []string, streams IO) int {
 	if len(args) > 1 && args[1] == completeCommand {
 		complete(streams, args[2:])
 		return ExitOK
+	}
+	// The in-sandbox bridge to the egress proxy: hidden, not a command a
+	// person types (the sandbox runs it).
+	if len(args) > 1 && args[1] == egress.BridgeCommand {
+		return egressBridge(args[2:], streams)
 	}
 	// Secrets are the sessions' of this invocation (several in a backlog
 	// run), never a previous in-process one's.
@@ -513,4 +519,19 @@ func warnOpenDirs(streams IO, base string) error {
 		}
 	}
 	return nil
+}
+
+// egressBridge runs the bridge (egress.RunBridge): its exit code is its
+// command's.
+func egressBridge(args []string, streams IO) int {
+	o, err := egress.ParseBridgeArgs(args)
+	if err != nil {
+		fmt.Fprintln(streams.Err, "vibeteam:", err)
+		return ExitUsage
+	}
+	code, err := egress.RunBridge(o)
+	if err != nil {
+		fmt.Fprintln(streams.Err, "vibeteam:", err)
+	}
+	return code
 }
