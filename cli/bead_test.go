@@ -153,7 +153,7 @@ func TestBeadRunMergesWithoutReview(t *testing.T) {
 		t.Errorf("branch left: %s", out)
 	}
 	calls := strings.Join(p.bdCalls(), "\n")
-	for _, want := range []string{"show bd-1 --json", "update bd-1 --status in_progress", "close bd-1 --reason Completed by vibeteam grimoire ship"} {
+	for _, want := range []string{"show bd-1 --json", "update bd-1 --claim --json", "close bd-1 --reason Completed by vibeteam grimoire ship"} {
 		if !strings.Contains(calls, want) {
 			t.Errorf("bd was not called with %q:\n%s", want, calls)
 		}

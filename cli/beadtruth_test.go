@@ -138,3 +138,104 @@ func TestReadyLeavesOutMalformedBeads(t *testing.T) {
 		t.Fatalf("ready --json: %v\n%s", err, r.stdout)
 	}
 }
+
+// dbBead is bead id as the fake bd's database holds it.
+func (p *beadProject) dbBead(id string) map[string]any {
+	p.t.Helper()
+	data, err := os.ReadFile(p.db)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var db map[string]map[string]any
+	if err := json.Unmarshal(data, &db); err != nil {
+		p.t.Fatal(err)
+	}
+	return db[id]
+}
+
+// A closed bead is refused (exit 2) with its close reason, and stays as
+// it was; --force works on it again and closes it anew.
+func TestBeadRunRefusesAClosedBead(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "Done already", map[string]any{"status": "closed", "close_reason": "Shipped in v2"}))
+	p.write(".vibeteam/grimoires/one.yaml", oneStepGrimoire)
+	r := p.bdExec("run", "one", "--bead", "bd-1")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "bead bd-1 is closed (Shipped in v2)") || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("refusal:\n%s", r.stderr)
+	}
+	if b := p.dbBead("bd-1"); b["status"] != "closed" || b["close_reason"] != "Shipped in v2" {
+		t.Errorf("the closed bead changed: %v", b)
+	}
+	if n := len(p.sessions()); n != 0 {
+		t.Errorf("%d session(s) made for a refused bead", n)
+	}
+	r = p.bdExec("run", "one", "--bead", "bd-1", "--force")
+	wantCode(t, r, 0)
+	if b := p.dbBead("bd-1"); b["status"] != "closed" || !strings.HasPrefix(b["close_reason"].(string), "Completed by vibeteam") {
+		t.Errorf("after a forced run: %v", b)
+	}
+}
+
+// The run claims its bead (bd update --claim), never sets in_progress
+// over another's claim: a bead claimed by another, or open and assigned to
+// another, is refused naming them (exit 2) and left as it was; --force
+// works on it anyway.
+func TestBeadRunClaimsAndRefusesAnothersClaim(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t,
+		bead("bd-1", "Free", nil),
+		bead("bd-2", "Alice's", map[string]any{"status": "in_progress", "assignee": "alice"}),
+		bead("bd-3", "Bob's", map[string]any{"assignee": "bob"}),
+	)
+	p.write(".vibeteam/grimoires/one.yaml", oneStepGrimoire)
+	r := p.bdExec("run", "one", "--bead", "bd-1")
+	wantCode(t, r, 0)
+	calls := strings.Join(p.bdCalls(), "\n")
+	if !strings.Contains(calls, "update bd-1 --claim --json") || strings.Contains(calls, "--status in_progress") {
+		t.Errorf("the bead was not claimed (or set in_progress besides):\n%s", calls)
+	}
+	if b := p.dbBead("bd-1"); b["status"] != "closed" || b["assignee"] != "tester" {
+		t.Errorf("bd-1 after its run: %v", b)
+	}
+	for id, who := range map[string]string{"bd-2": "alice", "bd-3": "bob"} {
+		before := p.dbBead(id)
+		r = p.bdExec("run", "one", "--bead", id)
+		wantCode(t, r, 2)
+		if !strings.Contains(r.stderr, "bead "+id+" is claimed by "+who) || !strings.Contains(r.stderr, "--force") {
+			t.Errorf("%s: refusal:\n%s", id, r.stderr)
+		}
+		if after := p.dbBead(id); after["status"] != before["status"] || after["assignee"] != who {
+			t.Errorf("%s changed: %v", id, after)
+		}
+	}
+	r = p.bdExec("run", "one", "--bead", "bd-2", "--force")
+	wantCode(t, r, 0)
+	if b := p.dbBead("bd-2"); b["status"] != "closed" {
+		t.Errorf("bd-2 after a forced run: %v", b)
+	}
+}
+
+// An epic with open children is refused (exit 2), listing them, before
+// anything runs: its children are the work, and bd would not close it.
+func TestBeadRunRefusesAnEpicWithOpenChildren(t *testing.T) {
+	t.Parallel()
+	child := func(status string) map[string]any {
+		return map[string]any{"status": status, "dependencies": []any{blockedBy("bd-5", "open", "parent-child")}}
+	}
+	p := newBeadProject(t,
+		bead("bd-5", "The epic", map[string]any{"issue_type": "epic"}),
+		bead("bd-5.1", "Open child", child("open")),
+		bead("bd-5.2", "Closed child", child("closed")),
+	)
+	p.write(".vibeteam/grimoires/one.yaml", oneStepGrimoire)
+	r := p.bdExec("run", "one", "--bead", "bd-5")
+	wantCode(t, r, 2)
+	if !strings.Contains(r.stderr, "bead bd-5 is an epic with 1 open child issue(s)") || !strings.Contains(r.stderr, "bd-5.1 (open) Open child") ||
+		strings.Contains(r.stderr, "bd-5.2") {
+		t.Errorf("refusal:\n%s", r.stderr)
+	}
+	if b := p.dbBead("bd-5"); b["status"] != "open" || len(p.sessions()) != 0 {
+		t.Errorf("the epic was touched: %v, %d session(s)", b, len(p.sessions()))
+	}
+}

@@ -120,6 +120,9 @@ func runCommand(streams IO) *ucli.Command {
 			}
 			opts := runOptions(c, base, vars)
 			if bead != nil {
+				if err := bead.claim(streams, c.Bool("force")); err != nil {
+					return err
+				}
 				opts.Bead, opts.BeadSource, opts.Beads = bead.fields, bead.source, bead.tracker
 				opts.Workspace = openWorkspace(base, bead.safeID, c.String("base"))
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 )
 
 // ClaimError is bd refusing a claim (bd update ID --claim): the bead is
@@ -306,4 +307,20 @@ func (b Bead) BlockedByIDs() []string {
 		}
 	}
 	return by
+}
+
+// Claimed is the tracker of a run whose bead was claimed for it: the
+// run's first "in_progress" is that claim, not set again (one bd call
+// less a bead).
+type Claimed struct {
+	*Client
+	started atomic.Bool
+}
+
+// SetStatus is Client.SetStatus but for the first in_progress.
+func (t *Claimed) SetStatus(ctx context.Context, id, status string) error {
+	if status == StatusInProgress && t.started.CompareAndSwap(false, true) {
+		return nil
+	}
+	return t.Client.SetStatus(ctx, id, status)
 }
