@@ -1,7 +1,6 @@
 package agentstream
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -44,9 +43,14 @@ func CodexSandboxDenials(codexHome, threadID string, since time.Time) []Denial {
 	}
 	calls := map[string]call{}
 	var denials []Denial
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
+	// A call's output may be a line of any length: read cut, never a stop
+	// that loses the calls after it.
+	lr := NewLineReader(f)
+	for {
+		ln, err := lr.Next()
+		if err != nil {
+			break
+		}
 		var line struct {
 			Timestamp time.Time `json:"timestamp"`
 			Type      string    `json:"type"`
@@ -59,7 +63,7 @@ func CodexSandboxDenials(codexHome, threadID string, since time.Time) []Denial {
 				Output    json.RawMessage `json:"output"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Type != "response_item" || line.Timestamp.Before(since) {
+		if json.Unmarshal(ln.Text, &line) != nil || line.Type != "response_item" || line.Timestamp.Before(since) {
 			continue
 		}
 		p := line.Payload

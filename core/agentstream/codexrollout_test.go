@@ -3,6 +3,7 @@ package agentstream
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,5 +43,27 @@ not json
 	}
 	if d := CodexSandboxDenials("", "th-1", start); d != nil {
 		t.Errorf("no home: %+v", d)
+	}
+}
+
+// A call's output of any length (a cat of a large file) does not end the
+// reading: the refusals after it are found.
+func TestCodexSandboxDenialsAfterAHugeOutput(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	dir := filepath.Join(home, "sessions", "2026", "11", "23")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"timestamp":"2026-11-23T10:00:00.500Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c0","output":"` + strings.Repeat("line of a big file\\n", 1<<20) + `"}}`
+	rollout := huge + "\n" + `{"timestamp":"2026-11-23T10:00:01.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"touch x\"}","call_id":"c1"}}
+{"timestamp":"2026-11-23T10:00:02.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Process exited with code 1\nOutput:\ntouch: cannot touch 'x': Read-only file system\n"}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "rollout-2026-11-23T23-44-32-th-1.jsonl"), []byte(rollout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := CodexSandboxDenials(home, "th-1", time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	if len(got) != 1 || got[0].Tool != "exec_command" {
+		t.Errorf("denials after a %d MB line: %+v", len(huge)>>20, got)
 	}
 }

@@ -37,6 +37,9 @@ type agentStream struct {
 	// shownTools are the tool calls written to the log: an ACP agent
 	// reports a call again on each status change, written once.
 	shownTools map[string]bool
+	// lost is the first line that could not be read, even cut (a JSON
+	// document too large): what it said is unknown, so the run is not done.
+	lost *agentstream.Line
 }
 
 func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
@@ -49,7 +52,7 @@ func (s *agentStream) write(chunk []byte) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var text strings.Builder
-	s.lines.Write(chunk, func(line []byte) { s.feedLocked(line, &text) })
+	s.lines.Write(chunk, func(line agentstream.Line) { s.feedLocked(line, &text) })
 	return text.String()
 }
 
@@ -58,7 +61,7 @@ func (s *agentStream) finish() (agentstream.Summary, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var text strings.Builder
-	s.lines.Flush(func(line []byte) { s.feedLocked(line, &text) })
+	s.lines.Flush(func(line agentstream.Line) { s.feedLocked(line, &text) })
 	if s.inDelta {
 		text.WriteString("\n")
 		s.inDelta = false
@@ -67,12 +70,24 @@ func (s *agentStream) finish() (agentstream.Summary, string) {
 	return s.parser.Summary(), text.String()
 }
 
-func (s *agentStream) feedLocked(line []byte, text *strings.Builder) {
+func (s *agentStream) feedLocked(ln agentstream.Line, text *strings.Builder) {
+	line := ln.Text
+	if ln.Lost {
+		if s.lost == nil {
+			s.lost = &agentstream.Line{Len: ln.Len, Text: []byte(oneLine(string(line), 80))}
+		}
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "· a line of %s could not be read: %s\n", sizeMB(ln.Len), s.lost.Text)
+		return
+	}
 	evs := s.parser.Feed(line)
 	if len(evs) == 0 && len(line) > 0 && line[0] != '{' {
 		// Not the format's JSON (a warning the CLI printed): kept as is.
 		s.breakDeltaLocked(text)
 		text.Write(line)
+		if ln.Cut {
+			fmt.Fprintf(text, "… (a line of %s, cut)", sizeMB(ln.Len))
+		}
 		text.WriteString("\n")
 		return
 	}
@@ -182,6 +197,23 @@ func planMark(status string) string {
 	return "[ ]"
 }
 
+// sizeMB is a line's length for a person, in MB.
+func sizeMB(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
+
+// unreadable is the failure of a run whose stream held a line that could
+// not be read; nil if there was none.
+func (s *agentStream) unreadable() *string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("the agent's result could not be read (%s line: %s)", sizeMB(s.lost.Len), s.lost.Text)
+	return &msg
+}
+
 // oneLine is s on one line, at most n bytes (cut on a rune).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -238,6 +270,7 @@ const (
 	agentErrorReason = "agent_error"       // the agent said its run failed (is_error, turn.failed, status error)
 	DeniedReason     = "permission_denied" // the agent was refused a tool call: the task waits for a person
 	QuestionReason   = "question"          // the agent's final message asks the person something
+	UnreadableReason = "unreadable_output" // a line of the agent's stream could not be read, even cut
 )
 
 // judgeAgent reads what the agent's stream said once its process is gone:
@@ -269,6 +302,11 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 			msg = "no message"
 		}
 		return state.TaskError, agentErrorReason, fmt.Sprintf("the agent reported an error: %s", oneLine(msg, 1000)), true
+	}
+	if msg := tr.stream.unreadable(); msg != nil {
+		// A DONE needs a result that was read: this line may have been
+		// it, with an error, a cost, a denial.
+		return state.TaskError, UnreadableReason, *msg, true
 	}
 	if !res.Success() {
 		return "", "", "", false

@@ -23,6 +23,10 @@
 //	streamjson=PATH   write stream-json as claude -p does: an init line, an
 //	                  assistant message, and a result line whose result is
 //	                  the content of PATH
+//	hostile=MB        write what a broken agent may: a line of MB megabytes of
+//	                  text, one of a JSON message whose text is MB megabytes
+//	                  with NULs, a '{' and MB megabytes of NULs, then 200,000
+//	                  short lines
 //	exit=N            exit with status N
 //
 // Arguments that are not commands (flags of an adapter) are ignored.
@@ -30,6 +34,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -132,6 +137,10 @@ func main() {
 			must(enc.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": "fake-session"}))
 			must(enc.Encode(map[string]any{"type": "assistant", "message": map[string]any{"content": []map[string]any{{"type": "text", "text": string(b)}}}}))
 			must(enc.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": string(b), "session_id": "fake-session"}))
+		case "hostile":
+			n, err := strconv.Atoi(val)
+			must(err)
+			hostile(n << 20)
 		case "exit":
 			n, err := strconv.Atoi(val)
 			must(err)
@@ -163,6 +172,34 @@ func flood(n int64) {
 		_, err := w.Write(b)
 		must(err)
 		n -= int64(len(b))
+	}
+	must(w.Flush())
+}
+
+// hostile writes lines of n bytes and many short ones, fast.
+func hostile(n int) {
+	w := bufio.NewWriterSize(os.Stdout, 64<<10)
+	repeat := func(b byte, n int) {
+		block := bytes.Repeat([]byte{b}, 64<<10)
+		for n > 0 {
+			k := min(n, len(block))
+			_, err := w.Write(block[:k])
+			must(err)
+			n -= k
+		}
+	}
+	repeat('x', n)
+	_, _ = w.WriteString("\n" + `{"type":"assistant","message":{"content":[{"type":"text","text":"`)
+	repeat(0, n)
+	_, _ = w.WriteString(`"}]}}` + "\n{")
+	repeat(0, n)
+	_, _ = w.WriteString("\n")
+	for i := 0; i < 200000; i++ {
+		if i%2 == 0 {
+			fmt.Fprintf(w, "{\"type\":\"user\",\"n\":%d}\n", i)
+		} else {
+			fmt.Fprintf(w, "short line %d\n", i)
+		}
 	}
 	must(w.Flush())
 }
