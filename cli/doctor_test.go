@@ -391,7 +391,7 @@ func TestDoctorWithoutFileListsEveryAdapter(t *testing.T) {
 	for _, name := range want {
 		block(t, r.stdout, name)
 	}
-	if b := block(t, r.stdout, "codex"); !strings.HasPrefix(b, "✗ codex (built-in)") || !strings.Contains(b, "codex is not on PATH") || !strings.Contains(b, "not checked (tested 0.169.0)") {
+	if b := block(t, r.stdout, "codex"); !strings.HasPrefix(b, "✗ codex (built-in)") || !strings.Contains(b, "codex is not on PATH") || !strings.Contains(b, "not checked (tested 0.171.0)") {
 		t.Errorf("codex:\n%s", b)
 	}
 }

@@ -190,7 +190,7 @@ func TestClaudeInteractiveAutoApprove(t *testing.T) {
 // injected --allowedTools does not cover (NotebookEdit): Claude Code asks
 // for permission and the auto-policy answers the menu.
 func TestClaudeInteractiveAutoApprovePermission(t *testing.T) {
-	root := t.TempDir()
+	root := worldRoot(t)
 	nb := filepath.Join(root, "project", "e2e.ipynb")
 	script := fakeanthropic.Sequence(fakeanthropic.CreateTrigger, fakeanthropic.DoneText, "OK.", "Create a file",
 		fakeanthropic.Bash("touch "+fakeanthropic.CreatedFile, "Create a file"),

@@ -31,9 +31,12 @@ import (
 // npm package and pinned version run.sh installs.
 var agents = []struct{ name, pkg, version string }{
 	{"claude", "@anthropic-ai/claude-code", "2.1.332"},
-	{"codex", "@openai/codex", "0.169.0"},
+	{"codex", "@openai/codex", "0.171.0"},
 	{"gemini", "@google/gemini-cli", "0.61.0"},
 	{"opencode", "opencode-ai", "1.18.33"},
+	{"claude-agent-acp", "@agentclientprotocol/claude-agent-acp", "0.101.0"},
+	{"codex-acp", "@agentclientprotocol/codex-acp", "2.6.0"},
+	{"qwen", "@qwen-code/qwen-code", "0.24.4"},
 }
 
 // testAPIKey is the key the tests give Claude Code (it never leaves the
@@ -111,6 +114,39 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
+// worldRoot makes a test's world directory outside the system's temporary
+// directory: Codex refuses to make its sandbox helper (codex-linux-sandbox)
+// while CODEX_HOME is under it, and then every command it runs fails with
+// "bwrap: execvp codex-linux-sandbox" on a machine with bubblewrap. Agent
+// homes live next to the agents' cache instead, and go when the test ends.
+func worldRoot(t *testing.T) string {
+	t.Helper()
+	parent := filepath.Join(cacheDir, "worlds")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(parent, sanitizeName(t.Name())+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	return root
+}
+
+// sanitizeName keeps a test name usable as one path element.
+func sanitizeName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 60 {
+		b = b[:60]
+	}
+	return string(b)
+}
+
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
@@ -167,7 +203,7 @@ type worldOptions struct {
 
 func newWorld(t *testing.T, o worldOptions) *world {
 	t.Helper()
-	return newWorldIn(t, t.TempDir(), o)
+	return newWorldIn(t, worldRoot(t), o)
 }
 
 // newWorldIn builds the world in root (which the test made, to know paths
@@ -220,7 +256,7 @@ func newBareWorld(t *testing.T, agent, root string) *world {
 func newCodexWorld(t *testing.T, script fakeopenai.Script) *world {
 	t.Helper()
 	needCodex(t)
-	w := newBareWorld(t, "codex", t.TempDir())
+	w := newBareWorld(t, "codex", worldRoot(t))
 	w.env = nil
 	addCodex(w, script)
 	return w
@@ -255,7 +291,7 @@ supports_websockets = false
 func newOpencodeWorld(t *testing.T, script fakeopenai.Script) *world {
 	t.Helper()
 	needOpencode(t)
-	w := newBareWorld(t, "opencode", t.TempDir())
+	w := newBareWorld(t, "opencode", worldRoot(t))
 	if script == nil {
 		script = fakeopenai.Sequence(createTrigger, fakeopenai.DoneText, fakeopenai.OtherText, fakeopenai.Bash("touch "+createdFile))
 	}
@@ -278,7 +314,7 @@ func newOpencodeWorld(t *testing.T, script fakeopenai.Script) *world {
 func newGeminiWorld(t *testing.T, script fakegemini.Script) *world {
 	t.Helper()
 	needGemini(t)
-	w := newBareWorld(t, "gemini", t.TempDir())
+	w := newBareWorld(t, "gemini", worldRoot(t))
 	if script == nil {
 		script = fakegemini.CreateFile()
 	}

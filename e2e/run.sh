@@ -33,11 +33,22 @@ export VIBETEAM_E2E_CACHE="$CACHE"
 # Pinned versions: the adapters' screen patterns were checked against these.
 PACKAGES=(
 	"@anthropic-ai/claude-code@2.1.332"
-	"@openai/codex@0.169.0"
+	"@openai/codex@0.171.0"
 	"@google/gemini-cli@0.61.0"
 	"opencode-ai@1.18.33"
 )
 BINARIES=(claude codex gemini opencode)
+# The Agent Client Protocol side: the ACP adapters of claude and codex (they
+# drive the user's claude and codex, named by CLAUDE_CODE_EXECUTABLE and
+# CODEX_PATH) and qwen, which speaks ACP itself. Installed with the CLIs.
+ACP_PACKAGES=(
+	"@agentclientprotocol/claude-agent-acp@0.101.0"
+	"@agentclientprotocol/codex-acp@2.6.0"
+	"@qwen-code/qwen-code@0.24.4"
+)
+ACP_BINARIES=(claude-agent-acp codex-acp qwen)
+PACKAGES+=("${ACP_PACKAGES[@]}")
+BINARIES+=("${ACP_BINARIES[@]}")
 
 die() { echo "e2e: $*" >&2; exit 1; }
 
