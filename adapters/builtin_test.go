@@ -208,6 +208,8 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.332-idle-after-tool.golden", StateIdle, ""},
 		{"claude", "../../../core/runner/testdata/screens/claude-2.1.197-idle-after-tool.golden", StateIdle, ""},
 		{"claude", "claude_idle_after_tool.txt", StateIdle, ""},
+		// 2.1.332 under load: the spinner before the first request, over the idle box.
+		{"claude", "claude_spinner_before_request.txt", StateWorking, ""},
 		{"codex", "codex_splash.txt", "", ""}, // the argv prompt is not sent yet
 		{"codex", "codex_trust.txt", "interaction_trust", "choose:Trust and continue"},
 		{"codex", "codex_idle.txt", StateIdle, ""},
