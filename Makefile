@@ -21,9 +21,10 @@ test:
 # Benchmarks print a table: `vibeteam --help` and `validate` on 500 tasks
 # (whole processes), the ANSI stripper, the PTY output path against a bare
 # read loop (ratio), the reaction time to a prompt (p50/p90), and peak RSS
-# while a task writes 100 MB and 1 GB.
+# while a task writes 100 MB and 1 GB; the sandbox proxy's added p50
+# latency (bridge included) and its streaming MB/s.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./cli/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./core/sandbox/egress/ ./cli/
 
 # The real-agent tier (installs pinned agent CLIs into a cache outside the repo).
 e2e:

@@ -72,6 +72,7 @@ func (p *Proxy) buildRoutes(routes []Route) (map[string]*routeProxy, error) {
 			// Server-sent events and every other body: bytes go out as
 			// they come.
 			FlushInterval: -1,
+			BufferPool:    copyBuffers,
 			ErrorHandler:  badGateway,
 			ErrorLog:      discardLog,
 		}
