@@ -100,6 +100,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 
 	h := &headless{cmd: cmd, pid: pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(since, h.pid, reaperTag(spec), spec.Tag, h.exited)
+	h.reaper.wrapped = spec.Sandbox != nil
 	if pidfd >= 0 {
 		w := h.newWatch(pidfd, ours, streams, onOutput)
 		if spec.WatchHere {

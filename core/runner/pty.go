@@ -139,6 +139,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = mergedEnv(withPWD(env, spec.Dir))
+	sandboxed(cmd, spec, env)
 	since := bootTicks()
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
@@ -159,6 +160,7 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	}
 	t.pool.New = func() any { b := make([]byte, chunkSize); return &b }
 	t.reaper = newReaper(since, cmd.Process.Pid, spec.Tag, spec.Tag, t.exited)
+	t.reaper.wrapped = spec.Sandbox != nil
 
 	var wg sync.WaitGroup
 	wg.Add(3)

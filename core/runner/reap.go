@@ -60,6 +60,11 @@ type reaper struct {
 	// since is the leader's start time; the task's processes, all its
 	// descendants, are no older, so older processes are never read or hit.
 	since uint64
+	// wrapped says the leader is a sandbox's bwrap, which a SIGTERM would
+	// kill at once, and with it (--die-with-parent) everything inside
+	// before it could end by itself: it gets SIGKILL only, its processes
+	// inside SIGTERM first as any others.
+	wrapped bool
 	// exited is closed once the leader is reaped. Until then its pid holds
 	// the group id, so signalling the whole group cannot hit a stranger.
 	exited <-chan struct{}
@@ -103,7 +108,9 @@ func (r *reaper) killNow() {
 func (r *reaper) sweep(grace time.Duration) {
 	spare := lazySpared()
 	termed := make(map[procKey]bool)
-	r.signalGroup(syscall.SIGTERM)
+	if !r.wrapped {
+		r.signalGroup(syscall.SIGTERM)
+	}
 	if r.signal(syscall.SIGTERM, spare, termed) == 0 && isClosed(r.exited) {
 		return
 	}
@@ -204,6 +211,9 @@ func (r *reaper) signal(sig syscall.Signal, spare func() map[int]bool, termed ma
 			continue
 		}
 		n++
+		if r.wrapped && sig == syscall.SIGTERM && pid == r.pgid {
+			continue
+		}
 		if termed != nil {
 			k := procKey{pid, st.start}
 			if termed[k] {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/sandbox"
 )
 
 // DefaultGrace is how long a stopped process group gets between SIGTERM and
@@ -49,6 +51,9 @@ type Spec struct {
 	// goroutine on the way to the next start. Anything that waits for the
 	// process (Done, Stop) has it watched by a goroutine of its own instead.
 	WatchHere bool
+	// Sandbox, when set, starts the process inside it (core/sandbox): its
+	// command wrapped, its environment cut down to what the plan keeps.
+	Sandbox *sandbox.Plan
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the
@@ -356,4 +361,22 @@ func StopTagged(tag string, grace time.Duration) bool {
 	}
 	r.end(grace)
 	return true
+}
+
+// sandboxed puts cmd, made for spec, inside spec.Sandbox: bwrap runs the
+// command, with the environment the plan keeps (and what the caller set
+// for this process, explicit). Its own session, without the terminal
+// vibeteam may have: nothing inside can push keystrokes into it.
+func sandboxed(cmd *exec.Cmd, spec Spec, explicit map[string]string) {
+	if spec.Sandbox == nil || cmd.Err != nil {
+		return
+	}
+	path, argv, env := spec.Sandbox.Wrap(cmd.Path, cmd.Args[1:], cmd.Env, func(name string) bool {
+		_, ok := explicit[name]
+		return ok || name == TaskEnv
+	})
+	cmd.Path, cmd.Args, cmd.Env = path, argv, env
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = false, true
+	}
 }

@@ -40,6 +40,7 @@ func command(spec Spec, in *os.File) (cmd *exec.Cmd, cached bool) {
 	cmd.Env = childEnv(spec.Env, spec.Dir, spec.Tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin = in
+	sandboxed(cmd, spec, spec.Env)
 	return cmd, cached
 }
 
