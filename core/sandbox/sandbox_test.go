@@ -113,4 +113,3 @@ func TestSandboxFencesAWorktree(t *testing.T) {
 		t.Errorf("the session's copy of the settings lacks the agent's write: %q", b)
 	}
 }
-
