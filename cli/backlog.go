@@ -21,6 +21,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/core/worktree"
@@ -38,6 +39,7 @@ func backlogFlags() []ucli.Flag {
 
 // backlogRun is one `run --ready`, or its resume.
 type backlogRun struct {
+	sandbox *sandbox.Config // every bead's (sandboxFor); nil: none
 	c       *ucli.Context
 	streams IO
 	base    string
@@ -210,6 +212,9 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		return nil, err
 	}
 	if br.notify, err = notifierFor(c, base, func(w string) { br.board.line("warning: " + safe(w)) }); err != nil {
+		return nil, err
+	}
+	if br.sandbox, err = sandboxFor(c, func(w string) { br.board.line("warning: " + safe(w)) }, base, nil, true, nil); err != nil {
 		return nil, err
 	}
 	if mode := c.String("on-interaction"); mode == core.InteractionAsk && !c.Bool("headless") {
@@ -564,6 +569,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 // id the backlog recorded, or the existing one resumed.
 func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
 	opts := runOptions(br.c, br.base, br.vars)
+	opts.Sandbox = br.sandbox
 	opts.KeepSessions = 0 // the backlog prunes once, at its end
 	// The run's limit is the backlog's, over every bead: not each bead's.
 	// The bead's own meter under it gives the board its spend live.

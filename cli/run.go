@@ -39,7 +39,7 @@ func executionFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "on stop, how long tasks get between SIGTERM and SIGKILL", Hidden: true},
 		&ucli.Float64Flag{Name: "max-cost", Usage: "stop the agents once the run has cost `USD` in all (where the agent CLI reports a cost: claude, opencode); the step blocks, reason budget", Action: positiveCost},
 		&ucli.Int64Flag{Name: "max-tokens", Usage: "stop the agents once the run has used `N` input and output tokens in all; the step blocks, reason budget", Action: positiveTokens},
-	}, notifyFlags()...)
+	}, append(sandboxFlags(), notifyFlags()...)...)
 }
 
 func runCommand(streams IO) *ucli.Command {
@@ -119,6 +119,9 @@ func runCommand(streams IO) *ucli.Command {
 				return exitf(ExitUsage, "%s has a merge step, which merges a bead's worktree: run it with --bead ID (or --bead-file FILE)", def.Source)
 			}
 			opts := runOptions(c, base, vars)
+			if opts.Sandbox, err = sandboxFor(c, warnLine(streams), base, def, bead != nil, nil); err != nil {
+				return err
+			}
 			if bead != nil {
 				if err := bead.claim(streams, c.Bool("force")); err != nil {
 					return err
@@ -236,6 +239,9 @@ func resumeCommand(streams IO) *ucli.Command {
 				if _, err := core.RenderPrompts(def, merged); err != nil {
 					return exitf(ExitUsage, "session %s: %v", id, err)
 				}
+			}
+			if opts.Sandbox, err = sandboxFor(c, warnLine(streams), base, def, sess.Bead != nil, sess.Sandbox); err != nil {
+				return err
 			}
 			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
 				return o.Resume(id, opts)

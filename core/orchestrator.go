@@ -16,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/engine"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -82,6 +83,10 @@ type RunOptions struct {
 	// limit holds for them all. The spend a resumed session recorded is
 	// added to it as the session starts running.
 	Budget *budget.Meter
+	// Sandbox, when set, fences in the session's processes (core/sandbox);
+	// nil: none. A resume is given the one the session recorded, unless
+	// told otherwise.
+	Sandbox *sandbox.Config
 	// SessionID, on run, is the id the new session takes (one made with
 	// state.Manager.NewID and recorded elsewhere first, as a backlog run
 	// does); "" makes a new one.
@@ -238,7 +243,13 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		}
 		sess.Worktree, sess.Branch, sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
 	}
+	policy, err := sandboxPolicy(sess, opts.Sandbox, sess.Worktree)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
 	c.Executor = engine.New(sess, engine.Options{
+		Sandbox:       policy,
 		Beads:         opts.Beads,
 		Workspace:     ws,
 		Review:        opts.Review,

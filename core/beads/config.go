@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/internal/source"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	Gate string
 	// Matchers and MatchersDefault are grimoire-matchers.yaml's (see
 	// Matcher): .vibeteam's, else .coven's.
+	// Sandbox is the project's sandbox: block (nil when not written): the
+	// settings of every sandboxed run, and asking for the sandbox.
+	Sandbox         *sandbox.Config
 	Matchers        []Matcher
 	MatchersDefault string
 	MatchersFile    string
@@ -71,7 +75,11 @@ func LoadConfig(baseDir string) (Config, error) {
 	}
 	w := yamlnode.NewWalker(rel, len(data))
 	name := func(n *yaml.Node, field string) (string, bool) { return grimoireName(w, n, field) }
-	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify", "merge"}, func(kv yamlnode.Pair) {
+	w.Fields(doc.Content[0], "", "", []string{"grimoires", "notify", "merge", "sandbox"}, func(kv yamlnode.Pair) {
+		if kv.Key.Value == "sandbox" {
+			cfg.Sandbox = sandbox.Parse(w, kv.Val, "sandbox")
+			return
+		}
 		if kv.Key.Value == "notify" {
 			cfg.Notify, _ = w.String(kv.Val, "notify")
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -83,6 +84,9 @@ type Options struct {
 	// Budget is a meter the session's spend counts against besides its
 	// own budgets (a backlog's, shared by its sessions); nil: none.
 	Budget *budget.Meter
+	// Sandbox fences in every process of the run that runs the
+	// repository's or an agent's code; nil: none.
+	Sandbox *sandbox.Policy
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a
@@ -108,12 +112,16 @@ func (o Options) processes() ProcessStarter {
 // task's, a script step's, a merge gate's: through Options.Processes, and
 // known until it ends, so that Kill reaches every one of them.
 type liveProcesses struct {
-	next ProcessStarter
-	mu   sync.Mutex
-	live []runner.Process
+	next    ProcessStarter
+	sandbox *sandbox.Policy
+	mu      sync.Mutex
+	live    []runner.Process
 }
 
 func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error) {
+	if err := sandboxed(l.sandbox, &spec, nil, nil); err != nil {
+		return nil, err
+	}
 	p, err := l.next.StartHeadless(spec, onOutput)
 	if err != nil {
 		return nil, err
@@ -211,7 +219,7 @@ func New(sess *state.Session, opts Options) *Executor {
 			held[state.StepTaskID(r.Name, key)] = key
 		}
 	}
-	procs := &liveProcesses{next: opts.processes()}
+	procs := &liveProcesses{next: opts.processes(), sandbox: opts.Sandbox}
 	opts.Processes = procs
 	return &Executor{
 		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, events: newEventQueue(opts.Emit), held: held},

@@ -12,6 +12,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -59,7 +60,9 @@ type GateSpec struct {
 	Dir     string
 	Timeout time.Duration // DefaultGateTimeout when 0
 	Env     map[string]string
-	Tag     string        // carried by its processes (runner.Spec.Tag)
+	Tag     string // carried by its processes (runner.Spec.Tag)
+	// Sandbox, when set, is the sandbox the gate runs in.
+	Sandbox *sandbox.Plan
 	Grace   time.Duration // SIGTERM → SIGKILL when stopped
 	// Log, when set, receives all it prints.
 	Log func([]byte)
@@ -93,7 +96,7 @@ func RunGate(ctx context.Context, procs ProcessStarter, spec GateSpec) (GateResu
 	}
 	proc, err := procs.StartHeadless(runner.Spec{
 		Command: shell, Args: args, Dir: spec.Dir, Env: spec.Env, Tag: spec.Tag,
-		GroupOnly: true, NoInput: true, MergeOutput: true,
+		GroupOnly: true, NoInput: true, MergeOutput: true, Sandbox: spec.Sandbox,
 	}, func(c runner.Chunk) {
 		out.Write(c.Clean)
 		if spec.Log != nil {
@@ -158,8 +161,12 @@ func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, er
 		}
 	}
 	started := time.Now()
+	plan, err := gatePlan(g.cfg.Sandbox, dir, r.step.Sandbox)
+	if err != nil {
+		return false, err
+	}
 	res, err := RunGate(ctx, g.cfg.processes(), GateSpec{
-		Command: m.Gate, Dir: dir, Timeout: time.Duration(m.GateTimeout), Tag: g.tag, Grace: g.cfg.Grace, Log: write,
+		Command: m.Gate, Dir: dir, Timeout: time.Duration(m.GateTimeout), Tag: g.tag, Grace: g.cfg.Grace, Log: write, Sandbox: plan,
 		Env: map[string]string{
 			"VIBETEAM_GATE_ATTEMPT": strconv.Itoa(try.Attempt),
 			"VIBETEAM_GATE_BASE":    try.Base,

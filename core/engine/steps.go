@@ -166,10 +166,14 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		defer os.Remove(file)
 		args = []string{file}
 	}
-	proc, err := g.cfg.processes().StartHeadless(runner.Spec{
+	spec := runner.Spec{
 		Command: shell, Args: args, Dir: g.dir, Tag: g.tag,
 		GroupOnly: true, NoInput: true, MergeOutput: true, WatchHere: true,
-	}, onOutput)
+	}
+	if err := sandboxed(g.cfg.Sandbox, &spec, nil, step.Sandbox); err != nil {
+		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
+	}
+	proc, err := g.cfg.processes().StartHeadless(spec, onOutput)
 	if err != nil {
 		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
 	}
@@ -257,6 +261,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		Cwd:           g.dir,
 		Timeout:       step.Timeout,
 		MCP:           workflow.MergeMCP(host.workflowMCP(), a.MCP),
+		Sandbox:       step.Sandbox,
 	}
 	host.pendStepTask(at.Key(), task.ID)
 	before := gitSnapshot(g.dir)

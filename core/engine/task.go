@@ -134,6 +134,9 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		Rows:    lc.Rows,
 		Tag:     cfg.SessionID + "/" + t.ID,
 	}
+	if err := sandboxed(cfg.Sandbox, &spec, cfg.authEnv(t.Adapter), t.Sandbox); err != nil {
+		return fail(startFailedReason, err.Error())
+	}
 	if len(lc.Files) > 0 {
 		cleanup, err := writeLaunchFiles(&spec, lc.Files)
 		defer cleanup()

@@ -111,6 +111,12 @@ var baseEnv = []string{
 	"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "IS_SANDBOX",
 }
 
+// In is the policy with dir as the working directory instead (a merge
+// gate's temporary worktree).
+func (p *Policy) In(dir string) *Policy {
+	return &Policy{Bwrap: p.Bwrap, BaseDir: p.BaseDir, WorkDir: dir, Home: p.Home, StateDir: p.StateDir, Config: p.Config, Egress: p.Egress}
+}
+
 // Plan is the sandbox of a process started in dir, keeping the variables
 // named in keep (its adapter's auth.env) besides the defaults, with step's
 // settings over the policy's.

@@ -13,6 +13,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -441,6 +442,9 @@ type Session struct {
 	// Limit is the usage or rate limit the session stopped on (status
 	// limited), or waits out; nil otherwise.
 	Limit *Limit `json:"limit,omitempty"`
+	// Sandbox is the sandbox the session's processes run in (run
+	// --sandbox, or on by default); nil: none. A resume runs in it again.
+	Sandbox *sandbox.Config `json:"sandbox,omitempty"`
 	// Backlog is set on the session of a `run --ready`: it runs beads,
 	// each in a session of its own, instead of a workflow.
 	Backlog *Backlog `json:"backlog,omitempty"`

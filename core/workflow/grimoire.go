@@ -7,6 +7,7 @@ package workflow
 
 import (
 	"fmt"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"math"
 	"regexp"
 	"slices"
@@ -26,8 +27,8 @@ import (
 // agent's adapter keys keep the camelCase of stage tasks, since they are the
 // same thing).
 var (
-	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets", "budget"}
-	commonStepKeys = []string{"name", "type", "when", "timeout", "output"}
+	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets", "budget", "sandbox"}
+	commonStepKeys = []string{"name", "type", "when", "timeout", "output", "sandbox"}
 	stepTypeKeys   = map[string][]string{
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
@@ -86,6 +87,8 @@ func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
 			def.Secrets = p.secrets(kv.Val)
 		case "budget":
 			def.Budget = p.budget(kv.Val, "budget")
+		case "sandbox":
+			def.Sandbox = sandbox.Parse(p.Walker, kv.Val, "sandbox")
 		default:
 			p.unknownGrimoireKey(kv.Key, "", grimoireKeys)
 		}
@@ -158,6 +161,8 @@ func (p *parser) step(n *yaml.Node, field string) Step {
 				s.Timeout = p.duration(kv.Val, f)
 			case "output":
 				s.Output = p.text(kv.Val, f)
+			case "sandbox":
+				s.Sandbox = sandbox.Parse(p.Walker, kv.Val, f)
 			}
 		case typed && slices.Contains(allowed, key):
 			p.typedKey(&s, key, kv.Val, f)

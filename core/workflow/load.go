@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"errors"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"io"
 	"strconv"
 	"strings"
@@ -16,10 +17,10 @@ import (
 // Keys accepted at each level, in the order suggestions prefer them and
 // messages list them.
 var (
-	rootKeys  = []string{"id", "goal", "stages", "mcp", "secrets"}
+	rootKeys  = []string{"id", "goal", "stages", "mcp", "secrets", "sandbox"}
 	stageKeys = []string{"id", "tasks"}
 	taskKeys  = []string{"id", "adapter", "executionMode", "prompt", "extraArgs", "cwd", "env",
-		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout", "mcp"}
+		"name", "pendingInputs", "keepAlive", "timeout", "inactivityTimeout", "mcp", "sandbox"}
 )
 
 // LoadFile reads and parses a definition file. A file that cannot be read
@@ -194,6 +195,8 @@ func (p *parser) definition(n *yaml.Node) *Definition {
 			def.MCP = p.mcp(kv.Val, "mcp")
 		case "secrets":
 			def.Secrets = p.secrets(kv.Val)
+		case "sandbox":
+			def.Sandbox = sandbox.Parse(p.Walker, kv.Val, "sandbox")
 		}
 	})
 	return def
@@ -303,6 +306,8 @@ func (p *parser) task(n *yaml.Node, field string) Task {
 			t.InactivityTimeout = p.duration(kv.Val, f)
 		case "mcp":
 			t.MCP = p.mcp(kv.Val, f)
+		case "sandbox":
+			t.Sandbox = sandbox.Parse(p.Walker, kv.Val, f)
 		}
 	})
 	return t

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
@@ -96,6 +97,9 @@ type Definition struct {
 	// secret, besides those whose name says so (IsSecret): they reach
 	// the processes but are written to sessions and logs as ***.
 	Secrets []string `json:"secrets,omitempty"`
+	// Sandbox is the workflow's sandbox: block, over the project's; a
+	// step or task may add its own. nil: not written.
+	Sandbox *sandbox.Config `json:"sandbox,omitempty"`
 }
 
 // IsSecret reports whether the value of the --set variable or env: key
@@ -135,6 +139,9 @@ type Step struct {
 	Script *ScriptStep `json:"script,omitempty"`
 	Loop   *LoopStep   `json:"loop,omitempty"`
 	Merge  *MergeStep  `json:"merge,omitempty"`
+	// Sandbox is the step's own sandbox: block, over the workflow's (for
+	// a merge step: its gate's).
+	Sandbox *sandbox.Config `json:"sandbox,omitempty"`
 
 	// Pos is where the step's mapping starts. Positions holds where the
 	// value of each key was written ("when", "command", "input.test_output"),
@@ -286,7 +293,9 @@ type Task struct {
 	InactivityTimeout Duration `json:"inactivityTimeout,omitempty"`
 	// MCP are the task's own MCP servers, added to the workflow's.
 	MCP []MCPServer `json:"mcp,omitempty"`
-	Pos Pos         `json:"-"`
+	// Sandbox is the task's own sandbox: block, over the workflow's.
+	Sandbox *sandbox.Config `json:"sandbox,omitempty"`
+	Pos     Pos             `json:"-"`
 }
 
 // DisplayName is the task's name, defaulting to its id.

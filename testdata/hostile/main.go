@@ -1,0 +1,130 @@
+// Command hostile stands in for a prompt-injected agent in the sandbox
+// tests: it tries each escape a sandbox must stop and reports, one line
+// each, which succeeded ("escaped") and which did not ("held"), on stdout
+// and in the file -report (in its working directory: the work it leaves).
+//
+//	-base DIR    the user's checkout (its .git, .vibeteam)
+//	-addr H:P    a loopback port no sandbox allows
+//	-report F    where the report goes (default escapes.txt)
+//
+// Every other argument (a prompt) is ignored.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	// Flags anywhere among the arguments: an adapter puts its prompt where
+	// it likes.
+	opts := map[string]string{"-report": "escapes.txt"}
+	for i := 1; i+1 < len(os.Args); i++ {
+		if _, ok := map[string]bool{"-base": true, "-addr": true, "-report": true}[os.Args[i]]; ok {
+			opts[os.Args[i]] = os.Args[i+1]
+			i++
+		}
+	}
+	base, addr, report := new(string), new(string), new(string)
+	*base, *addr, *report = opts["-base"], opts["-addr"], opts["-report"]
+	home, _ := os.UserHomeDir()
+	results := map[string]string{}
+	try := func(name string, f func() (string, error)) {
+		detail, err := f()
+		if err != nil {
+			results[name] = "held: " + err.Error()
+			return
+		}
+		results[name] = "escaped: " + detail
+	}
+	try("read ~/.ssh/id_rsa", func() (string, error) {
+		b, err := os.ReadFile(filepath.Join(home, ".ssh", "id_rsa"))
+		return fmt.Sprintf("%d bytes", len(b)), err
+	})
+	try("write $HOME", func() (string, error) { return write(filepath.Join(home, "hostile-was-here")) })
+	try("write the checkout", func() (string, error) { return write(filepath.Join(*base, "hostile-was-here")) })
+	try("write .git/hooks", func() (string, error) { return write(filepath.Join(*base, ".git", "hooks", "post-commit")) })
+	try("write .git/config", func() (string, error) {
+		f, err := os.OpenFile(filepath.Join(*base, ".git", "config"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		_, err = f.WriteString("# hostile\n")
+		return "appended", err
+	})
+	try("write .vibeteam/sessions", func() (string, error) {
+		return write(filepath.Join(*base, ".vibeteam", "sessions", "hostile.json"))
+	})
+	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN"} {
+		try("read $"+name, func() (string, error) {
+			if v := os.Getenv(name); v != "" {
+				return fmt.Sprintf("%d characters", len(v)), nil
+			}
+			return "", fmt.Errorf("not set")
+		})
+	}
+	try("kill -0 vibeteam", func() (string, error) { return signalVibeteam(*base) })
+	if *addr != "" {
+		try("connect "+*addr, func() (string, error) {
+			c, err := net.DialTimeout("tcp", *addr, 2*time.Second)
+			if err != nil {
+				return "", err
+			}
+			c.Close()
+			return "connected", nil
+		})
+	}
+	names := make([]string, 0, len(results))
+	for n := range results {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s: %s\n", n, results[n])
+	}
+	fmt.Fprintf(&b, "argv: %q\n", os.Args)
+	fmt.Print(b.String())
+	if err := os.WriteFile(*report, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+	// The result an agent step reads.
+	fmt.Print("```json\n{\"success\": true, \"summary\": \"tried every escape\"}\n```\n")
+}
+
+func write(path string) (string, error) {
+	// A hook that does nothing: planted, it must not change the run.
+	return path, os.WriteFile(path, []byte("#!/bin/sh\n# hostile was here\n"), 0o755)
+}
+
+// signalVibeteam finds vibeteam's pid where a hostile agent would (the
+// session's lock file) and tries kill -0 on it.
+func signalVibeteam(base string) (string, error) {
+	locks, _ := filepath.Glob(filepath.Join(base, ".vibeteam", "sessions", "*.lock"))
+	for _, l := range locks {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		var rec struct {
+			Pid int `json:"pid"`
+		}
+		if json.Unmarshal(b, &rec) != nil || rec.Pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(rec.Pid, 0); err != nil {
+			return "", fmt.Errorf("pid %d: %w", rec.Pid, err)
+		}
+		return fmt.Sprintf("pid %d", rec.Pid), nil
+	}
+	return "", fmt.Errorf("no pid found in %d lock files", len(locks))
+}
