@@ -271,7 +271,7 @@ func TestWithoutBubblewrapTheSandboxIsRefusedOrWarned(t *testing.T) {
 	p.write("bead.json", `{"id":"bd-2","title":"t","status":"open"}`)
 	run := func(args ...string) result {
 		cmd := p.command(args...)
-		cmd.Env = append(cmd.Env, "PATH="+bin)
+		cmd.Env = append(withoutEnv(cmd.Env, "VIBETEAM_SANDBOX"), "PATH="+bin)
 		return runResult(t, cmd)
 	}
 	r := run("run", "ship", "--sandbox")
@@ -290,4 +290,15 @@ func TestWithoutBubblewrapTheSandboxIsRefusedOrWarned(t *testing.T) {
 	if s := p.only(); s.Sandbox != nil {
 		t.Errorf("recorded as sandboxed without bubblewrap: %v", s.Sandbox)
 	}
+}
+
+// withoutEnv is env without name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -29,6 +29,11 @@ else
 	CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e}
 fi
 export VIBETEAM_E2E_CACHE="$CACHE"
+# The agents reach the fake model servers on 127.0.0.1, which a sandboxed
+# run (on by default with --auto-approve where bubblewrap is installed)
+# cannot until its egress proxy is plugged in: the tier runs unsandboxed
+# unless told otherwise.
+export VIBETEAM_SANDBOX="${VIBETEAM_SANDBOX:-off}"
 
 # Pinned versions: the adapters' screen patterns were checked against these.
 PACKAGES=(

@@ -304,7 +304,7 @@ func TestGrimoireErrors(t *testing.T) {
 		{name: "unknown key with suggestion", src: "  - name: a\n    type: script\n    comand: x\n",
 			want: []string{`g.yaml:3:5: steps[0]: missing required key "command"`, `g.yaml:5:5: steps[0]: unknown key "comand" (did you mean "command"?)`}},
 		{name: "unknown key without suggestion", src: "  - {name: a, type: script, command: x, model: opus}\n",
-			want: []string{`g.yaml:3:41: steps[0]: unknown key "model" (known: name, type, when, timeout, output, command, on_fail, on_success)`}},
+			want: []string{`g.yaml:3:41: steps[0]: unknown key "model" (known: name, type, when, timeout, output, sandbox, command, on_fail, on_success)`}},
 		{name: "a key of another type", src: "  - {name: a, type: agent, spell: x, command: y}\n",
 			want: []string{`g.yaml:3:38: steps[0]: unknown key "command" for an agent step (it is a key of script steps)`}},
 		{name: "a key of two other types", src: "  - {name: a, type: loop, steps: [{name: b, type: script, command: x}], on_fail: block}\n",

@@ -37,14 +37,14 @@ func TestParseJSONSyntax(t *testing.T) {
 			}
 		}},
 		{name: "key of 2000 characters", src: jsonTask(`"` + longKey + `": 1`),
-			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "` + longKey + `" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout, mcp)`}},
+			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "` + longKey + `" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout, mcp, sandbox)`}},
 		{name: "byte order mark", src: "\ufeff" + jsonTask(`"promt": "x"`),
 			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`}},
 		{name: "crlf", src: strings.ReplaceAll(jsonTask(`"promt": "x"`), "\n", "\r\n"),
 			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`}},
 		{name: "columns count characters", src: "{\"id\": \"é€😀\", \"x\": 1, \"stages\": []}",
 			want: []string{
-				`wf.json:1:15: unknown key "x" (known: id, goal, stages, mcp, secrets)`,
+				`wf.json:1:15: unknown key "x" (known: id, goal, stages, mcp, secrets, sandbox)`,
 				`wf.json:1:33: stages: a workflow needs at least one stage`,
 			}},
 		{name: "upper-case extension", file: "WF.JSON", src: jsonTask(`"prompt": "a\/b"`)},
@@ -111,7 +111,7 @@ func TestParseJSONSyntax(t *testing.T) {
 		{name: "timeout beyond float64", src: jsonTask(`"timeout": -1e400`),
 			want: []string{`wf.json:2:14: stages[0].tasks[0].timeout: must be a duration like "10m" or a number of seconds`}},
 		{name: "quoted merge key is a plain key", src: jsonTask(`"<<": {"prompt": "x"}`),
-			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "<<" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout, mcp)`}},
+			want: []string{`wf.json:2:3: stages[0].tasks[0]: unknown key "<<" (known: id, adapter, executionMode, prompt, extraArgs, cwd, env, name, pendingInputs, keepAlive, timeout, inactivityTimeout, mcp, sandbox)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
