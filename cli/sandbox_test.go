@@ -100,10 +100,12 @@ steps:
 	return &hostileSetup{beadProject: p, home: home, addr: addr, connects: connects, env: env}
 }
 
+// run runs vibeteam with the setup's environment, and without the
+// package's VIBETEAM_SANDBOX=off: what it does unasked is the default's.
 func (h *hostileSetup) run(args ...string) result {
 	h.t.Helper()
 	cmd := h.command(args...)
-	cmd.Env = append(cmd.Env, h.env...)
+	cmd.Env = append(withoutEnv(cmd.Env, "VIBETEAM_SANDBOX"), h.env...)
 	return runResult(h.t, cmd)
 }
 
