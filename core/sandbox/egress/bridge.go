@@ -38,6 +38,12 @@ func BridgeArgv(self string, o BridgeOptions) []string {
 	return argv
 }
 
+// BridgeWrap is the argv to put before a command inside the sandbox: the
+// bridge, then "--".
+func BridgeWrap(self, listen, socket string) []string {
+	return []string{self, BridgeCommand, "--listen", listen, "--socket", socket, "--"}
+}
+
 // ParseBridgeArgs reads the arguments after BridgeCommand.
 func ParseBridgeArgs(args []string) (BridgeOptions, error) {
 	fs := flag.NewFlagSet(BridgeCommand, flag.ContinueOnError)

@@ -125,6 +125,13 @@ func TestCloseEndsOpenTunnels(t *testing.T) {
 	}
 }
 
+func TestLongSocketPath(t *testing.T) {
+	_, err := Start(Config{}, "/tmp/"+strings.Repeat("d", 120)+"/e.sock")
+	if err == nil || !strings.Contains(err.Error(), "more than the 103 a unix socket takes") {
+		t.Errorf("a socket path too long: %v", err)
+	}
+}
+
 func TestParseBridgeArgs(t *testing.T) {
 	o, err := ParseBridgeArgs([]string{"--listen", "127.0.0.1:5", "--socket", "/s", "--", "claude", "-p", "--x"})
 	if err != nil || o.Listen != "127.0.0.1:5" || o.Socket != "/s" || strings.Join(o.Command, " ") != "claude -p --x" {

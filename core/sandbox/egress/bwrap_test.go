@@ -87,7 +87,7 @@ func TestBridgeInsideBubblewrap(t *testing.T) {
 		"proxy=" + allowed.URL + "/in", "proxy=" + other.URL + "/out", "direct=" + allowed.URL + "/direct", "route"}
 	argv := append([]string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--bind", filepath.Dir(sock), filepath.Dir(sock), "--unshare-net", "--unshare-pid", "--die-with-parent", "--"},
-		BridgeArgv(self, BridgeOptions{Listen: DefaultBridgeListen, Socket: sock, Command: client})...)
+		append(BridgeWrap(self, DefaultBridgeListen, sock), client...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append([]string{"EGRESS_TEST_MODE=bridge", "PATH=" + os.Getenv("PATH")}, ProxyEnv(inside)...), api.Env...)
 	out, err := cmd.CombinedOutput()

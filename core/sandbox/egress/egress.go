@@ -3,49 +3,68 @@
 // to the model APIs that add the real API key on the way out, so that the
 // agent inside never holds it.
 //
+// # Integration (what the sandbox calls)
+//
+//	// Once per session, outside the sandbox:
+//	rules, err := egress.ParseRules(cfg.Allow)        // host:port, *.domain:port, host:*
+//	mode, err := egress.ParseMode(cfg.Network)        // allow (default), none, all
+//	p, err := egress.Start(egress.Config{
+//		Mode: mode, Allow: rules,
+//		OnRefused: func(r egress.Refusal) { … },      // emit an event; must not block
+//	}, stateDir+"/egress.sock")
+//	defer p.Close()                                   // ends every connection, waits
+//
+//	// Per sandboxed process of an adapter:
+//	inside := egress.InsideURL(egress.DefaultBridgeListen)
+//	api, _ := egress.ForAdapter(adapter, os.Environ(), inside)
+//	err = p.AddRoutes(api.Routes...)                  // the real keys stay in the proxy
+//	env := egress.InsideEnv(inside, api)              // set inside, over the filtered env
+//	argv = append(egress.BridgeWrap(self, egress.DefaultBridgeListen, socket), argv...)
+//	// bwrap … --unshare-net --bind socket socket … -- argv
+//
+// api.Keys names the host variables the proxy now holds (never pass their
+// real values in); api.Hosts are the vendor's host:port, for the
+// allowlist of an agent logged in by OAuth (no key in the environment).
+//
 // # The proxy (outside the sandbox)
 //
-//	p, err := egress.New(egress.Config{
-//		Mode:      egress.ModeAllowList,            // or ModeNone, ModeAll
-//		Allow:     rules,                           // egress.ParseRules(sandbox.allow)
-//		Routes:    api.Routes,                      // from egress.ForAdapter, below
-//		OnRefused: func(r egress.Refusal) { … },    // emit an event; must not block
-//	})
-//	err = p.ListenUnix(dir + "/egress.sock")          // bound into the sandbox
-//	…
-//	p.Close()                                       // ends every connection, waits
-//
 // The proxy speaks CONNECT (for TLS; it never sees inside the tunnel) and
-// absolute-URI forwarding (plain http). A destination that is not allowed
-// gets 403 with the body "vibeteam sandbox: host X:443 is not allowed; add
-// it under sandbox.allow", and OnRefused receives a Refusal (host, port,
-// why). Requests in origin form (GET /vibeteam/model/NAME/…) go to the
-// route NAME; so do absolute-URI requests to a loopback host with that
-// path, which is what a client that ignores NO_PROXY sends.
+// absolute-URI forwarding (plain http), on a unix socket (ListenUnix, or
+// Start) and, for tests, on loopback TCP (ListenTCP). It dials directly,
+// never through the host's own HTTP_PROXY: what was checked is what is
+// reached. A destination that is not allowed gets 403 with the body
+// "vibeteam sandbox: host X:443 is not allowed; add it under
+// sandbox.allow", and OnRefused receives a Refusal (host, port, why).
+// Requests in origin form (POST /vibeteam/model/NAME/…) go to the route
+// NAME, whatever the mode; so do absolute-URI requests to a loopback host
+// with that path, which is what a client that ignores NO_PROXY sends. A
+// route replaces every credential header the client sent by the real key,
+// and streams the answer as it comes (server-sent events).
 //
 // # The bridge (inside the sandbox)
 //
 // A sandbox with its own network namespace has only a loopback interface.
-// The vibeteam binary is its own bridge there: the sandbox runs
+// The vibeteam binary is its own bridge there:
 //
-//	vibeteam __egress-bridge --listen 127.0.0.1:39281 --socket /run/vibeteam/egress.sock -- AGENT ARGS…
+//	vibeteam __egress-bridge --listen 127.0.0.1:39281 --socket /path/egress.sock -- AGENT ARGS…
 //
-// (BridgeArgv builds it), which listens on the loopback port, starts the
-// command once it listens, copies each TCP connection to the unix socket,
-// and exits with the command's status. Without "-- COMMAND" it serves until
-// it is signalled. The command shares the bridge's process group and gets
-// signals from there: the bridge forwards none (a second SIGTERM means
-// "quit now" to some programs), and ignores them while the command runs.
+// (BridgeWrap builds the part before AGENT) listens on the loopback port,
+// starts the command once it listens, copies each TCP connection to the
+// unix socket, and exits with the command's status (128+N for signal N).
+// Without "-- COMMAND" it serves until SIGINT, SIGTERM or SIGHUP. The
+// command shares the bridge's process group and gets signals from there:
+// the bridge forwards none (a second SIGTERM means "quit now" to some
+// programs), ignores them while the command runs, and kills the command
+// if it dies itself (Linux's parent-death signal).
 //
 // # The environment inside
 //
 // ProxyEnv gives HTTP_PROXY, HTTPS_PROXY, their lower-case forms, NO_PROXY
 // (loopback) and NODE_USE_ENV_PROXY=1, all pointing at the bridge.
-// ForAdapter(adapter, hostEnv, insideURL) gives, for the built-in adapters
-// claude, codex, gemini and opencode, the variables that replace the API
-// keys by placeholders and point the base URLs at the bridge, and the
-// Routes that hold the real keys; an adapter without a key in hostEnv (an
-// OAuth login) gets no route and talks to its vendor through the allowlist.
+// ForAdapter gives, for the built-in adapters claude, codex, gemini and
+// opencode, the variables that replace the API keys by Placeholder and
+// point the base URLs at the bridge, and the Routes that hold the real
+// keys; an adapter without a key in the environment gets no route.
 package egress
 
 import (
@@ -95,13 +114,15 @@ type Config struct {
 // and connections; Close ends them all and waits for them.
 type Proxy struct {
 	policy    policy
-	routes    map[string]*routeProxy
 	onRefused func(Refusal)
 	dialer    net.Dialer
 	forward   *httputil.ReverseProxy
 	srv       *http.Server
 
+	routeTransport *http.Transport
+
 	mu      sync.Mutex
+	routes  map[string]*routeProxy
 	closed  bool
 	tunnels map[net.Conn]struct{}
 	sockets []string
@@ -135,16 +156,16 @@ func New(cfg Config) (*Proxy, error) {
 		policy:    policy{mode: mode, rules: cfg.Allow},
 		onRefused: cfg.OnRefused,
 		tunnels:   map[net.Conn]struct{}{},
+		routes:    map[string]*routeProxy{},
 	}
 	p.dialer.Timeout = cfg.DialTimeout
 	if p.dialer.Timeout == 0 {
 		p.dialer.Timeout = 30 * time.Second
 	}
-	routes, err := p.buildRoutes(cfg.Routes)
-	if err != nil {
+	p.routeTransport = p.transport()
+	if err := p.AddRoutes(cfg.Routes...); err != nil {
 		return nil, err
 	}
-	p.routes = routes
 	p.forward = &httputil.ReverseProxy{
 		// The request already holds its absolute target; only the
 		// hop-by-hop headers go (ReverseProxy drops those itself).
@@ -184,9 +205,30 @@ func (p *Proxy) transport() *http.Transport {
 	}
 }
 
+// maxSocketPath is the longest unix socket path (sun_path less its NUL;
+// macOS allows 103).
+const maxSocketPath = 103
+
+// Start is New, then ListenUnix(socket): a session's proxy.
+func Start(cfg Config, socket string) (*Proxy, error) {
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ListenUnix(socket); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
 // ListenUnix serves on a unix socket at path (a stale one is replaced),
 // readable and writable by its owner only.
 func (p *Proxy) ListenUnix(path string) error {
+	// The kernel's limit (sun_path) would only say "invalid argument".
+	if len(path) > maxSocketPath {
+		return fmt.Errorf("egress proxy: socket path %s is %d bytes, more than the %d a unix socket takes; use a shorter directory (os.MkdirTemp)", path, len(path), maxSocketPath)
+	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		_ = os.Remove(path)
 	}

@@ -131,6 +131,13 @@ func (r refusals) none(t *testing.T) {
 // returned channel.
 func startProxy(t *testing.T, cfg Config) (string, refusals) {
 	t.Helper()
+	_, u, ref := startProxyP(t, cfg)
+	return u, ref
+}
+
+// startProxyP is startProxy that also returns the proxy.
+func startProxyP(t *testing.T, cfg Config) (*Proxy, string, refusals) {
+	t.Helper()
 	ref := make(refusals, 16)
 	cfg.OnRefused = ref.on
 	p, err := New(cfg)
@@ -142,7 +149,7 @@ func startProxy(t *testing.T, cfg Config) (string, refusals) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return "http://" + addr.String(), ref
+	return p, "http://" + addr.String(), ref
 }
 
 func rules(t *testing.T, entries ...string) []Rule {

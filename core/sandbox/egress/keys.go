@@ -135,6 +135,17 @@ func ProxyEnv(insideURL string) []string {
 	}
 }
 
+// InsideEnv is the whole environment the egress side sets inside a
+// sandbox: ProxyEnv, then the model API's variables.
+func InsideEnv(insideURL string, api ModelAPI) map[string]string {
+	env := map[string]string{}
+	for _, kv := range append(ProxyEnv(insideURL), api.Env...) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
 // InsideURL is the proxy's URL for a bridge listening on listen.
 func InsideURL(listen string) string { return "http://" + listen }
 

@@ -56,13 +56,14 @@ func TestKeysStayOutside(t *testing.T) {
 		t.Run(kc.adapter+"/"+kc.keyVar, func(t *testing.T) {
 			up := newUpstream(t, false)
 			hostEnv := kc.hostEnv(up.URL)
-			// The proxy address is known only once it listens: a first
-			// ForAdapter gives the routes, which do not depend on it.
-			pre, _ := ForAdapter(kc.adapter, hostEnv, "http://unused")
-			proxyURL, ref := startProxy(t, Config{Mode: ModeNone, Routes: pre.Routes})
+			// A session's proxy runs first; each task's routes join it.
+			proxy, proxyURL, ref := startProxyP(t, Config{Mode: ModeNone})
 			api, ok := ForAdapter(kc.adapter, hostEnv, proxyURL)
 			if !ok {
 				t.Fatal("adapter unknown")
+			}
+			if err := proxy.AddRoutes(api.Routes...); err != nil {
+				t.Fatal(err)
 			}
 			for _, kv := range api.Env {
 				if strings.Contains(kv, "REAL") {
@@ -166,5 +167,36 @@ func TestStreamingIsNotBuffered(t *testing.T) {
 				t.Errorf("rest %q", rest)
 			}
 		})
+	}
+}
+
+// Routes join a running proxy; the same route again is kept, another one
+// under the same name is refused.
+func TestAddRoutes(t *testing.T) {
+	up := newUpstream(t, false)
+	p, proxyURL, _ := startProxyP(t, Config{})
+	r := Route{Name: "m", Upstream: up.URL, Header: "x-api-key", Key: "real"}
+	if err := p.AddRoutes(r, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddRoutes(r); err != nil {
+		t.Errorf("the same route again: %v", err)
+	}
+	other := r
+	other.Key = "another"
+	if err := p.AddRoutes(other); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("a different route under the same name: %v", err)
+	}
+	if code, body := get(t, http.DefaultClient, proxyURL+RoutePrefix+"m/x"); code != 200 || body != "hello from /x" || up.last(t).Header.Get("x-api-key") != "real" {
+		t.Errorf("%d %q", code, body)
+	}
+	for _, bad := range []Route{{Name: "a/b", Upstream: up.URL, Header: "h", Key: "k"}, {Name: "n", Upstream: "ftp://x", Header: "h", Key: "k"}, {Name: "n", Upstream: up.URL, Header: "h"}} {
+		if err := p.AddRoutes(bad); err == nil {
+			t.Errorf("accepted %v", bad)
+		}
+	}
+	env := InsideEnv("http://127.0.0.1:1", ModelAPI{Env: []string{"OPENAI_API_KEY=" + Placeholder}})
+	if env["HTTPS_PROXY"] != "http://127.0.0.1:1" || env["OPENAI_API_KEY"] != Placeholder || env["NO_PROXY"] == "" {
+		t.Errorf("InsideEnv %v", env)
 	}
 }

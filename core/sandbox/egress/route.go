@@ -48,37 +48,59 @@ type routeProxy struct {
 	*httputil.ReverseProxy
 }
 
-func (p *Proxy) buildRoutes(routes []Route) (map[string]*routeProxy, error) {
-	out := map[string]*routeProxy{}
-	tr := p.transport()
+// AddRoutes adds model routes to a running proxy (a session's proxy gets
+// each adapter's routes as its tasks start). A route already there with
+// the same settings is kept; another one under the same name is an error.
+func (p *Proxy) AddRoutes(routes ...Route) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	added := map[string]*routeProxy{}
 	for _, r := range routes {
-		if !routeName.MatchString(r.Name) {
-			return nil, fmt.Errorf("model route %q: the name must be letters, digits, '-', '_' or '.'", r.Name)
+		have := p.routes[r.Name]
+		if have == nil {
+			have = added[r.Name]
 		}
-		if out[r.Name] != nil {
-			return nil, fmt.Errorf("model route %q given twice", r.Name)
+		if have != nil {
+			if have.Route != r {
+				return fmt.Errorf("model route %q given twice, differently", r.Name)
+			}
+			continue
 		}
-		up, err := url.Parse(r.Upstream)
-		if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
-			return nil, fmt.Errorf("model route %q: upstream %q is not an http(s) URL", r.Name, r.Upstream)
+		rp, err := p.newRoute(r)
+		if err != nil {
+			return err
 		}
-		if r.Header == "" || r.Key == "" {
-			return nil, fmt.Errorf("model route %q: no header or key", r.Name)
-		}
-		rp := &routeProxy{Route: r}
-		rp.ReverseProxy = &httputil.ReverseProxy{
-			Rewrite:   rp.rewrite(up),
-			Transport: tr,
-			// Server-sent events and every other body: bytes go out as
-			// they come.
-			FlushInterval: -1,
-			BufferPool:    copyBuffers,
-			ErrorHandler:  badGateway,
-			ErrorLog:      discardLog,
-		}
-		out[r.Name] = rp
+		added[r.Name] = rp
 	}
-	return out, nil
+	for name, rp := range added {
+		p.routes[name] = rp
+	}
+	return nil
+}
+
+func (p *Proxy) newRoute(r Route) (*routeProxy, error) {
+	if !routeName.MatchString(r.Name) {
+		return nil, fmt.Errorf("model route %q: the name must be letters, digits, '-', '_' or '.'", r.Name)
+	}
+	up, err := url.Parse(r.Upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return nil, fmt.Errorf("model route %q: upstream %q is not an http(s) URL", r.Name, r.Upstream)
+	}
+	if r.Header == "" || r.Key == "" {
+		return nil, fmt.Errorf("model route %q: no header or key", r.Name)
+	}
+	rp := &routeProxy{Route: r}
+	rp.ReverseProxy = &httputil.ReverseProxy{
+		Rewrite:   rp.rewrite(up),
+		Transport: p.routeTransport,
+		// Server-sent events and every other body: bytes go out as they
+		// come.
+		FlushInterval: -1,
+		BufferPool:    copyBuffers,
+		ErrorHandler:  badGateway,
+		ErrorLog:      discardLog,
+	}
+	return rp, nil
 }
 
 // rewrite sends the request to the upstream with the real key in place of
@@ -117,6 +139,8 @@ func (p *Proxy) routeFor(r *http.Request) *routeProxy {
 		return nil
 	}
 	name, _, _ = strings.Cut(name, "/")
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	return p.routes[name]
 }
 
