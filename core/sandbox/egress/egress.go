@@ -37,7 +37,9 @@
 // sandbox.allow", and OnRefused receives a Refusal (host, port, why).
 // Requests in origin form (POST /vibeteam/model/NAME/…) go to the route
 // NAME, whatever the mode; so do absolute-URI requests to a loopback host
-// with that path, which is what a client that ignores NO_PROXY sends. A
+// with that path, which is what a client that ignores NO_PROXY sends, and
+// requests inside a CONNECT tunnel to the bridge's own address
+// (Config.Self), which is what undici's ProxyAgent sends (Gemini CLI). A
 // route replaces every credential header the client sent by the real key,
 // and streams the answer as it comes (server-sent events).
 //
@@ -108,12 +110,21 @@ type Config struct {
 	OnRefused func(Refusal)
 	// DialTimeout bounds a connection to a destination (default 30s).
 	DialTimeout time.Duration
+	// Self are the loopback host:port the proxy is known as inside the
+	// sandbox (the bridge's address; default DefaultBridgeListen and its
+	// localhost form). A CONNECT to one of them is served by the proxy
+	// itself: a client that tunnels even a plain-http base URL through
+	// HTTPS_PROXY, ignoring NO_PROXY (undici's ProxyAgent, which Gemini
+	// CLI installs), reaches its model route that way.
+	Self []string
 }
 
 // Proxy is a running egress proxy. It owns the goroutines of its listeners
 // and connections; Close ends them all and waits for them.
 type Proxy struct {
 	policy    policy
+	self      map[string]bool
+	local     *localListener
 	onRefused func(Refusal)
 	dialer    net.Dialer
 	forward   *httputil.ReverseProxy
@@ -162,6 +173,17 @@ func New(cfg Config) (*Proxy, error) {
 	if p.dialer.Timeout == 0 {
 		p.dialer.Timeout = 30 * time.Second
 	}
+	p.self = map[string]bool{}
+	self := cfg.Self
+	if self == nil {
+		_, port, _ := net.SplitHostPort(DefaultBridgeListen)
+		self = []string{DefaultBridgeListen, net.JoinHostPort("localhost", port)}
+	}
+	for _, hp := range self {
+		if host, port, ok := splitTarget(hp, ""); ok {
+			p.self[net.JoinHostPort(host, strconv.Itoa(port))] = true
+		}
+	}
 	p.routeTransport = p.transport()
 	if err := p.AddRoutes(cfg.Routes...); err != nil {
 		return nil, err
@@ -183,6 +205,10 @@ func New(cfg Config) (*Proxy, error) {
 		Handler:           p,
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          discardLog,
+	}
+	p.local = newLocalListener()
+	if err := p.Serve(p.local); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -283,6 +309,7 @@ func (p *Proxy) Close() error {
 	sockets := p.sockets
 	p.mu.Unlock()
 	err := p.srv.Close()
+	p.local.Close()
 	p.wg.Wait()
 	p.handlers.Wait()
 	for _, s := range sockets {
@@ -334,6 +361,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r.Method, host, port, ReasonBadTarget)
 		return
 	}
+	if p.self[net.JoinHostPort(host, strconv.Itoa(port))] {
+		p.tunnelToSelf(w)
+		return
+	}
 	if why := p.policy.refuses(host, port); why != "" {
 		p.refuse(w, r.Method, host, port, why)
 		return
@@ -366,6 +397,21 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	splice(client, up)
+}
+
+// tunnelToSelf answers a CONNECT to the proxy's own inside address, then
+// serves what comes through the tunnel as a connection of its own.
+func (p *Proxy) tunnelToSelf(w http.ResponseWriter) {
+	client, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "vibeteam sandbox: cannot tunnel: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		client.Close()
+		return
+	}
+	p.local.push(&bufferedConn{Conn: client, r: rw.Reader})
 }
 
 // track registers a hijacked tunnel so that Close ends it; false once the

@@ -2,9 +2,12 @@ package egress
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +201,49 @@ func TestAddRoutes(t *testing.T) {
 	env := InsideEnv("http://127.0.0.1:1", ModelAPI{Env: []string{"OPENAI_API_KEY=" + Placeholder}})
 	if env["HTTPS_PROXY"] != "http://127.0.0.1:1" || env["OPENAI_API_KEY"] != Placeholder || env["NO_PROXY"] == "" {
 		t.Errorf("InsideEnv %v", env)
+	}
+}
+
+// A client that tunnels even its plain-http base URL through HTTPS_PROXY
+// (undici's ProxyAgent, as Gemini CLI installs it, ignores NO_PROXY and
+// always sends CONNECT) reaches its route: a CONNECT to the bridge's own
+// address is served by the proxy itself. Another loopback port is still
+// refused.
+func TestConnectToTheBridgeReachesTheRoute(t *testing.T) {
+	up := newUpstream(t, false)
+	hostEnv := []string{"GEMINI_API_KEY=AIza-REAL", "GOOGLE_GEMINI_BASE_URL=" + up.URL}
+	inside := InsideURL(DefaultBridgeListen)
+	api, _ := ForAdapter("gemini", hostEnv, inside)
+	proxyURL, ref := startProxy(t, Config{Routes: api.Routes})
+	proxyAddr := strings.TrimPrefix(proxyURL, "http://")
+
+	c, err := net.Dial("tcp", proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base, _ := url.Parse(envValue(api.Env, "GOOGLE_GEMINI_BASE_URL"))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", base.Host, base.Host)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT to the bridge: %v %v", resp, err)
+	}
+	fmt.Fprintf(c, "POST %s/v1beta/models/m:generateContent HTTP/1.1\r\nHost: %s\r\nx-goog-api-key: %s\r\nContent-Length: 2\r\n\r\n{}",
+		base.Path, base.Host, envValue(api.Env, "GEMINI_API_KEY"))
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello from /v1beta/models/m:generateContent" || up.last(t).Header.Get("x-goog-api-key") != "AIza-REAL" {
+		t.Errorf("through the tunnel to the bridge: %d %q", resp.StatusCode, body)
+	}
+	if code, _ := rawConnect(t, proxyAddr, "127.0.0.1:39282"); code != http.StatusForbidden {
+		t.Errorf("CONNECT to another loopback port: %d", code)
+	}
+	if r := ref.next(t); r.Port != 39282 {
+		t.Errorf("refusal %+v", r)
 	}
 }
