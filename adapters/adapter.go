@@ -18,6 +18,9 @@ type Mode string
 const (
 	Interactive Mode = "interactive"
 	Headless    Mode = "headless"
+	// ACP runs the agent over the Agent Client Protocol (JSON-RPC on its
+	// stdio): the prompt goes in session/prompt, not in argv.
+	ACP Mode = "acp"
 )
 
 // Output is what a headless mode prints on stdout: text, or a CLI's
@@ -53,6 +56,26 @@ type LaunchConfig struct {
 	// stdin, or longOnStdin with a long prompt): written first, then
 	// stdin is closed once the task's queue is written.
 	Stdin string
+	// ACP is set in mode acp: what the client tells the agent.
+	ACP *ACPLaunch
+}
+
+// ACPLaunch is how an ACP agent's session is set up.
+type ACPLaunch struct {
+	Prompt string
+	// SessionMode is the session mode to set ("" leaves the agent's
+	// default): the adapter's sessionMode, or with --auto-approve its
+	// autoApproveMode.
+	SessionMode string
+	// AutoApprove: the adapter's policy answers every permission request
+	// (by option kind, allow_once, else allow_always).
+	AutoApprove bool
+	// Load is the agent's session to continue (session/load), and Allow
+	// the tools a person allowed in it.
+	Load  string
+	Allow []string
+	// MCP are the task's MCP servers, for session/new.
+	MCP []MCPServer
 }
 
 // State is one named pattern matched against an interactive task's rendered

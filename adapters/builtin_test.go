@@ -37,10 +37,15 @@ func TestBuiltinsLoad(t *testing.T) {
 		if d.description == "" {
 			t.Errorf("%s: no description", f.Name())
 		}
+		// Every built-in has a headless mode; all but qwen (whose TUI
+		// is not tested) an interactive one; every agent an acp one.
 		for _, m := range []Mode{Interactive, Headless} {
-			if _, ok := d.modes[m]; !ok {
+			if _, ok := d.modes[m]; !ok && !(m == Interactive && name == "qwen") {
 				t.Errorf("%s: no %s mode", f.Name(), m)
 			}
+		}
+		if (d.acp == nil) != (name == "shell") {
+			t.Errorf("%s: acp mode %v", f.Name(), d.acp != nil)
 		}
 		for _, s := range d.states {
 			if s.Pattern == nil {
@@ -122,10 +127,14 @@ func TestBuiltinPromptNeverAnOption(t *testing.T) {
 	flagForm := map[string]map[Mode]string{
 		"gemini":   {Headless: "--prompt=", Interactive: "--prompt-interactive="},
 		"opencode": {Interactive: "--prompt="},
+		"qwen":     {Headless: "--prompt="},
 	}
 	r := NewRegistry()
 	for _, name := range r.Names() {
 		for _, mode := range []Mode{Headless, Interactive} {
+			if !r.HasMode(name, string(mode)) {
+				continue
+			}
 			for _, auto := range []bool{false, true} {
 				a, err := r.New(name, Options{AutoApprove: auto})
 				if err != nil {
@@ -401,6 +410,9 @@ func TestBuiltinTestedVersionsAreTheE2EPins(t *testing.T) {
 		}
 	}
 	for bin, v := range pinned {
+		if slices.ContainsFunc(r.Names(), func(n string) bool { return r.ACPCommand(n) == bin }) {
+			continue // an ACP adapter package (claude-agent-acp, codex-acp)
+		}
 		t.Errorf("e2e/run.sh pins %s %s, which no built-in adapter runs", bin, v)
 	}
 	// Their header comments name the version too, for a reader of the file.

@@ -127,6 +127,18 @@ type definition struct {
 	version           *versionSpec // nil when the file has no version key
 	auth              authSpec
 	mcp               string // how the CLI is given MCP servers (MCPFormats); "" for not at all
+	acp               *acpSpec // modes.acp; nil without one
+}
+
+// acpSpec is modes.acp: the agent's ACP command and how its sessions run.
+type acpSpec struct {
+	command string // "" for the adapter's own
+	args    []string
+	env     map[string]string // over the adapter's env; "{path:NAME}" is NAME's path on PATH
+	// sessionMode is set when permissions are asked (no --auto-approve):
+	// a mode that asks; autoApproveMode with --auto-approve ("" for
+	// sessionMode, the policy then answering each request).
+	sessionMode, autoApproveMode string
 }
 
 // versionSpec is how to ask the command for its version, for doctor.
@@ -189,7 +201,8 @@ var (
 	rootKeys    = []string{"name", "command", "description", "modes", "cols", "rows", "quietPeriod", "inactivityTimeout", "stuckAfter", "answerSettle", "env", "version", "auth", "mcp", "states", "autoPolicy"}
 	versionKeys = []string{"tested", "args"}
 	authKeys    = []string{"env", "note"}
-	modeNames   = []string{string(Interactive), string(Headless)}
+	modeNames   = []string{string(Interactive), string(Headless), string(ACP)}
+	acpKeys     = []string{"command", "args", "env", "sessionMode", "autoApproveMode"}
 	modeKeys    = []string{"args", "prompt", "usePTY", "output", "resume", "allow"}
 	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required", "longOnStdin"}
 	stateKeys   = []string{"name", "pattern"}
@@ -392,10 +405,14 @@ func (p *parser) definition(root *yaml.Node) *definition {
 func (p *parser) modes(n *yaml.Node, d *definition) {
 	p.Fields(n, "modes", "", modeNames, func(kv yamlnode.Pair) {
 		m := Mode(kv.Key.Value)
+		if m == ACP {
+			d.acp = p.acpMode(kv.Val)
+			return
+		}
 		d.modes[m] = p.mode(kv.Val, "modes."+string(m), m)
 	})
 	if n = p.Deref(n); yamlnode.IsNull(n) || n.Kind == yaml.MappingNode && len(n.Content) == 0 {
-		p.Errorf(n, "modes", "an adapter needs at least one mode: interactive or headless")
+		p.Errorf(n, "modes", "an adapter needs at least one mode: interactive, headless or acp")
 	}
 }
 
@@ -462,6 +479,32 @@ func (p *parser) mode(n *yaml.Node, path string, m Mode) modeSpec {
 		// file that failed to load loads now.
 		p.Fail(closeNode, join(path, deprecatedCloseStdin), "only for a headless mode without usePTY, and no longer used: remove it")
 	}
+	return spec
+}
+
+// acpMode reads modes.acp.
+func (p *parser) acpMode(n *yaml.Node) *acpSpec {
+	spec := &acpSpec{}
+	p.Fields(n, "modes.acp", `a mapping such as { command: claude-agent-acp, args: [] }`, acpKeys, func(kv yamlnode.Pair) {
+		f := join("modes.acp", kv.Key.Value)
+		switch kv.Key.Value {
+		case "command":
+			spec.command, _ = p.nonEmpty(kv.Val, f)
+		case "args":
+			spec.args = p.Strings(kv.Val, f, p.Text)
+		case "env":
+			spec.env = p.Env(kv.Val, f, p.Text)
+			for k, v := range spec.env {
+				if strings.HasPrefix(v, "{path:") && (!strings.HasSuffix(v, "}") || len(v) == len("{path:}")) {
+					p.Fail(kv.Val, join(f, k), `"{path:NAME}" needs a command name, e.g. "{path:claude}"; got %q`, v)
+				}
+			}
+		case "sessionMode":
+			spec.sessionMode, _ = p.nonEmpty(kv.Val, f)
+		case "autoApproveMode":
+			spec.autoApproveMode, _ = p.nonEmpty(kv.Val, f)
+		}
+	})
 	return spec
 }
 

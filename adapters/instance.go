@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ type instance struct {
 	name        string
 	cwd         string
 	env         map[string]string // the file's env with Options.Env over it
+	taskEnv     map[string]string // Options.Env: over modes.acp.env too
 	autoApprove bool
 	cont        *Continuation
 	mcp         []MCPServer
@@ -33,15 +35,18 @@ func newInstance(def *definition, opts Options) *instance {
 	if name == "" {
 		name = def.name
 	}
-	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, autoApprove: opts.AutoApprove, cont: opts.Continue, mcp: opts.MCP}
+	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, taskEnv: opts.Env, autoApprove: opts.AutoApprove, cont: opts.Continue, mcp: opts.MCP}
 }
 
 func (a *instance) Type() string { return a.def.name }
 func (a *instance) Name() string { return a.name }
 
 func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (LaunchConfig, error) {
+	if mode == ACP {
+		return a.acpLaunch(prompt, extraArgs)
+	}
 	if mode != Interactive && mode != Headless {
-		return LaunchConfig{}, fmt.Errorf("adapter %s: unknown mode %q (want interactive or headless)", a.def.name, mode)
+		return LaunchConfig{}, fmt.Errorf("adapter %s: unknown mode %q (want interactive, headless or acp)", a.def.name, mode)
 	}
 	m, ok := a.def.modes[mode]
 	if !ok {
@@ -187,4 +192,55 @@ func (a *instance) continuation(mode Mode, m modeSpec) ([]string, error) {
 		out = append(out, strings.ReplaceAll(arg, "{session}", a.cont.Session))
 	}
 	return out, nil
+}
+
+// acpLaunch is the ACP agent's command (modes.acp.command, else the
+// adapter's), its args then extraArgs, its env (the adapter's, then
+// modes.acp.env, then the task's), and the session's set-up. The prompt
+// goes in session/prompt; MCP servers in session/new.
+func (a *instance) acpLaunch(prompt string, extraArgs []string) (LaunchConfig, error) {
+	spec := a.def.acp
+	if spec == nil {
+		return LaunchConfig{}, fmt.Errorf("adapter %s has no acp mode (its file has no modes.acp)", a.def.name)
+	}
+	cmd := spec.command
+	if cmd == "" {
+		cmd = a.def.command
+	}
+	env := make(map[string]string, len(a.env)+len(spec.env))
+	for k, v := range a.env {
+		env[k] = v
+	}
+	for k, v := range spec.env {
+		if name, ok := strings.CutPrefix(v, "{path:"); ok {
+			// The user's own CLI, for an ACP adapter that would run
+			// its bundled one; left unset when it is not installed.
+			path, err := exec.LookPath(strings.TrimSuffix(name, "}"))
+			if err != nil {
+				continue
+			}
+			v = path
+		}
+		env[k] = v
+	}
+	for k, v := range a.taskEnv {
+		env[k] = v
+	}
+	mode := spec.sessionMode
+	if a.autoApprove && spec.autoApproveMode != "" {
+		mode = spec.autoApproveMode
+	}
+	launch := &ACPLaunch{Prompt: prompt, SessionMode: mode, AutoApprove: a.autoApprove, MCP: slices.Clone(a.mcp)}
+	if a.cont != nil {
+		if a.cont.Session == "" {
+			return LaunchConfig{}, fmt.Errorf("adapter %s: no agent session to continue (the agent did not report its session id)", a.def.name)
+		}
+		launch.Load, launch.Allow = a.cont.Session, slices.Clone(a.cont.Allow)
+	}
+	args := make([]string, 0, len(spec.args)+len(extraArgs))
+	args = append(append(args, spec.args...), extraArgs...)
+	if len(env) == 0 {
+		env = nil
+	}
+	return LaunchConfig{Command: cmd, Args: args, Cwd: a.cwd, Env: env, Cols: a.def.cols, Rows: a.def.rows, Output: OutputText, ACP: launch}, nil
 }

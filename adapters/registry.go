@@ -331,6 +331,10 @@ func (r *Registry) CheckLaunch(name, mode, prompt string, extraArgs []string) er
 	if !ok {
 		return fmt.Errorf("unknown adapter %q", name)
 	}
+	if Mode(mode) == ACP {
+		_, err := newInstance(e.load(), Options{}).LaunchConfig(ACP, prompt, extraArgs)
+		return err
+	}
 	m, ok := e.load().modes[Mode(mode)]
 	if !ok {
 		return fmt.Errorf("adapter %q has no %s mode", name, mode)
@@ -407,8 +411,25 @@ func (r *Registry) HasMode(name, mode string) bool {
 	if !ok {
 		return false
 	}
+	if Mode(mode) == ACP {
+		return e.load().acp != nil
+	}
 	_, ok = e.load().modes[Mode(mode)]
 	return ok
+}
+
+// ACPCommand is the command of adapter name's acp mode ("" without one).
+func (r *Registry) ACPCommand(name string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	if !ok || e.load().acp == nil {
+		return ""
+	}
+	if c := e.load().acp.command; c != "" {
+		return c
+	}
+	return e.load().command
 }
 
 // TakesQueue reports whether a task of adapter name in mode can be given

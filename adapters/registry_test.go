@@ -247,7 +247,7 @@ func TestLoadDirMissingIsFine(t *testing.T) {
 	if err := r.LoadDir(filepath.Join(t.TempDir(), "nope", ".vibeteam", "adapters")); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(r.Names(), []string{"claude", "codex", "gemini", "opencode", "shell"}) {
+	if !reflect.DeepEqual(r.Names(), []string{"claude", "codex", "gemini", "opencode", "qwen", "shell"}) {
 		t.Errorf("Names = %v", r.Names())
 	}
 }
@@ -316,7 +316,7 @@ func TestLoadDirKeepsBadFilesAsBrokenAndLoadsGoodOnes(t *testing.T) {
 	}
 	want := []string{
 		filepath.Join(dir, "a.yaml") + `:3:1: unknown key "bogus"`,
-		filepath.Join(dir, "b.yaml") + `:2:10: modes: unknown key "sideways" (known: interactive, headless)`,
+		filepath.Join(dir, "b.yaml") + `:2:10: modes: unknown key "sideways" (known: interactive, headless, acp)`,
 		filepath.Join(dir, "codex.yaml") + ":2:28: modes.headless.args: must be a list of strings",
 		filepath.Join(dir, "twin.yaml") + `: name: adapter "good" is already defined in ` + filepath.Join(dir, "good.yaml"),
 	}
@@ -363,7 +363,7 @@ func TestLoadDirNotADirectory(t *testing.T) {
 
 func TestNewUnknownType(t *testing.T) {
 	_, err := NewRegistry().New("agnet", Options{})
-	if err == nil || err.Error() != `unknown adapter "agnet" (known: claude, codex, gemini, opencode, shell)` {
+	if err == nil || err.Error() != `unknown adapter "agnet" (known: claude, codex, gemini, opencode, qwen, shell)` {
 		t.Errorf("got %v", err)
 	}
 }
@@ -389,7 +389,7 @@ func TestInfo(t *testing.T) {
 		names = append(names, in.Name)
 		byName[in.Name] = in
 	}
-	if !reflect.DeepEqual(names, []string{"claude", "codex", "fake", "gemini", "ghost", "opencode", "shell"}) {
+	if !reflect.DeepEqual(names, []string{"claude", "codex", "fake", "gemini", "ghost", "opencode", "qwen", "shell"}) {
 		t.Errorf("Info order: %v", names)
 	}
 	if got := byName["fake"]; !reflect.DeepEqual(got, Info{Name: "fake", Source: p, Command: "fake-agent", OnPath: true, Description: "A fake"}) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/acp"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -46,7 +48,14 @@ adapters; its agent steps', claude by default), doctor reports:
            of their own (auth.note says how);
   mcp      with FILE|NAME: the MCP servers it gives that adapter's agents,
            and whether each command is there (on PATH, or an executable
-           file relative to the base dir).
+           file relative to the base dir);
+  acp      an adapter with an acp mode: its ACP command is started and
+           asked "initialize" (the Agent Client Protocol's handshake, in
+           the base dir, for at most the version timeout), and the agent's
+           protocol version and capabilities are shown (loadSession, the
+           MCP transports it takes). An ACP command not installed is only
+           noted, with how to install it: the acp mode is one way to run
+           the adapter.
 
 FILE|NAME is found and loaded as run finds it: a file,
 .vibeteam/workflows/NAME.*, .vibeteam/grimoires/NAME.yaml, or a built-in.
@@ -58,7 +67,9 @@ Each line is marked ✓ (fine), ✗ (a problem) or ! (a warning).
   {"adapter", "source", "command", "path", "found", "version", "tested",
    "versionOk", "authEnv": {"set": [...], "missing": [...]}, "authNote",
    "mcp": [{"name", "command", "path", "found"}] (with FILE|NAME),
-   "problems": [...], "warnings": [...]}
+   "acp": {"command", "path", "protocol", "agent", "loadSession", "mcp",
+   "error"} (an adapter with an acp mode), "problems": [...],
+   "warnings": [...]}
 versionOk is null when there is nothing to compare.
 
 Exit status: 1 when FILE|NAME was given and an adapter it needs is not on
@@ -157,7 +168,9 @@ type doctorReport struct {
 	AuthNote string     `json:"authNote"`
 	// MCP are the MCP servers FILE gives this adapter's agents, each
 	// command looked up as the agent CLI will start it.
-	MCP      []doctorMCP `json:"mcp,omitempty"`
+	MCP []doctorMCP `json:"mcp,omitempty"`
+	// ACP is the adapter's acp mode's handshake; nil without one.
+	ACP      *doctorACP  `json:"acp,omitempty"`
 	Problems []string    `json:"problems"`
 	Warnings []string    `json:"warnings"`
 	lines    []reportRow // the text report's lines under the adapter's name
@@ -170,6 +183,62 @@ type doctorMCP struct {
 	Command string `json:"command"`
 	Path    string `json:"path"`
 	Found   bool   `json:"found"`
+}
+
+// doctorACP is an adapter's ACP agent, as its initialize answer shows it.
+type doctorACP struct {
+	Command     string   `json:"command"`
+	Path        string   `json:"path"` // "" when it is not installed
+	Protocol    int      `json:"protocol,omitempty"`
+	Agent       string   `json:"agent,omitempty"` // its name and version, as it says them
+	LoadSession bool     `json:"loadSession"`
+	MCP         []string `json:"mcp,omitempty"` // the MCP transports it takes
+	Error       string   `json:"error,omitempty"`
+}
+
+// checkACP asks the ACP agent of r's adapter, when it has an acp mode,
+// for the protocol's handshake.
+func checkACP(r *doctorReport, reg *adapters.Registry, base string, timeout time.Duration) {
+	if !reg.HasMode(r.Adapter, string(adapters.ACP)) {
+		return
+	}
+	a, err := reg.New(r.Adapter, adapters.Options{})
+	if err != nil {
+		return
+	}
+	lc, err := a.LaunchConfig(adapters.ACP, "", nil)
+	if err != nil {
+		r.warn("acp", err.Error())
+		return
+	}
+	r.ACP = &doctorACP{Command: lc.Command}
+	path, err := lookCommand(lc.Command, base)
+	if err != nil {
+		msg := err.Error() + ": acp mode not checked"
+		if install, ok := installCommands[lc.Command]; ok {
+			msg += "; install it: " + install
+		}
+		r.add(markNone, "acp", "%s", msg)
+		return
+	}
+	r.ACP.Path = path
+	argv := strings.Join(append([]string{lc.Command}, lc.Args...), " ")
+	info, err := acp.Handshake(context.Background(), r.Adapter+" ("+argv+")", path, lc.Args, lc.Env, base, timeout)
+	if err != nil {
+		r.ACP.Error = err.Error()
+		r.warn("acp", err.Error())
+		return
+	}
+	caps := info.AgentCapabilities
+	r.ACP.Protocol, r.ACP.Agent, r.ACP.LoadSession = info.ProtocolVersion, info.Name(), caps.LoadSession
+	r.ACP.MCP = []string{"stdio"}
+	if caps.MCPCapabilities.HTTP {
+		r.ACP.MCP = append(r.ACP.MCP, "http")
+	}
+	if caps.MCPCapabilities.SSE {
+		r.ACP.MCP = append(r.ACP.MCP, "sse")
+	}
+	r.add(markOK, "acp", "%s: %s", argv, info.Describe())
 }
 
 // doctorAuth are the names of auth.env that are set (not empty) and those
@@ -240,6 +309,7 @@ func diagnose(reg *adapters.Registry, base string, def *workflow.Definition, tim
 			go func() {
 				defer wg.Done()
 				checkAdapter(r, infos[at], base, timeout)
+				checkACP(r, reg, base, timeout)
 			}()
 			continue
 		}

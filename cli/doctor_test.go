@@ -365,7 +365,7 @@ func TestDoctorWithoutFileListsEveryAdapter(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	want := []string{"agent", "claude", "codex", "cracked", "fake", "gemini", "opencode", "shell", "tui"}
+	want := []string{"agent", "claude", "codex", "cracked", "fake", "gemini", "opencode", "qwen", "shell", "tui"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("adapters %v, want %v", names, want)
 	}

@@ -17,6 +17,7 @@ import (
 // Binaries built once for the package's tests.
 var (
 	fakeAgent string // testdata/fakeagent
+	fakeACP   string // testdata/fakeacp
 	fakeTUI   string // testdata/faketui
 	fakeLine  string // testdata/fakeline
 	fakeBDDir string // holds bd, testdata/fakebd
@@ -34,6 +35,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	fakeAgent = filepath.Join(dir, "fakeagent")
+	fakeACP = filepath.Join(dir, "fakeacp")
 	vibeteam = filepath.Join(dir, "vibeteam")
 	fakeTUI = filepath.Join(dir, "faketui")
 	fakeLine = filepath.Join(dir, "fakeline")
@@ -50,6 +52,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	build(fakeAgent, "../testdata/fakeagent", false)
+	build(fakeACP, "../testdata/fakeacp", false)
 	build(fakeTUI, "../testdata/faketui", false)
 	build(fakeLine, "../testdata/fakeline", false)
 	build(filepath.Join(fakeBDDir, "bd"), "../testdata/fakebd", false)

@@ -278,6 +278,11 @@ var installCommands = map[string]string{
 	"codex":    "npm i -g @openai/codex",
 	"gemini":   "npm i -g @google/gemini-cli",
 	"opencode": "npm i -g opencode-ai",
+	"qwen":     "npm i -g @qwen-code/qwen-code",
+	// The ACP adapters of claude and codex run the user's CLI: both
+	// packages.
+	"claude-agent-acp": "npm i -g @agentclientprotocol/claude-agent-acp @anthropic-ai/claude-code",
+	"codex-acp":        "npm i -g @agentclientprotocol/codex-acp @openai/codex",
 }
 
 // notInstalledRE matches the problem of an adapter CLI not found on PATH.

@@ -120,7 +120,7 @@ func TestSchemasAgreeWithTheLoaders(t *testing.T) {
 				fixtures(t, "../core/workflow/testdata/grimoires/minimal"), readme["workflow"]},
 			slices.Concat(fixtures(t, "../testdata/workflows/invalid/*"), fixtures(t, "../core/workflow/testdata/grimoires/many-errors"))},
 		{"adapter", loadAdapter,
-			[][]fixture{fixtures(t, "../testdata/adapters/valid/*"), fixtures(t, "../adapters/builtin/*"), readme["adapter"]},
+			[][]fixture{fixtures(t, "../testdata/adapters/valid/*"), fixtures(t, "../adapters/builtin/*"), fixtures(t, "../examples/adapters/*"), readme["adapter"]},
 			fixtures(t, "../testdata/adapters/invalid/*")},
 	} {
 		t.Run(c.schema, func(t *testing.T) {
