@@ -35,8 +35,6 @@ type Options struct {
 	Version string
 	// Now is the clock (limits' reset times); nil: time.Now.
 	Now func() time.Time
-	// MaxMessage bounds one message the agent sends (0: MaxMessage).
-	MaxMessage int
 }
 
 // Client is one connection to one agent process.
@@ -73,13 +71,10 @@ func Start(w io.Writer, r io.Reader, opts Options) *Client {
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = DefaultInitTimeout
 	}
-	if opts.MaxMessage <= 0 {
-		opts.MaxMessage = MaxMessage
-	}
 	c := &Client{opts: opts, conn: newConn(w), served: make(chan struct{}), pending: map[string]*pendingPerm{}}
 	c.turn.init()
 	go func() {
-		err := c.conn.serve(r, opts.MaxMessage, c.handle)
+		err := c.conn.serve(r, c.handle)
 		c.mu.Lock()
 		c.serveErr = err
 		c.mu.Unlock()

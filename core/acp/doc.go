@@ -20,8 +20,10 @@
 //     stays bounded;
 //   - it reads with a bufio.Scanner that allocates 1 MiB per connection
 //     up front and ends the connection on a line over 10 MiB with the
-//     scanner's bare "token too long"; here a line is read in a bounded
-//     buffer and one over MaxMessage fails the run naming the limit;
+//     scanner's bare "token too long"; here lines are read with
+//     agentstream.LineReader: any length in bounded memory (a long
+//     message's long strings cut), and only a message too large even so
+//     ends the run, saying so;
 //   - its union decoders refuse a whole update when one variant's field
 //     has an unexpected type, and it reports through slog's default
 //     logger; core never prints, and an update this client cannot read

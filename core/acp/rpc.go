@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -9,16 +8,9 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/vibeteam/vibeteam/core/agentstream"
 )
-
-// MaxMessage bounds one JSON-RPC message (one line). A message is never
-// skipped (it may be the answer a call waits for), so a longer one ends the
-// connection with an error that names the limit.
-const MaxMessage = 16 << 20
-
-// keepBuffer is the largest line buffer kept for the next line: a rare
-// big message does not hold its memory for the rest of the run.
-const keepBuffer = 1 << 20
 
 // JSON-RPC error codes the client sends.
 const (
@@ -57,63 +49,18 @@ func (e *RPCError) Error() string {
 	return msg
 }
 
-// ErrTooLong is the error of a connection that read a message over its
-// bound (MaxMessage); its text names the bound.
-var ErrTooLong = errors.New("the agent sent a message longer than vibeteam reads (one JSON-RPC line)")
+// ErrTooLong is the error of a connection that read a message too large
+// to read even with its long strings cut (agentstream.Line's Lost): what
+// it said is unknown, and the run cannot go on as if it had read it.
+var ErrTooLong = errors.New("the agent sent a JSON-RPC message too large to read")
 
-type tooLong struct{ max int }
+type tooLong struct{ n int64 }
 
 func (e tooLong) Error() string {
-	return fmt.Sprintf("%v: over %s, not read", ErrTooLong, sizeText(e.max))
+	return fmt.Sprintf("%v (%d MB, more than %d MiB even with its long strings cut)", ErrTooLong, e.n>>20, agentstream.MaxLine>>20)
 }
 
 func (e tooLong) Unwrap() error { return ErrTooLong }
-
-func sizeText(n int) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// lineReader reads lines of at most max bytes, in a buffer it reuses.
-type lineReader struct {
-	r   *bufio.Reader
-	buf []byte
-	max int
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-// next returns the next line without its newline; the slice is valid
-// until the next call. io.EOF at the end of the stream.
-func (l *lineReader) next() ([]byte, error) {
-	if cap(l.buf) > keepBuffer {
-		l.buf = nil
-	}
-	l.buf = l.buf[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if len(l.buf)+len(chunk) > l.max+1 {
-			return nil, tooLong{l.max}
-		}
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			l.buf = append(l.buf, chunk...)
-			continue
-		case err != nil && (!errors.Is(err, io.EOF) || len(l.buf)+len(chunk) == 0):
-			return nil, err
-		}
-		line := chunk
-		if len(l.buf) > 0 {
-			l.buf = append(l.buf, chunk...)
-			line = l.buf
-		}
-		return bytes.TrimRight(line, "\r\n"), nil
-	}
-}
 
 // conn is the JSON-RPC connection: calls wait for their response; the
 // messages the agent sends are handed to the serving goroutine's handler
@@ -206,15 +153,24 @@ func (c *conn) reply(id json.RawMessage, result any, rpcErr *RPCError) error {
 // serve reads messages until the stream ends or fails, answering pending
 // calls and handing requests and notifications to handle. Every call
 // still waiting then gets the error the connection ended with.
-func (c *conn) serve(r io.Reader, max int, handle func(m *message)) error {
-	lines := newLineReader(r, max)
+func (c *conn) serve(r io.Reader, handle func(m *message)) error {
+	// Lines of any length, in bounded memory: a longer one than
+	// agentstream.MaxLine comes with its long strings cut (a tool's whole
+	// output), and only one too large even so is lost, which ends the
+	// connection.
+	lines := agentstream.NewLineReader(r)
 	var end error
 	for {
-		line, err := lines.next()
+		ln, err := lines.Next()
 		if err != nil {
 			end = err
 			break
 		}
+		if ln.Lost {
+			end = tooLong{ln.Len}
+			break
+		}
+		line := ln.Text
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

@@ -17,7 +17,8 @@
 // "allowed": [STEP], "rejected": [STEP]} (asks permission; cancelled ends the turn),
 // {"touch": FILE} (creates FILE in the session's cwd), {"cost": USD},
 // {"waitCancel": true} (until session/cancel), {"sleep": MS},
-// {"flood": N} (N one-byte message chunks), {"line": N} (a line of N bytes),
+// {"flood": N} (N one-byte message chunks), {"line": N} (a chunk of N bytes),
+// {"planEntries": N} (a plan of N entries),
 // {"die": CODE} (exits at once), {"meta": {...}} (an empty chunk with _meta).
 //
 // A session/cancel ends the turn (cancelled) before its next step. Every
@@ -78,6 +79,7 @@ type step struct {
 	Sleep      int             `json:"sleep"`
 	Flood      int             `json:"flood"`
 	Line       int             `json:"line"`
+	PlanN      int             `json:"planEntries"`
 	Die        *int            `json:"die"`
 	Meta       json.RawMessage `json:"meta"`
 }
@@ -411,6 +413,12 @@ func (r *run) step(s step) bool {
 		for i := 0; i < s.Flood; i++ {
 			a.update(id, map[string]any{"sessionUpdate": "agent_message_chunk", "content": text("x")})
 		}
+	case s.PlanN > 0:
+		entries := make([]map[string]string, s.PlanN)
+		for i := range entries {
+			entries[i] = map[string]string{"content": "step", "status": "pending"}
+		}
+		a.update(id, map[string]any{"sessionUpdate": "plan", "entries": entries})
 	case s.Line > 0:
 		a.update(id, map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(strings.Repeat("y", s.Line))})
 	case s.Die != nil:
