@@ -126,7 +126,7 @@ type definition struct {
 	policy            *AutoPolicy  // nil when the file has no autoPolicy
 	version           *versionSpec // nil when the file has no version key
 	auth              authSpec
-	mcp               string // how the CLI is given MCP servers (MCPFormats); "" for not at all
+	mcp               string   // how the CLI is given MCP servers (MCPFormats); "" for not at all
 	acp               *acpSpec // modes.acp; nil without one
 }
 
