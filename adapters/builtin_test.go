@@ -382,7 +382,10 @@ func TestBuiltinTestedVersionsAreTheE2EPins(t *testing.T) {
 		}
 		return out
 	}
-	packages, binaries := array("PACKAGES"), array("BINARIES")
+	// The ACP side (the ACP adapters of claude and codex, and qwen) is
+	// pinned in arrays of its own, added to these.
+	packages := append(array("PACKAGES"), array("ACP_PACKAGES")...)
+	binaries := append(array("BINARIES"), array("ACP_BINARIES")...)
 	if len(packages) == 0 || len(packages) != len(binaries) {
 		t.Fatalf("PACKAGES %q and BINARIES %q do not pair up", packages, binaries)
 	}
