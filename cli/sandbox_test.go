@@ -178,6 +178,15 @@ func TestSandboxHoldsEveryEscapeOfAHostileBeadRun(t *testing.T) {
 	if n := h.connects.Load(); n != 0 {
 		t.Errorf("%d connections reached %s from inside the sandbox", n, h.addr)
 	}
+	// The way out is the proxy: asked, it refused, and the run says so.
+	if !strings.Contains(h.read("escapes.txt"), "connect "+h.addr+" through the proxy: held: the proxy answered HTTP/1.1 403") {
+		t.Errorf("the agent did not try the proxy, or it did not refuse:\n%s", h.read("escapes.txt"))
+	}
+	refused := "sandbox refused a connection to 127.0.0.1:" + h.addr[strings.LastIndexByte(h.addr, ':')+1:]
+	lg := h.exec("log", s.ID)
+	if !strings.Contains(lg.stdout, refused) {
+		t.Errorf("log does not name the refused host (%q):\n%s", refused, lg.stdout)
+	}
 }
 
 // The same escapes without the sandbox succeed: the test above tests

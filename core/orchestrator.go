@@ -243,11 +243,12 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		}
 		sess.Worktree, sess.Branch, sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
 	}
-	policy, err := sandboxPolicy(sess, opts.Sandbox, sess.Worktree)
+	policy, stopEgress, err := sandboxPolicy(sess, opts.Sandbox, sess.Worktree, c.emit)
 	if err != nil {
 		c.close()
 		return nil, err
 	}
+	c.stopEgress = stopEgress
 	c.Executor = engine.New(sess, engine.Options{
 		Sandbox:       policy,
 		Beads:         opts.Beads,
@@ -297,10 +298,12 @@ type SessionController struct {
 	Manager  *state.Manager
 	Executor *engine.Executor
 
-	orch   *Orchestrator
-	lock   *state.Lock
-	events *state.EventLog
-	once   sync.Once
+	orch *Orchestrator
+	// stopEgress closes the sandbox's egress proxy (a no-op without one).
+	stopEgress func()
+	lock       *state.Lock
+	events     *state.EventLog
+	once       sync.Once
 }
 
 // Run executes the session until it completes, fails or ctx is cancelled,
@@ -338,6 +341,9 @@ func (c *SessionController) Close() { c.close() }
 
 func (c *SessionController) close() {
 	c.once.Do(func() {
+		if c.stopEgress != nil {
+			c.stopEgress()
+		}
 		_ = c.events.Close()
 		_ = c.lock.Release()
 	})

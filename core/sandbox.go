@@ -1,26 +1,36 @@
 package core
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/sandbox"
+	"github.com/vibeteam/vibeteam/core/sandbox/egress"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // sandboxPolicy is the sandbox of sess (nil without one), cfg (the
-// project's settings) with its workflow's sandbox: block over it: its processes
-// may write its working directory (workDir: the bead's worktree, or the
-// base directory), and what the agents write to their own state goes to
-// the session's directory under .vibeteam/sandbox/.
-func sandboxPolicy(sess *state.Session, cfg *sandbox.Config, workDir string) (*sandbox.Policy, error) {
+// project's settings) with its workflow's sandbox: block over it: its
+// processes may write its working directory (workDir: the bead's worktree,
+// or the base directory), and what the agents write to their own state
+// goes to the session's directory under .vibeteam/sandbox/. Unless its
+// network is all, the session gets its egress proxy, which stop closes.
+func sandboxPolicy(sess *state.Session, cfg *sandbox.Config, workDir string, emit func(Event)) (policy *sandbox.Policy, stop func(), err error) {
 	sess.Sandbox = cfg
+	stop = func() {}
 	if cfg == nil {
-		return nil, nil
+		return nil, stop, nil
 	}
 	bwrap, err := sandbox.Find()
 	if err != nil {
-		return nil, err
+		return nil, stop, err
 	}
 	if workDir == "" {
 		workDir = sess.BaseDir
@@ -30,8 +40,118 @@ func sandboxPolicy(sess *state.Session, cfg *sandbox.Config, workDir string) (*s
 	if def := sess.WorkflowDefinition; def != nil && def.Sandbox != nil {
 		settings = settings.Merge(*def.Sandbox)
 	}
-	return &sandbox.Policy{
+	policy = &sandbox.Policy{
 		Bwrap: bwrap, BaseDir: sess.BaseDir, WorkDir: workDir, Home: home, Config: settings,
 		StateDir: filepath.Join(sess.BaseDir, ".vibeteam", "sandbox", sess.ID),
-	}, nil
+	}
+	if settings.NetworkOf() == sandbox.NetworkAll {
+		return policy, stop, nil
+	}
+	e, stop, err := startEgress(sess, settings, emit)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	policy.Egress = e
+	return policy, stop, nil
+}
+
+// startEgress starts the session's egress proxy on a unix socket: the
+// allowlist is sandbox.allow and the hosts of the adapters the workflow
+// names (for an agent logged in without a key); the model routes hold
+// the keys of the environment. A refused connection is a warning event.
+func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sandbox.Egress, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the sandbox's network bridge is this program: %w", err)
+	}
+	inside := egress.InsideURL(egress.DefaultBridgeListen)
+	allow := slices.Clone(cfg.Allow)
+	var routes []egress.Route
+	apis := map[string]egress.ModelAPI{}
+	for _, name := range adaptersOf(sess.WorkflowDefinition) {
+		api, ok := egress.ForAdapter(name, os.Environ(), inside)
+		if !ok {
+			continue
+		}
+		apis[name] = api
+		routes = append(routes, api.Routes...)
+		allow = append(allow, api.Hosts...)
+	}
+	rules, err := egress.ParseRules(allow)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox.allow: %w", err)
+	}
+	mode := egress.ModeAllowList
+	if cfg.NetworkOf() == sandbox.NetworkNone {
+		mode = egress.ModeNone
+	}
+	proxy, err := egress.New(egress.Config{Mode: mode, Allow: rules, Routes: dedupeRoutes(routes), OnRefused: func(r egress.Refusal) {
+		emit(Event{Time: time.Now(), Session: sess.ID, Payload: events.Warn{
+			Warning: fmt.Sprintf("sandbox refused a connection to %s:%d (%s); sandbox: {allow: [%s:%d]} lets it through", r.Host, r.Port, r.Reason, r.Host, r.Port),
+		}})
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	// A short path: a unix socket's may not be longer than 107 bytes.
+	dir, err := os.MkdirTemp("", "vt-egress-")
+	if err != nil {
+		return nil, nil, err
+	}
+	sock := filepath.Join(dir, "egress.sock")
+	stop := func() {
+		_ = proxy.Close()
+		_ = os.RemoveAll(dir)
+	}
+	if err := proxy.ListenUnix(sock); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	env := map[string]string{}
+	for _, kv := range egress.ProxyEnv(inside) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return &sandbox.Egress{
+		Socket: sock, Env: env,
+		AdapterEnv: func(adapter string) map[string]string {
+			out := map[string]string{}
+			for _, kv := range apis[adapter].Env {
+				k, v, _ := strings.Cut(kv, "=")
+				out[k] = v
+			}
+			return out
+		},
+		Wrap: append(egress.BridgeArgv(self, egress.BridgeOptions{Listen: egress.DefaultBridgeListen, Socket: sock}), "--"),
+	}, stop, nil
+}
+
+// adaptersOf are the adapters a definition's agents use.
+func adaptersOf(def *workflow.Definition) []string {
+	seen := map[string]bool{}
+	if def != nil {
+		for s := range def.AllSteps() {
+			if s.Agent != nil {
+				seen[s.Agent.Adapter] = true
+			}
+			for _, t := range s.Tasks {
+				seen[t.Adapter] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// dedupeRoutes keeps the first route of each name (two adapters of the
+// same vendor, e.g. claude and opencode's anthropic, have distinct names).
+func dedupeRoutes(routes []egress.Route) []egress.Route {
+	seen := map[string]bool{}
+	var out []egress.Route
+	for _, r := range routes {
+		if !seen[r.Name] {
+			seen[r.Name] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -10,6 +10,11 @@ import (
 // merge gate's) goes through liveProcesses, which calls this, and a
 // terminal task's through startTerminal.
 func sandboxed(policy *sandbox.Policy, spec *runner.Spec, keep []string, over *sandbox.Config) error {
+	return sandboxedAgent(policy, "", spec, keep, over)
+}
+
+// sandboxedAgent is sandboxed for a process of adapter's.
+func sandboxedAgent(policy *sandbox.Policy, adapter string, spec *runner.Spec, keep []string, over *sandbox.Config) error {
 	if policy == nil || spec.Sandbox != nil {
 		return nil
 	}
@@ -17,7 +22,7 @@ func sandboxed(policy *sandbox.Policy, spec *runner.Spec, keep []string, over *s
 	if over != nil {
 		step = *over
 	}
-	plan, err := policy.Plan(spec.Dir, keep, step)
+	plan, err := policy.PlanFor(adapter, spec.Dir, keep, step)
 	if err != nil {
 		return err
 	}

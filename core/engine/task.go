@@ -134,7 +134,7 @@ func runTaskOnce(ctx context.Context, host taskHost, t workflow.Task, prompt str
 		Rows:    lc.Rows,
 		Tag:     cfg.SessionID + "/" + t.ID,
 	}
-	if err := sandboxed(cfg.Sandbox, &spec, cfg.authEnv(t.Adapter), t.Sandbox); err != nil {
+	if err := sandboxedAgent(cfg.Sandbox, t.Adapter, &spec, cfg.authEnv(t.Adapter), t.Sandbox); err != nil {
 		return fail(startFailedReason, err.Error())
 	}
 	if len(lc.Files) > 0 {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,11 +61,15 @@ type Policy struct {
 	err    error
 }
 
-// Egress is how a sandbox reaches the network through vibeteam's proxy: a
-// unix socket bound into it, and what is set in the environment inside.
+// Egress is how a sandbox reaches the network through vibeteam's proxy
+// (core/sandbox/egress): a unix socket bound into it, and what is set in
+// the environment inside.
 type Egress struct {
 	Socket string            // the proxy's socket on the host; bound at the same path
-	Env    map[string]string // e.g. HTTPS_PROXY and placeholder keys
+	Env    map[string]string // every process's: HTTPS_PROXY and the rest
+	// AdapterEnv is an agent's own, over Env: its key's placeholder and
+	// its base URL at the proxy.
+	AdapterEnv func(adapter string) map[string]string
 	// Wrap, when set, is the argv put before the command inside (the
 	// in-sandbox bridge from a loopback port to Socket).
 	Wrap []string
@@ -121,6 +126,13 @@ func (p *Policy) In(dir string) *Policy {
 // named in keep (its adapter's auth.env) besides the defaults, with step's
 // settings over the policy's.
 func (p *Policy) Plan(dir string, keep []string, step Config) (*Plan, error) {
+	return p.PlanFor("", dir, keep, step)
+}
+
+// PlanFor is Plan for a process of adapter's ("" for a script or a gate):
+// behind the egress proxy, it gets the adapter's placeholder key and base
+// URL.
+func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan, error) {
 	p.once.Do(p.prepare)
 	if p.err != nil {
 		return nil, p.err
@@ -161,9 +173,13 @@ func (p *Policy) Plan(dir string, keep []string, step Config) (*Plan, error) {
 		mounts = append(mounts, m.args()...)
 	}
 	plan := &Plan{Bwrap: p.Bwrap, Args: args, Keep: append(append(slices.Clone(baseEnv), keep...), cfg.Env...), Writable: writable}
-	if p.Egress != nil && cfg.NetworkOf() == NetworkAllow {
-		mounts = append(mounts, "--bind", p.Egress.Socket, p.Egress.Socket)
-		plan.Set, plan.Before = p.Egress.Env, p.Egress.Wrap
+	if e := p.Egress; e != nil && cfg.NetworkOf() != NetworkAll {
+		mounts = append(mounts, "--bind", e.Socket, e.Socket)
+		plan.Set, plan.Before = map[string]string{}, e.Wrap
+		maps.Copy(plan.Set, e.Env)
+		if adapter != "" && e.AdapterEnv != nil {
+			maps.Copy(plan.Set, e.AdapterEnv(adapter))
+		}
 	}
 	plan.Mounts = append(mounts, "--chdir", dir)
 	return plan, nil

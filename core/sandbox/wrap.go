@@ -33,7 +33,7 @@ func (p *Plan) Wrap(path string, args, env []string, explicit func(name string) 
 	argv = append(argv, p.Args...)
 	// Before the plan's own mounts, so that those (a writable directory,
 	// a hidden one) win over these.
-	for _, e := range exposed(path, args, kept) {
+	for _, e := range exposed(path, append(slices.Clone(p.Before), args...), kept) {
 		argv = append(argv, "--ro-bind", e, e)
 	}
 	argv = append(argv, p.Mounts...)

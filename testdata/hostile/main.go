@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -82,6 +83,9 @@ func main() {
 			return "connected", nil
 		})
 	}
+	if proxy := os.Getenv("HTTPS_PROXY"); proxy != "" && *addr != "" {
+		try("connect "+*addr+" through the proxy", func() (string, error) { return viaProxy(proxy, *addr) })
+	}
 	names := make([]string, 0, len(results))
 	for n := range results {
 		names = append(names, n)
@@ -127,4 +131,23 @@ func signalVibeteam(base string) (string, error) {
 		return fmt.Sprintf("pid %d", rec.Pid), nil
 	}
 	return "", fmt.Errorf("no pid found in %d lock files", len(locks))
+}
+
+// viaProxy asks the HTTP proxy at proxyURL for a tunnel to addr.
+func viaProxy(proxyURL, addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(proxyURL, "http://"), 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if !strings.Contains(line, " 200") {
+		return "", fmt.Errorf("the proxy answered %s", strings.TrimSpace(line))
+	}
+	return "tunnel open", nil
 }
