@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -59,6 +60,16 @@ type backlogRun struct {
 	listed   map[string]map[string]any
 	defs     map[string]*workflow.Definition
 	grimoire *workflow.Definition // the one GRIMOIRE given, if any
+	// readyIDs are the ready beads as bd last listed them (the run's
+	// labels, no epics); taken are those the run has taken (or failed to
+	// prepare): the list is asked of bd again only when none is left to
+	// take or a close may have changed it (point of few bd calls a bead).
+	readyIDs []string
+	taken    map[string]bool
+	running  atomic.Int32 // beads whose run has not returned
+	// closer closes the completed beads, a few at a time, and the epics
+	// their closes make eligible.
+	closer *beads.Closer
 
 	ctrlMu sync.Mutex
 	ctrls  map[string]*core.SessionController // running beads' sessions
@@ -200,7 +211,7 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	br := &backlogRun{
 		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
 		mgr:    state.NewManager(base),
-		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{},
+		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{}, taken: map[string]bool{},
 		ctrls: map[string]*core.SessionController{},
 	}
 	br.board, err = newBacklogBoard(streams, c.String("events"), &br.mu)
@@ -285,9 +296,15 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		Changed: br.changed,
 		Lock:    &br.mu,
 	})
+	br.closer = beads.NewCloser(br.client, closeDelay, br.closeRefused)
+	br.closeOwed(ctx)
 	err := sched.Run(ctx, again)
 	cancel()
 	stopWatch()
+	// What completed is closed, whatever stopped the run.
+	closeCtx, closeDone := context.WithTimeout(context.Background(), bdTimeout)
+	br.closer.Stop(closeCtx)
+	closeDone()
 	if promptDone != nil {
 		<-promptDone
 	}
@@ -334,6 +351,11 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	br.mu.Unlock()
 
 	fmt.Fprint(br.streams.Err, summary)
+	if sig == nil && err == nil {
+		if lines := br.stillBlocked(); len(lines) > 0 {
+			fmt.Fprintf(br.streams.Err, "still blocked (bd blocked), not taken:\n%s\n", strings.Join(lines, "\n"))
+		}
+	}
 	if keep := br.c.Int("keep-sessions"); keep > 0 {
 		_ = br.mgr.Prune(max(keep, len(bl.Beads)+1))
 	}
@@ -365,38 +387,6 @@ func (br *backlogRun) changed() {
 	br.saveErr = br.mgr.Save(br.sess)
 }
 
-// ready are the ready beads the run may take: bd's order, epics left out
-// (they are worked through their children), and only those with every
-// --label.
-func (br *backlogRun) ready(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, bdTimeout)
-	defer cancel()
-	list, err := br.client.Ready(ctx)
-	var be *beads.BDError
-	if errors.As(err, &be) {
-		// bd's own words first: they say what to fix (bd init, ...).
-		return nil, fmt.Errorf("bd: %s (%s)", be.Said(), beads.Command(be.Args...))
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, b := range list {
-		if b.Type() == "epic" {
-			continue
-		}
-		labels := b.Labels()
-		if !allIn(br.sess.Backlog.Labels, labels) {
-			continue
-		}
-		ids = append(ids, b.ID())
-		br.prepMu.Lock()
-		br.listed[b.ID()] = b
-		br.prepMu.Unlock()
-	}
-	return ids, nil
-}
-
 func allIn(want, have []string) bool {
 	for _, l := range want {
 		if !slices.Contains(have, l) {
@@ -418,11 +408,13 @@ func (br *backlogRun) prepare(ctx context.Context, id string) (*state.BacklogBea
 	if fields == nil {
 		var err error
 		if fields, err = br.show(ctx, id); err != nil {
+			br.take(id)
 			return nil, err
 		}
 	}
 	def, name, rule, err := br.choose(fields, "")
 	if err != nil {
+		br.take(id)
 		return nil, err
 	}
 	br.prepMu.Lock()
@@ -501,21 +493,22 @@ func grimoireAdapters(def *workflow.Definition) []string {
 // runBead runs (or continues) one bead's session to its end, as run
 // --bead would, and records how it ended.
 func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume bool) {
+	br.take(b.ID)
+	br.running.Add(1)
+	defer br.running.Add(-1)
 	ctrl, err := br.startBead(ctx, b, resume)
-	if err != nil {
-		br.mu.Lock()
-		var owned *worktree.OwnedError
-		var locked *state.LockedError
-		switch {
-		case errors.Is(err, core.ErrAlreadyCompleted):
-			b.Status = string(state.StatusCompleted)
-		case errors.As(err, &owned), errors.As(err, &locked):
-			b.Status, b.Reason = state.BeadSkipped, err.Error()
-		default:
-			b.Status, b.Reason = string(state.StatusFailed), err.Error()
+	var other *state.LockedError
+	if errors.As(err, &other) && resume && other.ID == b.Session {
+		// The bead's own session runs in another process (its own resume):
+		// how it ends there is how the bead ends.
+		if br.awaitOther(ctx, b, other) {
+			br.board.beadEnded(b)
+			return
 		}
-		br.mu.Unlock()
-		br.board.beadEnded(b)
+		ctrl, err = br.startBead(ctx, b, resume)
+	}
+	if err != nil {
+		br.startFailed(b, err)
 		return
 	}
 	br.ctrlMu.Lock()
@@ -565,6 +558,32 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	br.notify.session(sess, grimoire)
 }
 
+// startFailed records a bead whose session could not start or resume.
+func (br *backlogRun) startFailed(b *state.BacklogBead, err error) {
+	var skipped string
+	br.mu.Lock()
+	var owned *worktree.OwnedError
+	var locked *state.LockedError
+	var claim *beads.ClaimError
+	switch {
+	case errors.As(err, &claim):
+		// Another's bead (or no longer claimable): left to them.
+		b.Status, b.Reason = state.BeadSkipped, claim.Error()
+		skipped = fmt.Sprintf("bead %s: skipped: %s (bd: %s)", safe(b.ID), safe(claim.Error()), safe(claim.Line))
+	case errors.Is(err, core.ErrAlreadyCompleted):
+		b.Status = string(state.StatusCompleted)
+	case errors.As(err, &owned), errors.As(err, &locked):
+		b.Status, b.Reason = state.BeadSkipped, err.Error()
+	default:
+		b.Status, b.Reason = string(state.StatusFailed), err.Error()
+	}
+	br.mu.Unlock()
+	if skipped != "" {
+		br.board.line(skipped)
+	}
+	br.board.beadEnded(b)
+}
+
 // startBead makes the bead's session controller: a new session under the
 // id the backlog recorded, or the existing one resumed.
 func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
@@ -595,7 +614,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 		}
 		return orch.Resume(b.Session, opts)
 	}
-	fields, err := br.show(ctx, b.ID)
+	fields, tracker, err := br.claim(ctx, b.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -608,9 +627,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 			return nil, err
 		}
 	}
-	// A client of its own: the session sets where bd's notices go.
-	client := *br.client
-	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", &client
+	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", tracker
 	opts.Workspace = openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base)
 	opts.SessionID = b.Session
 	opts.SourceDigest = fileDigest(def.Source)

@@ -3,10 +3,16 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/vibeteam/vibeteam/core/state"
 )
 
 // topKeys are the keys of a JSON object line, in order, duplicates kept.
@@ -237,5 +243,217 @@ func TestBeadRunRefusesAnEpicWithOpenChildren(t *testing.T) {
 	}
 	if b := p.dbBead("bd-5"); b["status"] != "open" || len(p.sessions()) != 0 {
 		t.Errorf("the epic was touched: %v, %d session(s)", b, len(p.sessions()))
+	}
+}
+
+// A --ready run claims each bead it works (bd update --claim), skips with
+// a line the one bd ready lists though another has it (open, assigned to
+// alice), closes an epic after its last child so that what the epic
+// blocked runs in the same run, and ends listing what is still blocked
+// and by what.
+func TestReadyClaimsSkipsAnothersClosesEpicsAndListsTheBlocked(t *testing.T) {
+	t.Parallel()
+	child := map[string]any{"dependencies": []any{blockedBy("bd-5", "open", "parent-child")}}
+	p, logPath := newBacklogProject(t,
+		bead("bd-1", "Free", nil),
+		bead("bd-2", "Alice's", map[string]any{"assignee": "alice"}),
+		bead("bd-3", "Bob's", map[string]any{"status": "in_progress", "assignee": "bob"}),
+		bead("bd-5", "The epic", map[string]any{"issue_type": "epic"}),
+		bead("bd-5.1", "First child", child),
+		bead("bd-5.2", "Second child", child),
+		bead("bd-6", "After the epic", blocks("bd-5")),
+		bead("bd-7", "Waits for Bob", blocks("bd-3")),
+	)
+	r := p.bdExec("run", "--ready", "--jobs", "2", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 0)
+	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6"} {
+		if b := p.dbBead(id); b["status"] != "closed" || b["assignee"] != "tester" {
+			t.Errorf("%s after the run: %v", id, b)
+		}
+	}
+	if b := p.dbBead("bd-5"); b["status"] != "closed" || !strings.Contains(b["close_reason"].(string), "All children completed") {
+		t.Errorf("the epic after its last child: %v", b)
+	}
+	for id, who := range map[string]string{"bd-2": "alice", "bd-3": "bob"} {
+		if b := p.dbBead(id); b["assignee"] != who || b["status"] == "closed" {
+			t.Errorf("%s, another's, was touched: %v", id, b)
+		}
+	}
+	if !strings.Contains(r.stderr, "bead bd-2: skipped: bead bd-2 is claimed by alice") {
+		t.Errorf("no line says bd-2 was skipped:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "still blocked") || !regexpMatch(`bd-7\s+Waits for Bob — blocked by bd-3`, r.stderr) {
+		t.Errorf("the blocked bead is not listed with its blocker:\n%s", r.stderr)
+	}
+	calls := strings.Join(p.bdCalls(), "\n")
+	if strings.Contains(calls, "--status in_progress") {
+		t.Errorf("a bead was set in_progress rather than claimed:\n%s", calls)
+	}
+	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6", "bd-2"} {
+		if !strings.Contains(calls, "update "+id+" --claim --json") {
+			t.Errorf("%s was not claimed:\n%s", id, calls)
+		}
+	}
+	for _, b := range p.backlogSession().Backlog.Beads {
+		want := "completed"
+		if b.ID == "bd-2" {
+			want = "skipped"
+		}
+		if b.Status != want {
+			t.Errorf("backlog record %s: %s (%s), want %s", b.ID, b.Status, b.Reason, want)
+		}
+	}
+}
+
+// A --ready run makes at most 2 bd calls a bead, amortized: one ready
+// list and one show for them all, a claim each, closes a few at a time.
+func TestReadyMakesFewBDCallsABead(t *testing.T) {
+	t.Parallel()
+	var list []map[string]any
+	for i := 1; i <= 12; i++ {
+		list = append(list, bead(fmt.Sprintf("bd-%d", i), "Bead", nil))
+	}
+	p, logPath := newBacklogProject(t, list...)
+	r := p.bdExec("run", "--ready", "--jobs", "4", "--headless", "--set", "log="+logPath, "--set", "pause=0")
+	wantCode(t, r, 0)
+	calls := p.bdCalls()
+	if n := len(calls); n > 2*len(list) {
+		t.Errorf("%d bd calls for %d beads (%.2f a bead), want at most 2 a bead:\n%s", n, len(list), float64(n)/float64(len(list)), strings.Join(calls, "\n"))
+	}
+	for i := 1; i <= 12; i++ {
+		if b := p.dbBead(fmt.Sprintf("bd-%d", i)); b["status"] != "closed" {
+			t.Errorf("bd-%d: %v", i, b)
+		}
+	}
+}
+
+func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// gatedGrimoire: bead bd-2's work waits for the file {{.go}}; the others'
+// ends at once.
+const gatedGrimoire = `name: ship
+steps:
+  - name: work
+    type: script
+    command: |
+      if [ "{{.bead.id}}" = bd-2 ]; then while [ ! -f {{.go}} ]; do sleep 0.05; done; fi
+      echo {{.bead.id}} > {{.bead.id}}.txt
+  - name: merge
+    type: merge
+    require_review: false
+`
+
+// killedBacklog starts run --ready on bd-1 and bd-2 (gated), kills its
+// whole process group once bd-1's session completed, and returns the
+// backlog session, the env of the fake bd and the gate file.
+func killedBacklog(t *testing.T, p *beadProject) (*state.Session, []string, string) {
+	t.Helper()
+	p.write(".vibeteam/grimoires/ship.yaml", gatedGrimoire)
+	gate := filepath.Join(t.TempDir(), "go")
+	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
+	cmd := p.command("run", "--ready", "--jobs", "2", "--headless", "--set", "go="+gate)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, s := range p.sessions() {
+			if s.Bead["id"] == "bd-1" && s.Status == state.StatusCompleted {
+				return true
+			}
+		}
+		return false
+	})
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	return p.backlogSession(), env, gate
+}
+
+// A backlog killed after a bead's session completed, before bd heard of
+// it: its resume closes that bead.
+func TestReadyResumeClosesWhatCompletedBeforeAKill(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
+	bl, env, gate := killedBacklog(t, p)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resume := p.command("resume", bl.ID, "--headless")
+	resume.Env = append(resume.Env, env...)
+	r := runResult(t, resume)
+	wantCode(t, r, 0)
+	for _, id := range []string{"bd-1", "bd-2"} {
+		if b := p.dbBead(id); b["status"] != "closed" || !strings.HasPrefix(b["close_reason"].(string), "Completed by vibeteam grimoire ship") {
+			t.Errorf("%s after the resume: %v\n%s", id, b, r.stderr)
+		}
+	}
+}
+
+// When a bead's own session (resumed by hand) holds it as its backlog
+// resumes, the backlog waits for it, and records how it ended there:
+// completed, never skipped.
+func TestReadyResumeRecordsWhatTheBeadsOwnSessionDid(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "One", nil), bead("bd-2", "Two", nil))
+	p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\n")
+	bl, env, gate := killedBacklog(t, p)
+	var beadSession string
+	for _, b := range bl.Backlog.Beads {
+		if b.ID == "bd-2" {
+			beadSession = b.Session
+		}
+	}
+	if beadSession == "" {
+		t.Fatalf("no session for bd-2 in %+v", bl.Backlog.Beads)
+	}
+	// Another process holds bd-2's session: this test, as a live pid.
+	mgr := state.NewManager(p.dir)
+	lock, err := mgr.Lock(beadSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := p.command("resume", bl.ID, "--headless")
+	resume.Env = append(resume.Env, env...)
+	var errb syncBuffer
+	resume.Stderr = &errb
+	if err := resume.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- resume.Wait() }()
+	waitFor(t, func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			return true
+		default:
+		}
+		return strings.Contains(errb.String(), "waiting for it to end")
+	})
+	// The other process completes the bead's session, and closes it.
+	sess, err := mgr.Load(beadSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.Status = state.StatusCompleted
+	if err := mgr.Save(sess); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(fakeBDDir, "bd"), "close", "bd-2", "--reason", "done by hand")
+	cmd.Env = append(os.Environ(), "FAKEBD_DB="+p.db)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bd close: %v\n%s", err, out)
+	}
+	lock.Release()
+	_ = os.WriteFile(gate, nil, 0o644)
+	if err := <-done; err != nil {
+		t.Fatalf("resume: %v\n%s", err, errb.String())
+	}
+	for _, b := range p.sessionByID(bl.ID).Backlog.Beads {
+		if b.Status != "completed" {
+			t.Errorf("bead %s: %s (%s)\n%s", b.ID, b.Status, b.Reason, errb.String())
+		}
 	}
 }
