@@ -231,7 +231,10 @@ func TestBDNoticesDuringARunAreKept(t *testing.T) {
 			warned++
 		}
 	}
-	if warned < 2 {
-		t.Errorf("%d notices in the event log, want the run's (update, close)", warned)
+	// The claim comes before the session exists (a bead claimed by another
+	// is refused before anything is made), so the session's log holds the
+	// notices of the calls made during the run: the close.
+	if warned < 1 {
+		t.Errorf("%d notices in the event log, want the run's (the close)", warned)
 	}
 }

@@ -140,7 +140,8 @@ func TestLabelChoosesOnlyFromTheGrimoireFolders(t *testing.T) {
 // TestCompletedSessionsLeftoversCanBeCleaned: a step after the merge
 // leaves a file, so the worktree is kept at the end (with a warning); the
 // bead is then owned by a completed session, and cancel --clean --force
-// frees it for the next run.
+// frees it for the next run. Each run's work differs (an empty merge would
+// block, nothing_to_merge).
 func TestCompletedSessionsLeftoversCanBeCleaned(t *testing.T) {
 	t.Parallel()
 	p := newBeadProject(t)
@@ -149,7 +150,7 @@ func TestCompletedSessionsLeftoversCanBeCleaned(t *testing.T) {
 steps:
   - name: work
     type: script
-    command: echo w > w.txt
+    command: date +%s%N > w.txt
   - name: merge
     type: merge
     require_review: false

@@ -108,6 +108,7 @@ func TestGrimoireMatchersRouteABead(t *testing.T) {
 	p := newBeadProject(t,
 		bead("bd-1", "Auth fix", map[string]any{"issue_type": "bug", "labels": []any{"auth-flow"}}),
 		bead("bd-2", "Plain bug", map[string]any{"issue_type": "bug"}),
+		bead("bd-3", "Another bug", map[string]any{"issue_type": "bug"}),
 	)
 	p.write(".coven/grimoire-matchers.yaml", "matchers:\n  - grimoire: one\n    any_tags: [\"auth*\"]\ndefault: implement-bead\n")
 	p.write(".vibeteam/config.yaml", "grimoires:\n  by_type: {bug: by-type}\n")
@@ -128,8 +129,9 @@ func TestGrimoireMatchersRouteABead(t *testing.T) {
 	if !strings.Contains(r.stderr, "grimoire by-type (.vibeteam/config.yaml grimoires.by_type.bug)") {
 		t.Errorf("by type:\n%s", r.stderr)
 	}
+	// An open bead (bd-2 is closed now, and a closed bead is refused first).
 	p.write(".coven/grimoire-matchers.yaml", "matchers:\n  - grimoire: one\n    any_tag: [auth]\n")
-	r = p.bdExec("run", "--bead", "bd-2")
+	r = p.bdExec("run", "--bead", "bd-3")
 	wantCode(t, r, 2)
 	if !strings.Contains(r.stderr, `.coven/grimoire-matchers.yaml:3:5: matchers[0]: unknown key "any_tag"`) {
 		t.Errorf("bad matchers file:\n%s", r.stderr)
