@@ -446,3 +446,20 @@ func TestBuiltinAnswerSettle(t *testing.T) {
 		}
 	}
 }
+
+// The auth.env written out for the built-ins is the files'.
+func TestBuiltinAuthEnv(t *testing.T) {
+	t.Parallel()
+	var want []string
+	for _, i := range NewRegistry().Info() {
+		if i.Source == SourceBuiltin {
+			want = append(want, i.Auth.Env...)
+		}
+	}
+	slices.Sort(want)
+	got := slices.Clone(builtinAuthEnv)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("builtinAuthEnv is %v, the built-in files say %v", got, want)
+	}
+}

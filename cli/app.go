@@ -79,8 +79,14 @@ func Main(args []string, streams IO) int {
 		return egressBridge(args[2:], streams)
 	}
 	// Secrets are the sessions' of this invocation (several in a backlog
-	// run), never a previous in-process one's.
-	state.SetSecrets(nil)
+	// run), never a previous in-process one's; and the credentials of the
+	// built-in adapters in the environment, which `show` and `log` print
+	// as *** too.
+	state.SetSecrets(adapters.BuiltinAuthValues())
+	// Whatever vibeteam prints (messages, the board, --verbose, block
+	// reports, show, log) shows a secret as ***, as its files do: the one
+	// choke point of each stream.
+	streams.Out, streams.Err = state.RedactWriter(streams.Out), state.RedactWriter(streams.Err)
 	app := newApp(streams)
 	err := app.Run(interspersed(expandWaitLimits(args), app))
 	if err == nil {

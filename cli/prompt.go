@@ -27,7 +27,10 @@ const detachKey = 0x1d
 // prompter asks the person at the controlling terminal about tasks that
 // wait, one at a time, oldest first.
 type prompter struct {
-	tty    *os.File
+	tty *os.File
+	// out is tty for what the prompter writes: a secret shows as ***
+	// (the screen of an attached task is written to tty as it is).
+	out    io.Writer
 	screen promptScreen
 	ctrl   *core.SessionController
 	// ctrls are the sessions of a backlog run, by id: a waiting task is
@@ -89,7 +92,7 @@ func (p *prompter) question(ctx context.Context, req core.QuestionRequest) strin
 func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
-	q, t := w.question.req.Question, p.tty
+	q, t := w.question.req.Question, p.out
 	p.outMu.Lock()
 	fmt.Fprintf(t, "\n%s\n│ %s\n", p.boxLine(fmt.Sprintf("── question from task %s (%s) ──", w.label, safe(w.question.req.Adapter))), safeLine(q.Text))
 	for i, o := range q.Options {
@@ -146,7 +149,7 @@ func (p *prompter) permission(ctx context.Context, req core.PermissionRequest) s
 func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
-	r, t := w.permission.req, p.tty
+	r, t := w.permission.req, p.out
 	answer := func(a string) { w.permission.answer <- a }
 	tools := safe(strings.Join(r.Tools, ", "))
 	p.outMu.Lock()
@@ -231,7 +234,7 @@ func awaitAnswer[T any](ctx context.Context, p *prompter, w waitingTask, ch <-ch
 func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
-	r, t := w.review.req, p.tty
+	r, t := w.review.req, p.out
 	answer := func(decision, reason string) { w.review.answer <- [2]string{decision, reason} }
 	p.outMu.Lock()
 	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── review: merge %s into %s ──", safe(r.Branch), safe(r.Base))))
@@ -323,7 +326,7 @@ func ttyFd(f *os.File) (int, bool) {
 }
 
 func newPrompter(tty *os.File, disp *display) *prompter {
-	p := &prompter{tty: tty, wake: make(chan struct{}, 1), done: make(chan struct{}), ctrls: map[string]*core.SessionController{}}
+	p := &prompter{tty: tty, out: state.RedactWriter(tty), wake: make(chan struct{}, 1), done: make(chan struct{}), ctrls: map[string]*core.SessionController{}}
 	if disp != nil {
 		p.screen = disp
 	}
@@ -401,7 +404,7 @@ func (p *prompter) noteAbout(waiting, line string, bell bool) {
 		p.notes = append(p.notes, promptNote{line, waiting})
 		return
 	}
-	_, _ = io.WriteString(p.tty, "\x1bD\x1bM\x1b7\r\x1b[L"+fit(line, p.width()-1)+"\x1b8\x1bD")
+	_, _ = io.WriteString(p.out, "\x1bD\x1bM\x1b7\r\x1b[L"+fit(line, p.width()-1)+"\x1b8\x1bD")
 }
 
 // flushNotesLocked writes the notes that waited, one line each, at the
@@ -409,7 +412,7 @@ func (p *prompter) noteAbout(waiting, line string, bell bool) {
 func (p *prompter) flushNotesLocked() {
 	w := p.width()
 	for _, n := range p.notes {
-		fmt.Fprintf(p.tty, "%s\n", fit(n.line, w-1))
+		fmt.Fprintf(p.out, "%s\n", fit(n.line, w-1))
 	}
 	p.notes = nil
 }
@@ -507,7 +510,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 		p.flushNotesLocked()
 		p.outMu.Unlock()
 	}()
-	t := p.tty
+	t := p.out
 	p.outMu.Lock()
 	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── %s needs you: %s ──", w.label, w.state)))
 	for _, l := range strings.Split(w.excerpt, "\n") {

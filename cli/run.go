@@ -26,7 +26,8 @@ var baseDirFlag = &ucli.StringFlag{Name: "base-dir", Usage: "project directory h
 func executionFlags() []ucli.Flag {
 	return append([]ucli.Flag{
 		baseDirFlag,
-		&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts (repeatable)"},
+		&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts (repeatable); its value shows in ps: a secret goes better with --set-env or --set-file"},
+		secretSetFlags()[0], secretSetFlags()[1],
 		&ucli.BoolFlag{Name: "auto-approve", Usage: "append each adapter's autoPolicy.injectArgs and answer prompts with its handlers"},
 		&ucli.BoolFlag{Name: "headless", Usage: "run every task headless (CI: no TTY, no prompts); each task then needs a prompt"},
 		&ucli.StringFlag{Name: "events", Usage: "write JSONL events to `FILE` (- for stdout)"},
@@ -77,9 +78,9 @@ func runCommand(streams IO) *ucli.Command {
 			}
 			warnBrokenAdapters(streams.Err, reg)
 			if c.Bool("ready") {
-				vars, err := render.ParseSets(c.StringSlice("set"))
+				vars, _, err := templateVars(c)
 				if err != nil {
-					return exitf(ExitUsage, "%v", err)
+					return err
 				}
 				return runBacklog(c, streams, sigs, base, reg, vars)
 			}
@@ -101,9 +102,9 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			vars, err := render.ParseSets(c.StringSlice("set"))
+			vars, _, err := templateVars(c)
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return err
 			}
 			if def.Kind != workflow.KindGrimoire {
 				if bead != nil {
@@ -185,10 +186,11 @@ func resumeCommand(streams IO) *ucli.Command {
 			if sess.Backlog != nil {
 				return resumeBacklog(c, streams, sigs, base, reg, sess)
 			}
-			vars, err := render.ParseSets(c.StringSlice("set"))
+			vars, secret, err := templateVars(c)
 			if err != nil {
-				return exitf(ExitUsage, "%v", err)
+				return err
 			}
+			core.MarkSecret(sess.WorkflowDefinition, secret)
 			if err := core.RestoreSecrets(sess, vars); err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
@@ -262,6 +264,7 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 		KeepGoing:     c.Bool("keep-going"),
 		Strict:        c.Bool("strict"),
 		MaxSpend:      maxSpend(c),
+		SecretVars:    secretVarNames(c),
 	}
 }
 

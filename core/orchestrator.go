@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,8 +30,11 @@ var ErrAlreadyCompleted = errors.New("session already completed")
 
 // RunOptions are the per-invocation settings shared by run and resume.
 type RunOptions struct {
-	BaseDir       string
-	Vars          map[string]string // --set
+	BaseDir string
+	Vars    map[string]string // --set
+	// SecretVars are variables of Vars that are secrets whatever their
+	// names (--set-env, --set-file): the definition is told (MarkSecret).
+	SecretVars    []string
 	AutoApprove   bool
 	ForceHeadless bool
 	Grace         time.Duration
@@ -124,6 +128,7 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 	if err != nil {
 		return nil, err
 	}
+	MarkSecret(def, opts.SecretVars)
 	now := time.Now()
 	sess := &state.Session{
 		ID:                 id,
@@ -171,6 +176,7 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if sess.Vars == nil {
 		sess.Vars = map[string]string{}
 	}
+	MarkSecret(sess.WorkflowDefinition, opts.SecretVars)
 	if err := RestoreSecrets(sess, opts.Vars); err != nil {
 		_ = lock.Release()
 		return nil, err
@@ -192,10 +198,14 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	}
 	switch {
 	case opts.Reload != nil:
+		// Variables made secret by --set-env or --set-file stay so in the
+		// file's new version.
+		secret := slices.Clone(sess.WorkflowDefinition.Secrets)
 		if _, err := reloadSession(sess, opts.Reload, opts.SourceDigest, opts.Rerun); err != nil {
 			_ = lock.Release()
 			return nil, err
 		}
+		MarkSecret(sess.WorkflowDefinition, secret)
 	case len(opts.Rerun) > 0:
 		if err := rerunTasks(sess, opts.Rerun); err != nil {
 			_ = lock.Release()
@@ -215,7 +225,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		sess.RunBudget = &limit
 	}
 	// From here on, every file of the session writes its secrets as ***.
-	state.AddSecrets(secretValues(sess))
+	state.AddSecrets(append(secretValues(sess), o.authValues(sess)...))
 	elog, err := state.OpenEventLog(mgr.EventLogPath(sess.ID))
 	if err != nil {
 		_ = lock.Release()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -30,6 +31,25 @@ func secretValues(sess *state.Session) []string {
 	return vs
 }
 
+// authValues are the values of the credentials the session's tasks
+// inherit (the auth.env of the built-in adapters and of those it uses):
+// a task that prints one has it written as ***, as a secret.
+func (o *Orchestrator) authValues(sess *state.Session) []string {
+	if o.registry == nil {
+		return adapters.BuiltinAuthValues()
+	}
+	var names []string
+	eachTask(sess.WorkflowDefinition, func(t *workflow.Task) { names = append(names, t.Adapter) })
+	if def := sess.WorkflowDefinition; def != nil {
+		for s := range def.AllSteps() {
+			if s.Agent != nil {
+				names = append(names, s.Agent.Adapter)
+			}
+		}
+	}
+	return adapters.AuthValues(o.registry.AuthEnv(names...))
+}
+
 func eachTask(def *workflow.Definition, f func(*workflow.Task)) {
 	if def == nil {
 		return
@@ -37,6 +57,20 @@ func eachTask(def *workflow.Definition, f func(*workflow.Task)) {
 	for s := range def.AllSteps() {
 		for i := range s.Tasks {
 			f(&s.Tasks[i])
+		}
+	}
+}
+
+// MarkSecret makes the variables named secrets of def, whatever their
+// names (given with --set-env or --set-file): written as ***, and asked
+// for again on resume.
+func MarkSecret(def *workflow.Definition, names []string) {
+	if def == nil {
+		return
+	}
+	for _, n := range names {
+		if n != "" && !def.IsSecret(n) {
+			def.Secrets = append(def.Secrets, n)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -136,3 +137,36 @@ func redactValue(v any, vs []string) any {
 	}
 	return v
 }
+
+// RedactWriter writes to w with the secrets as ***, as the files are: the
+// choke point of a stream vibeteam prints to (its stdout and stderr), so
+// that no message, report or mirrored output shows one, whichever code
+// printed it. Each Write is redacted whole: a line printed in one call is.
+// The secrets are those set when the bytes are written. A w with a file
+// descriptor (a terminal) keeps it: Fd gives it.
+func RedactWriter(w io.Writer) io.Writer {
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		return redactFile{redactWriter{w}, f}
+	}
+	return redactWriter{w}
+}
+
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	red := RedactBytes(p)
+	if len(red) == len(p) && (len(p) == 0 || &red[0] == &p[0]) {
+		return r.w.Write(p)
+	}
+	if _, err := r.w.Write(red); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+type redactFile struct {
+	redactWriter
+	f interface{ Fd() uintptr }
+}
+
+func (r redactFile) Fd() uintptr { return r.f.Fd() }
