@@ -19,6 +19,7 @@
 //	api, _ := egress.ForAdapter(adapter, os.Environ(), inside)
 //	err = p.AddRoutes(api.Routes...)                  // the real keys stay in the proxy
 //	env := egress.InsideEnv(inside, api)              // set inside, over the filtered env
+//	args = append(args, api.Args...)                  // codex: -c openai_base_url=…
 //	argv = append(egress.BridgeWrap(self, egress.DefaultBridgeListen, socket), argv...)
 //	// bwrap … --unshare-net --bind socket socket … -- argv
 //

@@ -18,6 +18,10 @@ type ModelAPI struct {
 	Env []string
 	// Routes go to Config.Routes: they hold the real keys.
 	Routes []Route
+	// Args go on the agent's command line, for what it reads from no
+	// variable: codex (0.171) takes its base URL only from its config
+	// (-c openai_base_url=…), not from OPENAI_BASE_URL.
+	Args []string
 	// Keys names the host variables whose values only the proxy holds;
 	// Env overrides each of them.
 	Keys []string
@@ -41,6 +45,9 @@ type keySpec struct {
 	// URL ("/v1"), for SDKs that append it themselves to a base URL that
 	// lacks it (the AI SDK's anthropic provider, in newer versions).
 	version string
+	// config is the agent's config key for the base URL, given as
+	// `-c KEY="URL"` (codex).
+	config string
 }
 
 var claudeKeys = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
@@ -54,10 +61,11 @@ var adapterKeys = map[string][]keySpec{
 		{route: "claude", keys: []string{"ANTHROPIC_API_KEY"}, alsoKeys: claudeKeys, header: "x-api-key", baseEnv: "ANTHROPIC_BASE_URL", base: "https://api.anthropic.com"},
 		{route: "claude", keys: []string{"ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}, alsoKeys: claudeKeys, header: "Authorization", scheme: "Bearer ", baseEnv: "ANTHROPIC_BASE_URL", base: "https://api.anthropic.com"},
 	},
-	// Codex's built-in openai provider reads OPENAI_BASE_URL (with /v1);
-	// exec also takes CODEX_API_KEY.
+	// Codex's built-in openai provider: the base URL (with /v1) from the
+	// user's OPENAI_BASE_URL, given to codex as -c openai_base_url (it
+	// reads no variable for it); exec also takes CODEX_API_KEY.
 	"codex": {
-		{route: "codex", keys: []string{"OPENAI_API_KEY", "CODEX_API_KEY"}, alsoKeys: []string{"OPENAI_API_KEY", "CODEX_API_KEY"}, header: "Authorization", scheme: "Bearer ", baseEnv: "OPENAI_BASE_URL", base: "https://api.openai.com/v1"},
+		{route: "codex", keys: []string{"OPENAI_API_KEY", "CODEX_API_KEY"}, alsoKeys: []string{"OPENAI_API_KEY", "CODEX_API_KEY"}, header: "Authorization", scheme: "Bearer ", baseEnv: "OPENAI_BASE_URL", base: "https://api.openai.com/v1", config: "openai_base_url"},
 	},
 	// Gemini CLI (@google/genai): x-goog-api-key; an older client's ?key=
 	// is replaced too.
@@ -110,7 +118,11 @@ func ForAdapter(adapter string, hostEnv []string, insideURL string) (api ModelAP
 			Name: s.route, Upstream: upstream, Header: s.header, Scheme: s.scheme,
 			QueryParam: s.query, Key: key, Placeholder: Placeholder,
 		})
-		api.Env = append(api.Env, s.baseEnv+"="+insideURL+RoutePrefix+s.route+suffix)
+		inside := insideURL + RoutePrefix + s.route + suffix
+		api.Env = append(api.Env, s.baseEnv+"="+inside)
+		if s.config != "" {
+			api.Args = append(api.Args, "-c", s.config+`="`+inside+`"`)
+		}
 		for _, k := range append([]string{name}, s.alsoKeys...) {
 			if _, set := env[k]; set && !contains(api.Keys, k) {
 				api.Keys = append(api.Keys, k)

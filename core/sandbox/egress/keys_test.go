@@ -117,6 +117,11 @@ func TestForAdapterDefaults(t *testing.T) {
 	if api.Routes[0].Upstream != "https://api.anthropic.com" || envValue(api.Env, "ANTHROPIC_BASE_URL") != "http://x/vibeteam/model/opencode-anthropic/v1" {
 		t.Errorf("opencode: %+v", api)
 	}
+	// codex takes its base URL on the command line.
+	api, _ = ForAdapter("codex", []string{"CODEX_API_KEY=k"}, "http://x")
+	if strings.Join(api.Args, " ") != `-c openai_base_url="http://x/vibeteam/model/codex"` || envValue(api.Env, "CODEX_API_KEY") != Placeholder || api.Routes[0].Key != "k" {
+		t.Errorf("codex: %+v", api)
+	}
 	if _, ok := ForAdapter("shell", nil, "http://x"); ok {
 		t.Error("shell has no model API")
 	}
