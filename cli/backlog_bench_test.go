@@ -22,6 +22,8 @@ import (
 // in the big run a merge step's time holds its waits for the queue, the
 // repository's lock and the CPU); x-ideal is the wall time over it
 // (target ≤ 1.3). merges/s is merges landed per second of the run.
+// bd-calls/bead is how many times the big run ran bd (the fake's log), per
+// bead: each real bd call costs 0.1–0.3 s (target ≤ 2).
 //
 // The repositories are made in memory (/dev/shm) where there is one, or
 // in VIBETEAM_BENCH_DIR when it is set: on an ext4 without a journal (this
@@ -37,11 +39,12 @@ func BenchmarkBacklog100(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var wall, ideal, perMerge time.Duration
-			var merges float64
+			var merges, calls float64
 			for i := 0; i < b.N; i++ {
-				_, _, _, quiet := backlogOnce(b, 7, 1, gate)
+				_, _, _, quiet, _ := backlogOnce(b, 7, 1, gate)
 				merge := quiet[len(quiet)/2]
-				w, agents, m, _ := backlogOnce(b, 100, 8, gate)
+				w, agents, m, _, bdCalls := backlogOnce(b, 100, 8, gate)
+				calls += float64(bdCalls) / 100
 				wall += w
 				ideal += agents/8 + time.Duration(m)*merge
 				perMerge += merge
@@ -52,6 +55,7 @@ func BenchmarkBacklog100(b *testing.B) {
 			b.ReportMetric(float64(perMerge.Milliseconds())/float64(b.N), "ms/merge")
 			b.ReportMetric(float64(wall)/float64(ideal), "x-ideal")
 			b.ReportMetric(merges/wall.Seconds(), "merges/s")
+			b.ReportMetric(calls/float64(b.N), "bd-calls/bead")
 		})
 	}
 }
@@ -75,9 +79,9 @@ func benchDir(b *testing.B) string {
 }
 
 // backlogOnce runs n beads with jobs at once: the wall time, the time the
-// agent steps took in all, the merges, and the times of the merge steps,
-// shortest first.
-func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Duration, merges float64, mergeTimes []time.Duration) {
+// agent steps took in all, the merges, the times of the merge steps,
+// shortest first, and how many times it ran bd.
+func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Duration, merges float64, mergeTimes []time.Duration, bdCalls int) {
 	b.Helper()
 	dir := benchDir(b)
 	write := func(rel, content string) {
@@ -123,13 +127,16 @@ func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Durati
 	}
 	cmd := exec.Command(vibeteam, "--base-dir", dir, "run", "--ready", "--jobs", fmt.Sprint(jobs), "--headless")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+dbPath)
+	bdLog := filepath.Join(benchDir(b), "bd.log")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "PATH="+fakeBDDir+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKEBD_DB="+dbPath, "FAKEBD_LOG="+bdLog)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall = time.Since(start)
 	if err != nil {
 		b.Fatalf("run --ready: %v\n%s", err, out)
 	}
+	logged, _ := os.ReadFile(bdLog)
+	bdCalls = strings.Count(string(logged), "\n")
 	mgr := state.NewManager(dir)
 	list, err := mgr.List()
 	if err != nil {
@@ -156,5 +163,5 @@ func backlogOnce(b *testing.B, n, jobs int, gate bool) (wall, agents time.Durati
 		b.Fatalf("%v merges of %d beads\n%s", merges, n, strings.TrimSpace(string(out)))
 	}
 	slices.Sort(mergeTimes)
-	return wall, agents, merges, mergeTimes
+	return wall, agents, merges, mergeTimes, bdCalls
 }
