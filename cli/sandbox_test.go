@@ -313,3 +313,36 @@ func withoutEnv(env []string, name string) []string {
 	}
 	return out
 }
+
+// A write the sandbox refused fails its step with reason sandbox_refused,
+// naming the path and the write: entry that allows it; show and log say
+// so, and with that entry the step passes.
+func TestASandboxRefusedWriteBlocksWithTheWriteEntryThatAllowsIt(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := newHostileSetup(t)
+	outside := filepath.Join(h.home, "cache")
+	os.MkdirAll(outside, 0o755)
+	h.write(".vibeteam/grimoires/out.yaml", "name: out\nsteps:\n  - name: build\n    type: script\n    command: echo built > "+outside+"/out.txt\n")
+	r := h.run("run", "out", "--sandbox")
+	wantCode(t, r, 3)
+	s := h.only()
+	if s.BlockedReason != "sandbox_refused" {
+		t.Fatalf("blocked %q: %s\n%s", s.BlockedReason, s.Error, r.stderr)
+	}
+	want := "sandbox: {write: [~/cache]}" // HOME is h.home
+	for what, text := range map[string]string{"stderr": r.stderr, "show": h.exec("show", s.ID).stdout, "log": h.exec("log", s.ID).stdout} {
+		if !strings.Contains(text, "sandbox_refused") || !strings.Contains(text, outside+"/out.txt") || !strings.Contains(text, want) {
+			t.Errorf("%s does not name the refusal, the path and %q:\n%s", what, want, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "out.txt")); err == nil {
+		t.Fatal("the write went through")
+	}
+	h.write(".vibeteam/grimoires/out.yaml", "name: out\nsteps:\n  - name: build\n    type: script\n    sandbox: {write: ["+outside+"]}\n    command: echo built > "+outside+"/out.txt\n")
+	r = h.run("resume", s.ID, "--reload")
+	wantCode(t, r, 0)
+	if b, _ := os.ReadFile(filepath.Join(outside, "out.txt")); string(b) != "built\n" {
+		t.Errorf("with the write: entry, the file holds %q", b)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -196,6 +197,8 @@ func (x *Executor) block(out flow.Outcome) Outcome {
 		reason = BlockedMaxIterations
 	case strings.HasPrefix(out.Reason, "template: "):
 		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
+	case strings.Contains(out.Reason, sandbox.RefusedReason+": "):
+		reason = sandbox.RefusedReason
 	case strings.HasPrefix(out.Reason, BlockedGateRed+": "), strings.HasPrefix(out.Reason, BlockedMergeMoving+": "):
 		reason, why, _ = strings.Cut(out.Reason, ": ")
 	default:

@@ -12,6 +12,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -201,6 +202,9 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 			fr.Status, fr.Reason = flow.Failed, "killed by signal "+res.Signal
 		default:
 			fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("exit code %d", res.ExitCode)
+		}
+		if why := spec.Sandbox.Refused(fr.Output); fr.Status == flow.Failed && why != "" {
+			fr.Reason = sandbox.RefusedReason + ": " + why + " (" + fr.Reason + ")"
 		}
 		return fr
 	}
