@@ -94,7 +94,7 @@ func (rb *runBead) claim(streams IO, force bool) error {
 				rb.fields[k] = v
 			}
 		}
-		rb.tracker = &beads.Claimed{Client: rb.client}
+		rb.tracker = &beads.Claimed{Client: rb.client, Parent: beads.Bead(rb.fields).Parent()}
 		return nil
 	case !errors.As(err, &ce):
 		// bd failing (not refusing) is a warning, as any failed update:

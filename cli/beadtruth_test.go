@@ -457,3 +457,23 @@ func TestReadyResumeRecordsWhatTheBeadsOwnSessionDid(t *testing.T) {
 		}
 	}
 }
+
+// run --bead on an epic's last open child closes the epic too (bd finds it
+// eligible, and closes nothing by itself).
+func TestBeadRunOnTheLastChildClosesTheEpic(t *testing.T) {
+	t.Parallel()
+	child := func(status string) map[string]any {
+		return map[string]any{"status": status, "dependencies": []any{blockedBy("bd-5", "open", "parent-child")}}
+	}
+	p := newBeadProject(t,
+		bead("bd-5", "The epic", map[string]any{"issue_type": "epic"}),
+		bead("bd-5.1", "Done child", child("closed")),
+		bead("bd-5.2", "Last child", child("open")),
+	)
+	p.write(".vibeteam/grimoires/one.yaml", oneStepGrimoire)
+	r := p.bdExec("run", "one", "--bead", "bd-5.2")
+	wantCode(t, r, 0)
+	if b := p.dbBead("bd-5"); b["status"] != "closed" || !strings.Contains(b["close_reason"].(string), "All children completed") {
+		t.Errorf("the epic after its last child's run: %v\n%s", b, r.stderr)
+	}
+}

@@ -314,7 +314,22 @@ func (b Bead) BlockedByIDs() []string {
 // less a bead).
 type Claimed struct {
 	*Client
+	// Parent is the bead's parent: when the bead closes, the epic is
+	// closed too if that made it eligible (its last child).
+	Parent  string
 	started atomic.Bool
+}
+
+// Close is Client.Close, then the close of the epics it made eligible; an
+// epic bd does not close is a warning (warn), the bead being closed.
+func (t *Claimed) Close(ctx context.Context, id, reason string) error {
+	if err := t.Client.Close(ctx, id, reason); err != nil || t.Parent == "" {
+		return err
+	}
+	CloseEligibleEpics(ctx, t.Client, []string{t.Parent}, func(epic, why string) {
+		t.warn(fmt.Sprintf("epic %s, eligible for closure after %s, was not closed: %s", epic, id, why))
+	})
+	return nil
 }
 
 // SetStatus is Client.SetStatus but for the first in_progress.

@@ -167,14 +167,27 @@ func (c *Closer) closeAll(ctx context.Context, list []Closing) []string {
 // closeEpics closes the epics among parents that bd finds eligible, and
 // then, level by level, the epics those closes made eligible in turn.
 func (c *Closer) closeEpics(ctx context.Context, parents []string) {
+	if CloseEligibleEpics(ctx, c.client, parents, c.refused) > 0 {
+		// An epic holds back its children and what it blocks.
+		c.markStale()
+	}
+}
+
+// CloseEligibleEpics closes the epics among parents (the parents of beads
+// just closed) that bd finds eligible for closure, every child closed —
+// which bd never does by itself —, then, level by level, the epics those
+// closes made eligible in turn. refused is told each it could not close.
+// It returns how many it closed.
+func CloseEligibleEpics(ctx context.Context, client *Client, parents []string, refused func(id, why string)) int {
+	n := 0
 	var before []string // eligible already before the last closes
 	for level := 0; len(parents) > 0 && level < 10; level++ {
-		eligible, err := c.client.EligibleEpics(ctx)
+		eligible, err := client.EligibleEpics(ctx)
 		if err != nil {
 			for _, p := range parents {
-				c.refused(p, "its children are closed, but bd could not say whether it may close: "+err.Error())
+				refused(p, "its children are closed, but bd could not say whether it may close: "+err.Error())
 			}
-			return
+			return n
 		}
 		var list []Closing
 		for _, id := range eligible {
@@ -186,12 +199,21 @@ func (c *Closer) closeEpics(ctx context.Context, parents []string) {
 		}
 		before = eligible
 		if len(list) == 0 {
-			return
+			return n
 		}
-		parents = c.closeAll(ctx, list)
-		if len(parents) > 0 {
-			// An epic holds back its children and what it blocks.
-			c.markStale()
+		no, err := client.CloseAll(ctx, list)
+		parents = nil
+		for _, cl := range list {
+			switch {
+			case err != nil:
+				refused(cl.ID, err.Error())
+			case no[cl.ID] != "":
+				refused(cl.ID, no[cl.ID])
+			default:
+				parents = append(parents, cl.ID)
+				n++
+			}
 		}
 	}
+	return n
 }
