@@ -12,6 +12,7 @@ var builtinAuthEnv = []string{
 	"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", // claude
 	"OPENAI_API_KEY", "CODEX_API_KEY", // codex
 	"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", // gemini
+	"DASHSCOPE_API_KEY", // qwen (and OPENAI_API_KEY)
 }
 
 // AuthEnv are the names of the variables the credentials of the adapters
@@ -35,13 +36,19 @@ func (r *Registry) AuthEnv(names ...string) []string {
 	return out
 }
 
-// AuthValues are the values, set and not empty, of the variables named in
-// vibeteam's environment: the credentials a task inherits, which it may
-// print and which are then written as *** like any secret.
+// minAuthValue is the shortest credential redacted: a real key is tens of
+// characters, while a placeholder such as OPENAI_API_KEY=test (a mock's,
+// in CI) would turn every "test" of a prompt into *** in the session,
+// and resume would run that.
+const minAuthValue = 8
+
+// AuthValues are the values, of at least 8 characters, of the variables
+// named in vibeteam's environment: the credentials a task inherits, which
+// it may print and which are then written as *** like any secret.
 func AuthValues(names []string) []string {
 	var vs []string
 	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
+		if v := os.Getenv(n); len(v) >= minAuthValue {
 			vs = append(vs, v)
 		}
 	}
