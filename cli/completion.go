@@ -170,7 +170,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 		}
 	case "validate":
 		return workflowCandidates(base, cur)
-	case "show", "resume", "log":
+	case "show", "resume", "log", "report":
 		if nargs == 0 {
 			return sessionCandidates(base, cmd.Name == "resume")
 		}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/vibeteam/vibeteam/core/report"
+	"github.com/vibeteam/vibeteam/internal/reportpage"
+)
+
+func reportCommand(streams IO) *ucli.Command {
+	return &ucli.Command{
+		Name:      "report",
+		Usage:     "write a session's report: one HTML file with its timeline, spend, slowest steps and outcomes",
+		ArgsUsage: "ID",
+		Description: `Writes one self-contained HTML file (inline SVG and CSS, nothing to
+fetch) for a session, a backlog run (run --ready: one row per bead) or a
+grimoire (one row per step), built from the session files and event logs
+alone: it reads a run by an older vibeteam, and a run still going.
+
+The file goes to .vibeteam/reports/ID.html unless --out says where;
+--out - writes it to stdout. The path is printed. With --open it is also
+opened in the default browser, where there is one (at a terminal).
+
+Exit codes: 0 written; 1 it could not be written; 2 usage error or no such
+session.`,
+		Flags: []ucli.Flag{
+			baseDirFlag,
+			&ucli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the report to `FILE` (- is stdout)"},
+			&ucli.BoolFlag{Name: "open", Usage: "open it in the default browser, where there is one"},
+		},
+		Action: func(c *ucli.Context) error {
+			mgr, id, err := sessionArg(c)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			r, err := report.Build(mgr, id, now)
+			if err != nil {
+				return sessionLoadError(err)
+			}
+			var page bytes.Buffer
+			if err := reportpage.Render(&page, r, now); err != nil {
+				return exitf(ExitFailed, "render the report: %v", err)
+			}
+			out := c.String("out")
+			if out == "-" {
+				if _, err := streams.Out.Write(page.Bytes()); err != nil {
+					return exitf(ExitFailed, "%v", err)
+				}
+				return nil
+			}
+			if out == "" {
+				out = filepath.Join(mgr.Root(), "reports", r.ID+".html")
+			}
+			if err := writeReport(out, page.Bytes()); err != nil {
+				return exitf(ExitFailed, "write the report: %v", err)
+			}
+			fmt.Fprintln(streams.Out, out)
+			if c.Bool("open") && streams.ErrTTY {
+				openInBrowser(out)
+			}
+			return nil
+		},
+	}
+}
+
+// writeReport writes data to path whole or not at all, private to the
+// user (it holds what agents said).
+func writeReport(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// openInBrowser hands path to the system's opener, where there is one
+// (and a display for it): a report opened nowhere is still written.
+func openInBrowser(path string) {
+	name := "xdg-open"
+	switch {
+	case runtime.GOOS == "darwin":
+		name = "open"
+	case os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "":
+		return
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(bin, path)
+	if cmd.Start() == nil {
+		_ = cmd.Process.Release()
+	}
+}
