@@ -389,3 +389,55 @@ func checkScreenshot(t *testing.T, path string, rp *reportPage, start time.Time,
 }
 
 func near(a, b uint32) bool { return a+3 >= b && a <= b+3 }
+
+// A grimoire's report has a row per step, a loop's iterations on one row
+// (a bar each, at the times of their step events), and the step that
+// blocked the run in the colour of its end, with the command to resume.
+func TestReportOfAGrimoire(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", `name: looped
+steps:
+  - name: tries
+    type: loop
+    max_iterations: 3
+    on_max_iterations: continue
+    steps:
+      - name: attempt
+        type: script
+        command: sleep 0.1
+  - name: broken
+    type: script
+    command: exit 3
+`)
+	wantCode(t, p.exec("run", "g.yaml", "--headless"), 3)
+	s := p.only()
+	r := p.exec("report", s.ID, "--out", "-")
+	wantCode(t, r, 0)
+	rp := parseReport(t, r.stdout)
+	if got := strings.Join(rp.rows, " "); got != "session tries attempt broken" {
+		t.Fatalf("rows %q, want the session, then one per step", got)
+	}
+	starts := map[string]time.Time{}
+	n := 0
+	for _, e := range p.events(s.ID) {
+		switch f := e.Payload.(type) {
+		case events.StepStarted:
+			starts[f.Address] = e.Time
+		case events.StepCompleted:
+			st := map[string]string{"done": "running", "blocked": "blocked"}[f.Status]
+			if f.Name == "attempt" {
+				n++
+			}
+			if !rp.hasBar(f.Name, st, starts[f.Address], e.Time) {
+				t.Errorf("no %s bar for %s at %s: %+v", st, f.Name, f.Address, rp.bars[f.Name])
+			}
+		}
+	}
+	if n != 3 || len(rp.bars["attempt"]) != 3 {
+		t.Errorf("%d iterations, %d bars on the loop's step row; want 3 of each", n, len(rp.bars["attempt"]))
+	}
+	if o := rp.outcomes["session"]; !strings.Contains(o, "blocked") || !strings.Contains(o, "vibeteam resume "+s.ID) {
+		t.Errorf("the end says %q", o)
+	}
+}
