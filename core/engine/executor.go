@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vibeteam/vibeteam/core/events"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -29,19 +29,6 @@ const (
 	OverallAwaiting = "AWAITING_INTERACTION"
 	OverallIdle     = "IDLE"
 	OverallError    = "ERROR"
-)
-
-// Why a task ended, as recorded in its TaskRecord.Reason.
-const (
-	stoppedReason     = "stopped"
-	timeoutReason     = "timeout"
-	startFailedReason = "start_failed"
-	exitReason        = "exit"
-	signalReason      = "signal"
-	inactivityReason  = "inactivity_timeout"
-	completedByUser   = "completed_by_user"
-	interactionParked = "interaction_parked"
-	unsentReason      = "inputs_unsent"
 )
 
 // defaultTailLines is how many clean output lines a session keeps per task.
@@ -90,10 +77,8 @@ type Options struct {
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a
-// headless agent. onOutput gets its output as it comes.
-type ProcessStarter interface {
-	StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error)
-}
+// headless agent.
+type ProcessStarter = taskrun.ProcessStarter
 
 type realProcesses struct{}
 
@@ -143,20 +128,6 @@ func (l *liveProcesses) running() []runner.Process {
 	return slices.Clone(l.live)
 }
 
-// watchHere watches proc, started with runner.Spec.WatchHere, on this
-// goroutine until it is done (true), or until ctx ends, wake fires or the
-// deadline (if not zero) passes (false: a goroutine of its own watches it
-// from then on, and proc.Done tells its end).
-func watchHere(ctx context.Context, proc runner.Process, wake *runner.Wake, deadline time.Time) bool {
-	w, ok := proc.(runner.HereWatcher)
-	if !ok {
-		return false
-	}
-	stop := context.AfterFunc(ctx, wake.Fire)
-	defer stop()
-	return w.WatchHere(wake, deadline)
-}
-
 // Outcome is how a run ended.
 type Outcome struct {
 	Status     state.Status
@@ -172,8 +143,8 @@ type Executor struct {
 	opts  Options
 	procs *liveProcesses // every headless process of the run (opts.Processes)
 
-	active map[string]*taskRun
-	kept   []*taskRun // DONE with keepAlive: stopped when the run ends
+	active map[string]*taskrun.Attempt
+	kept   []*taskrun.Attempt // DONE with keepAlive: stopped when the run ends
 
 	pendingMerge bool // a merge step waits for a review
 	parkStatus   state.Status
@@ -225,7 +196,7 @@ func New(sess *state.Session, opts Options) *Executor {
 		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, events: newEventQueue(opts.Emit), held: held},
 		opts:         opts,
 		procs:        procs,
-		active:       map[string]*taskRun{},
+		active:       map[string]*taskrun.Attempt{},
 		meter:        sessionMeter(sess, opts.Budget),
 	}
 }
@@ -355,10 +326,7 @@ func (x *Executor) Send(taskID, text string) error {
 	if tr == nil {
 		return fmt.Errorf("task %q is not running", taskID)
 	}
-	if tr.term != nil {
-		return tr.queueReply(reply{text: text})
-	}
-	return tr.send(text, "user")
+	return tr.Send(text)
 }
 
 // Kill SIGKILLs every running process group at once (a second interrupt),
@@ -368,12 +336,12 @@ func (x *Executor) Kill() {
 	procs := x.procs.running()
 	x.mu.Lock()
 	for _, tr := range x.active { // a terminal's too (a headless one twice: harmless)
-		if tr.proc != nil {
-			procs = append(procs, tr.proc)
+		if p := tr.Process(); p != nil {
+			procs = append(procs, p)
 		}
 	}
 	for _, tr := range x.kept {
-		procs = append(procs, tr.proc)
+		procs = append(procs, tr.Process())
 	}
 	x.mu.Unlock()
 	for _, p := range procs {
@@ -389,10 +357,7 @@ func (x *Executor) SendLine(taskID, text string) error {
 	if tr == nil {
 		return fmt.Errorf("task %q is not running", taskID)
 	}
-	if tr.term != nil {
-		return tr.queueReply(reply{text: text, enter: true})
-	}
-	return tr.send(text+"\n", "user")
+	return tr.SendLine(text)
 }
 
 // Terminal returns the PTY of a running interactive task, for attaching.
@@ -400,10 +365,12 @@ func (x *Executor) Terminal(taskID string) (*runner.Terminal, error) {
 	x.mu.Lock()
 	tr := x.active[taskID]
 	x.mu.Unlock()
-	if tr == nil || tr.term == nil {
-		return nil, fmt.Errorf("task %q has no running terminal", taskID)
+	if tr != nil {
+		if term, ok := tr.Terminal(); ok {
+			return term, nil
+		}
 	}
-	return tr.term.term, nil
+	return nil, fmt.Errorf("task %q has no running terminal", taskID)
 }
 
 // Attached tells a task that a person has its terminal (true) or gave it
@@ -414,7 +381,7 @@ func (x *Executor) Attached(taskID string, attached bool) {
 	tr := x.active[taskID]
 	x.mu.Unlock()
 	if tr != nil {
-		_ = tr.queueReply(reply{attach: attached, detach: !attached})
+		tr.Attached(attached)
 	}
 }
 
@@ -430,7 +397,7 @@ func (x *Executor) CompleteTask(taskID string) error {
 	if tr == nil {
 		return fmt.Errorf("task %q is not active", taskID)
 	}
-	tr.complete()
+	tr.Complete()
 	return nil
 }
 
@@ -475,7 +442,7 @@ func (x *Executor) park(status state.Status, taskID, reason string) {
 // :quit at the pause prompt.
 func (x *Executor) Park(taskID, reason string) { x.park(state.StatusWaiting, taskID, reason) }
 
-func (x *Executor) keep(tr *taskRun) {
+func (x *Executor) keep(tr *taskrun.Attempt) {
 	x.mu.Lock()
 	x.kept = append(x.kept, tr)
 	x.mu.Unlock()
@@ -500,22 +467,10 @@ func (x *Executor) stopKept() {
 	var wg sync.WaitGroup
 	for _, tr := range kept {
 		wg.Add(1)
-		go func(tr *taskRun) {
+		go func(tr *taskrun.Attempt) {
 			defer wg.Done()
-			tr.proc.Stop(x.opts.Grace)
-			tr.closeLogs()
+			tr.StopKept(x.opts.Grace)
 		}(tr)
 	}
 	wg.Wait()
-}
-
-// resolveDir makes a task cwd absolute against the base dir.
-func resolveDir(baseDir, cwd string) string {
-	switch {
-	case cwd == "":
-		return baseDir
-	case filepath.IsAbs(cwd):
-		return cwd
-	}
-	return filepath.Join(baseDir, cwd)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -46,9 +47,9 @@ type taskHost interface {
 	allowedForRun(tools []string) bool
 	// running and ended tell the host which runs are live (for Send,
 	// Terminal, Kill); keep hands it a DONE task whose process stays.
-	running(tr *taskRun)
+	running(tr *taskrun.Attempt)
 	ended(taskID string)
-	keep(tr *taskRun)
+	keep(tr *taskrun.Attempt)
 }
 
 // taskSettings are the session's settings a task run reads.
@@ -90,10 +91,10 @@ func (x *Executor) parked() state.Status {
 	return x.parkStatus
 }
 
-func (x *Executor) running(tr *taskRun) {
+func (x *Executor) running(tr *taskrun.Attempt) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.active[tr.task.ID] = tr
+	x.active[tr.TaskID()] = tr
 }
 
 func (x *Executor) ended(taskID string) {

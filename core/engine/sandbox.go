@@ -3,45 +3,15 @@ package engine
 import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 )
 
 // sandboxed gives spec the run's sandbox (Options.Sandbox) unless it has
 // one already: every process the run starts (a task's, a script step's, a
-// merge gate's) goes through liveProcesses, which calls this, and a
-// terminal task's through startTerminal.
+// merge gate's) goes through liveProcesses, which calls this, and a task's
+// through taskrun, which calls it before its driver starts the process.
 func sandboxed(policy *sandbox.Policy, spec *runner.Spec, keep []string, over *sandbox.Config) error {
-	return sandboxedAgent(policy, "", spec, keep, over)
-}
-
-// sandboxedAgent is sandboxed for a process of adapter's.
-func sandboxedAgent(policy *sandbox.Policy, adapter string, spec *runner.Spec, keep []string, over *sandbox.Config) error {
-	if policy == nil || spec.Sandbox != nil {
-		return nil
-	}
-	var step sandbox.Config
-	if over != nil {
-		step = *over
-	}
-	plan, err := policy.PlanFor(adapter, spec.Dir, keep, step)
-	if err != nil {
-		return err
-	}
-	spec.Sandbox = plan
-	return nil
-}
-
-// authEnv are the variables adapter takes its credentials from: a sandbox
-// keeps them for its agent.
-func (o Options) authEnv(adapter string) []string {
-	if o.Sandbox == nil || o.Registry == nil {
-		return nil
-	}
-	for _, in := range o.Registry.Info() {
-		if in.Name == adapter {
-			return in.Auth.Env
-		}
-	}
-	return nil
+	return taskrun.Sandboxed(policy, "", spec, keep, over)
 }
 
 // gatePlan is the sandbox of a merge gate run in dir, the temporary

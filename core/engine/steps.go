@@ -14,6 +14,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -211,7 +212,7 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	host.flushEvents() // as a task does, once its process runs
 	wake := runner.NewWake()
 	defer wake.Close()
-	if watchHere(ctx, proc, wake, deadline) {
+	if taskrun.WatchHere(ctx, proc, wake, deadline) {
 		return exited()
 	}
 	var timeout <-chan time.Time

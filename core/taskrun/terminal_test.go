@@ -1,4 +1,4 @@
-package engine
+package taskrun
 
 import (
 	"regexp"
@@ -14,8 +14,8 @@ import (
 // blank rows left out, one final newline.
 func screenOf(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 
-func newClassifier(rows int) *terminalState {
-	return &terminalState{
+func newClassifier(rows int) *terminal {
+	return &terminal{
 		states: []adapters.State{
 			{Name: "interaction_confirm", Pattern: regexp.MustCompile(`Proceed\? \(y/n\)`)},
 			{Name: "interaction_idle", Pattern: regexp.MustCompile(`(?m)^> $`)},
@@ -25,7 +25,7 @@ func newClassifier(rows int) *terminalState {
 }
 
 // answer records d's live match as answered, as the wait loop does.
-func answer(ts *terminalState, d runner.Detection, start, rows int) {
+func answer(ts *terminal, d runner.Detection, start, rows int) {
 	row, col := position(d.Screen, start)
 	ts.answers[d.State] = &answered{
 		state: d.State, pattern: ts.patternOf(d.State), lines: strings.Split(d.Screen, "\n"), rows: rows,

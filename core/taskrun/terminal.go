@@ -1,9 +1,11 @@
-package engine
+package taskrun
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
@@ -11,13 +13,6 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/handlers"
-)
-
-// Interaction policies when a task needs a person.
-const (
-	InteractionAsk  = "ask"  // emit events.Interaction; the CLI asks at the terminal
-	InteractionPark = "park" // no terminal: park the session as waiting (exit 3)
-	InteractionFail = "fail" // no terminal, --on-interaction=fail: the session fails
 )
 
 // How a task's turn was shown to have run (the evidence field of its
@@ -92,13 +87,28 @@ func (a *answered) shift(cur []string, curNewlines uint64) (int, bool) {
 	return 0, false
 }
 
-// terminalState is the automation state of one interactive task; it is only
-// touched by the task's wait loop.
-type terminalState struct {
-	automate   bool
-	term       *runner.Terminal
+// terminal is the PTY driver: the task's process runs in a
+// pseudo-terminal, its screen is rendered, and an interactive task is
+// driven from what the screen shows (its adapter's states, the
+// auto-policy, a person's answers). Its state is only touched by the wait
+// loop (onSignal), but for its inbox.
+type terminal struct {
+	a        *Attempt
+	automate bool // interactive: the screen's states drive the task
+	rawLog   *os.File
+	term     *runner.Terminal
+
+	// inbox is what comes for the wait loop from other goroutines: the
+	// newest screen (latest wins: the loop only cares about the newest),
+	// a recheck due, a person's inputs; ready tells the loop there is
+	// something in it.
+	mu         sync.Mutex
+	detection  *runner.Detection
+	recheckDue bool
+	inputs     []input
+	ready      chan struct{}
+
 	states     []adapters.State
-	detections chan runner.Detection
 	stuckAfter time.Duration // an answered question unchanged with no output this long is stuck
 
 	// answers holds, per question state, the appearance last answered.
@@ -139,7 +149,7 @@ type terminalState struct {
 }
 
 // wakeIn arms the recheck to fire within d, keeping an earlier wake-up.
-func (ts *terminalState) wakeIn(d time.Duration) {
+func (ts *terminal) wakeIn(d time.Duration) {
 	at := time.Now().Add(d)
 	if !ts.wakeAt.IsZero() && ts.wakeAt.Before(at) {
 		return
@@ -150,7 +160,7 @@ func (ts *terminalState) wakeIn(d time.Duration) {
 
 // quietFor reports whether no output has come since max(since, the last
 // output) for d, and otherwise arranges to look again when it could be.
-func (ts *terminalState) quietFor(since time.Time, d time.Duration) bool {
+func (ts *terminal) quietFor(since time.Time, d time.Duration) bool {
 	if out := ts.term.LastOutput(); out.After(since) {
 		since = out
 	}
@@ -161,56 +171,162 @@ func (ts *terminalState) quietFor(since time.Time, d time.Duration) bool {
 	return true
 }
 
-// startTerminal starts an interactive task (or a headless one whose adapter
-// asks for a PTY) in a pseudo-terminal.
-func (tr *taskRun) startTerminal(spec runner.Spec, prompt string, onOutput func(runner.Chunk)) (runner.Process, error) {
-	ts := &terminalState{
-		automate:     tr.mode == adapters.Interactive,
-		states:       tr.adapter.States(),
-		detections:   make(chan runner.Detection, 1),
-		stuckAfter:   tr.adapter.StuckAfter(),
-		answers:      map[string]*answered{},
-		shownAt:      map[string]time.Time{},
-		quiet:        tr.adapter.QuietPeriod(),
-		minShown:     tr.adapter.AnswerSettle(),
-		awaitingTurn: prompt != "",
-		turnText:     prompt,
-		typedAt:      time.Now(), // a prompt is given at launch
-		settle:       max(time.Second, 4*tr.adapter.QuietPeriod()),
-		recheck:      time.NewTimer(time.Hour),
+// maxInputs bounds the inputs of a person waiting for the wait loop.
+const maxInputs = 16
+
+func (ts *terminal) reportsSpend() bool      { return false }
+func (ts *terminal) shortLog(Capture) bool   { return false }
+func (ts *terminal) watchFirst() bool        { return false }
+func (ts *terminal) signal() <-chan struct{} { return ts.ready }
+
+// feed: a terminal's queue is typed as its idle screens come.
+func (ts *terminal) feed(*launch) <-chan struct{} {
+	fed := make(chan struct{})
+	close(fed)
+	return fed
+}
+
+// start starts the task (interactive, or headless with an adapter that
+// asks for a PTY) in a pseudo-terminal; its raw bytes go to a log of their
+// own.
+func (ts *terminal) start(l *launch, out func(runner.Chunk)) (runner.Process, error) {
+	ad := ts.a.adapter
+	if l.logPath != "" {
+		raw := strings.TrimSuffix(l.logPath, ".log") + ".raw.log"
+		var err error
+		if ts.rawLog, err = os.OpenFile(raw, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600); err != nil {
+			return nil, err
+		}
 	}
+	ts.ready = make(chan struct{}, 1)
+	ts.states = ad.States()
+	ts.stuckAfter = ad.StuckAfter()
+	ts.answers = map[string]*answered{}
+	ts.shownAt = map[string]time.Time{}
+	ts.quiet, ts.minShown = ad.QuietPeriod(), ad.AnswerSettle()
+	ts.awaitingTurn, ts.turnText = l.prompt != "", l.prompt
+	ts.typedAt = time.Now() // a prompt is given at launch
+	ts.settle = max(time.Second, 4*ad.QuietPeriod())
+	ts.recheck = time.AfterFunc(time.Hour, ts.recheckDueNow)
 	ts.recheck.Stop()
-	opts := runner.TerminalOptions{OnOutput: onOutput, Quiet: tr.adapter.QuietPeriod()}
-	if tr.rawLog != nil {
-		opts.RawLog = tr.rawLog
+	opts := runner.TerminalOptions{OnOutput: out, Quiet: ad.QuietPeriod()}
+	if ts.rawLog != nil {
+		opts.RawLog = ts.rawLog
 	}
 	if ts.automate {
 		for _, s := range ts.states {
 			opts.States = append(opts.States, runner.StatePattern{Name: s.Name, Pattern: s.Pattern})
 		}
-		opts.OnState = func(d runner.Detection) {
-			// Latest wins: the wait loop only cares about the newest screen.
-			select {
-			case ts.detections <- d:
-			default:
-				select {
-				case <-ts.detections:
-				default:
-				}
-				select {
-				case ts.detections <- d:
-				default:
-				}
-			}
-		}
+		opts.OnState = ts.screenChanged
 	}
-	term, err := runner.StartTerminal(spec, opts)
+	term, err := runner.StartTerminal(l.spec, opts)
 	if err != nil {
 		return nil, err
 	}
 	ts.term = term
-	tr.term = ts
 	return term, nil
+}
+
+// post changes the inbox and tells the wait loop.
+func (ts *terminal) post(change func()) {
+	ts.mu.Lock()
+	change()
+	ts.mu.Unlock()
+	select {
+	case ts.ready <- struct{}{}:
+	default: // told already
+	}
+}
+
+// screenChanged is the runner's OnState: the newest screen replaces one
+// the loop has not looked at yet.
+func (ts *terminal) screenChanged(d runner.Detection) {
+	ts.post(func() { ts.detection = &d })
+}
+
+func (ts *terminal) recheckDueNow() { ts.post(func() { ts.recheckDue = true }) }
+
+// deliver hands a person's input to the wait loop.
+func (ts *terminal) deliver(in input) error {
+	ts.mu.Lock()
+	full := len(ts.inputs) >= maxInputs
+	ts.mu.Unlock()
+	if full {
+		return fmt.Errorf("task %q has too many unsent replies", ts.a.task.ID)
+	}
+	ts.post(func() { ts.inputs = append(ts.inputs, in) })
+	return nil
+}
+
+// onSignal takes what the inbox holds: a person's inputs first, then the
+// newest screen, then a recheck.
+func (ts *terminal) onSignal() {
+	ts.mu.Lock()
+	inputs, d, recheck := ts.inputs, ts.detection, ts.recheckDue
+	ts.inputs, ts.detection, ts.recheckDue = nil, nil, false
+	ts.mu.Unlock()
+	for _, in := range inputs {
+		ts.apply(in)
+	}
+	if d != nil {
+		ts.onDetection(*d)
+	}
+	if recheck {
+		ts.onRecheck()
+	}
+}
+
+// apply types a person's input; the task is RUNNING again.
+func (ts *terminal) apply(in input) {
+	a := ts.a
+	switch {
+	case in.attach:
+		ts.attached = true
+	case in.detach:
+		ts.attached = false
+		// Look at the screen as it is now.
+		ts.lastSeen = ""
+		if d, ok := ts.term.Detect(); ok {
+			ts.onDetection(d)
+		}
+		return
+	case in.enter:
+		in.sentAt = ts.typeLine(in.text, "user")
+	default:
+		if err := a.send(in.text, "user"); err != nil {
+			return
+		}
+	}
+	if ts.waitingState != "" {
+		// The answer counts for this appearance of the question: it is not
+		// asked again while the TUI redraws past it.
+		ts.answeredByPerson(in)
+		ts.waitingState = ""
+		a.host.SetStatus(a.task.ID, state.TaskRunning, events.TaskStatusChange{Reason: "answered"})
+	}
+}
+
+// busy: silence while a person is asked, or has the terminal, is not
+// inactivity.
+func (ts *terminal) busy() bool { return ts.waitingState != "" || ts.attached }
+
+// interrupted: a task stopped while it waited for a person says so.
+func (ts *terminal) interrupted(parkedAs state.Status, res runner.Result) (outcome, bool) {
+	switch {
+	case ts.waitingState == "" || parkedAs == "":
+		return outcome{}, false
+	case parkedAs == state.StatusFailed: // --on-interaction=fail
+		// The session fails for want of a person: the task is failed too,
+		// not left waiting for one.
+		return failedWith("interaction_failed", "needed a person ("+ts.waitingState+") with --on-interaction=fail", res), true
+	}
+	return outcome{status: state.TaskWaitingForUser, reason: interactionParked, msg: "parked while waiting for a person (" + ts.waitingState + ")", res: &res}, true
+}
+
+func (ts *terminal) closeLogs() {
+	if ts.rawLog != nil {
+		_ = ts.rawLog.Close()
+	}
 }
 
 func stateKind(name string) string {
@@ -230,7 +346,7 @@ func stateKind(name string) string {
 // there (still drawn, or left in the scrollback) is not live, so the states
 // after it get their turn; stale is that answered appearance, and
 // staleAt where it is now, when one was passed over.
-func (ts *terminalState) classify(d *runner.Detection) (start int, stale *answered, staleAt int) {
+func (ts *terminal) classify(d *runner.Detection) (start int, stale *answered, staleAt int) {
 	d.State, d.Match = "", ""
 	var lines []string
 	found := func(name string, loc []int) (int, *answered, int) {
@@ -295,7 +411,7 @@ func offset(lines []string, row, col int) int {
 
 func lineStart(s string, off int) int { return strings.LastIndexByte(s[:off], '\n') + 1 }
 
-func (ts *terminalState) patternOf(name string) *regexp.Regexp {
+func (ts *terminal) patternOf(name string) *regexp.Regexp {
 	for _, s := range ts.states {
 		if s.Name == name {
 			return s.Pattern
@@ -314,7 +430,7 @@ const maxShown = 3 * time.Second
 
 // answerReady reports whether the live question of state has settled, and
 // otherwise arranges to look again.
-func (ts *terminalState) answerReady(state string) bool {
+func (ts *terminal) answerReady(state string) bool {
 	first, ok := ts.shownAt[state]
 	if !ok {
 		first = time.Now()
@@ -398,8 +514,8 @@ const maxChoiceSteps = 12
 // toward it (looked at again once the TUI has redrawn). A label not on the
 // screen, or a selection that does not move, is a question for a person:
 // nothing is guessed.
-func (tr *taskRun) continueChoice(d runner.Detection, start int) {
-	ts, host, t := tr.term, tr.host, tr.task
+func (ts *terminal) continueChoice(d runner.Detection, start int) {
+	host, t := ts.a.host, ts.a.task
 	ch := ts.choosing
 	if ch.steps > 0 {
 		if !ts.quietFor(ch.sentAt, ts.quiet) {
@@ -412,21 +528,21 @@ func (tr *taskRun) continueChoice(d runner.Detection, start int) {
 	fail := func(why string) {
 		ts.choosing = nil
 		ts.askedAt = start
-		tr.askPerson(d, why)
+		ts.askPerson(d, why)
 	}
 	switch {
 	case m.Option < 0:
-		fail(fmt.Sprintf("the option %q to choose is not on the screen%s", ch.label, tr.versionNote()))
+		fail(fmt.Sprintf("the option %q to choose is not on the screen%s", ch.label, ts.a.versionNote()))
 		return
 	case m.Selected < 0:
-		fail(fmt.Sprintf("the option %q is on the screen but no selection marker is%s", ch.label, tr.versionNote()))
+		fail(fmt.Sprintf("the option %q is on the screen but no selection marker is%s", ch.label, ts.a.versionNote()))
 		return
 	case m.OnOption():
 		ts.choosing = nil
 		ch.keys += "\r"
 		ts.remember(d, start)
-		_ = tr.proc.Send("\r")
-		host.emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: ch.keys, Action: ch.description, Choose: ch.label})
+		_ = ts.a.proc.Send("\r")
+		host.Emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: ch.keys, Action: ch.description, Choose: ch.label})
 		return
 	}
 	if ch.steps > 0 && m.Selected == ch.selected {
@@ -437,21 +553,21 @@ func (tr *taskRun) continueChoice(d runner.Detection, start int) {
 		ch.stalled++
 	}
 	if ch.steps >= maxChoiceSteps || ch.stalled >= 2 {
-		fail(fmt.Sprintf("the selection did not reach %q after %d arrow keys%s", ch.label, ch.steps, tr.versionNote()))
+		fail(fmt.Sprintf("the selection did not reach %q after %d arrow keys%s", ch.label, ch.steps, ts.a.versionNote()))
 		return
 	}
 	key := m.Key()
 	ch.keys += key
 	ch.steps++
 	ch.selected = m.Selected
-	_ = tr.proc.Send(key)
+	_ = ts.a.proc.Send(key)
 	ch.sentAt = time.Now()
 	ts.wakeIn(stepCooldown)
 }
 
 // remember records that d's question was answered (by the policy or by a
 // person) at the match starting at off.
-func (ts *terminalState) remember(d runner.Detection, off int) {
+func (ts *terminal) remember(d runner.Detection, off int) {
 	p := ts.patternOf(d.State)
 	if p == nil {
 		return
@@ -475,8 +591,8 @@ func (ts *terminalState) remember(d runner.Detection, off int) {
 }
 
 // onDetection drives an interactive task from what its screen shows.
-func (tr *taskRun) onDetection(d runner.Detection) {
-	ts, host, t := tr.term, tr.host, tr.task
+func (ts *terminal) onDetection(d runner.Detection) {
+	host, t := ts.a.host, ts.a.task
 	start, stale, staleAt := ts.classify(&d)
 	kind := stateKind(d.State)
 	for st := range ts.shownAt {
@@ -488,7 +604,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		// Logged on change only: a spinner changes the screen many times a
 		// second without changing the state.
 		ts.lastSeen = d.State
-		host.emit(t.ID, events.StateMatch{State: d.State, Match: d.Match, Seq: d.Seq})
+		host.Emit(t.ID, events.StateMatch{State: d.State, Match: d.Match, Seq: d.Seq})
 	}
 	if ts.waitingState == unknownState && d.State == "" {
 		return // still a screen the adapter does not know: still asked
@@ -496,7 +612,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	if ts.waitingState != "" && d.State != ts.waitingState {
 		// The screen moved on (answered through attach, or by itself).
 		ts.waitingState = ""
-		host.setStatus(t.ID, state.TaskRunning, events.TaskStatusChange{Reason: "answered"})
+		host.SetStatus(t.ID, state.TaskRunning, events.TaskStatusChange{Reason: "answered"})
 	}
 	if ts.attached || ts.waitingState != "" {
 		return
@@ -504,11 +620,11 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	if kind == "working" {
 		ts.turnRan = true
 	}
-	if kind != "prompt" && stale != nil && tr.stuck(stale, staleAt, d) {
+	if kind != "prompt" && stale != nil && ts.stuck(stale, staleAt, d) {
 		return
 	}
 	if kind == "" && len(ts.states) > 0 {
-		tr.unmatched(d)
+		ts.unmatched(d)
 		return
 	}
 	if ts.choosing != nil && (kind != "prompt" || d.State != ts.choosing.state) {
@@ -519,7 +635,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 	switch kind {
 	case "prompt":
 		if ts.choosing != nil {
-			tr.continueChoice(d, start)
+			ts.continueChoice(d, start)
 			return
 		}
 		if ts.stepState == d.State {
@@ -533,42 +649,42 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 		if !ts.answerReady(d.State) {
 			return
 		}
-		if tr.cfg.AutoApprove {
+		if ts.a.cfg.AutoApprove {
 			// The handlers see the whole dialog, not an older question
 			// left above it.
 			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[dialogStart(d.Screen, start, stale, staleAt):], Match: d.Match}
-			if act := tr.adapter.AutoPolicy().Action(ctx); act != nil {
+			if act := ts.a.adapter.AutoPolicy().Action(ctx); act != nil {
 				if act.Choose != "" {
 					ts.choosing = &choice{state: d.State, label: act.Choose, description: act.Description, top: len(d.Screen) - len(ctx.Screen)}
-					tr.continueChoice(d, start)
+					ts.continueChoice(d, start)
 					return
 				}
 				ts.remember(d, start)
-				_ = tr.proc.Send(act.Keys)
-				host.emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: act.Keys, Action: act.Description})
+				_ = ts.a.proc.Send(act.Keys)
+				host.Emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: act.Keys, Action: act.Description})
 				return
 			}
 		}
 		ts.askedAt = start
-		tr.askPerson(d, "")
+		ts.askPerson(d, "")
 	case "idle":
 		if ts.awaitingTurn {
-			evidence := tr.turnEvidence(d, start)
+			evidence := ts.turnEvidence(d, start)
 			if evidence == "" {
-				tr.idleWithoutEvidence(d)
+				ts.idleWithoutEvidence(d)
 				return
 			}
 			ts.awaitingTurn, ts.turnRan = false, false
-			tr.evidence = evidence
+			ts.a.evidence = evidence
 		}
-		queue := tr.host.readRecord(t.ID).PendingInputs
+		queue := ts.a.host.ReadRecord(t.ID).PendingInputs
 		if len(queue) == 0 {
-			tr.completeWith("idle")
+			ts.a.completeWith("idle")
 			return
 		}
-		tr.submit(queue[0], "queue")
-		tr.popQueue()
-		host.emit(t.ID, events.QueueSend{Text: queue[0], Remaining: len(queue) - 1})
+		ts.submit(queue[0], "queue")
+		ts.a.popQueue()
+		host.Emit(t.ID, events.QueueSend{Text: queue[0], Remaining: len(queue) - 1})
 	}
 }
 
@@ -576,8 +692,7 @@ func (tr *taskRun) onDetection(d runner.Detection) {
 // at offset at of d's screen, with no reaction since its answer for
 // stuckAfter: the answer did not reach it, or it waits for something else.
 // It is never typed into again; a person is asked, or the session parks.
-func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
-	ts := tr.term
+func (ts *terminal) stuck(a *answered, at int, d runner.Detection) bool {
 	row, _ := position(d.Screen, at)
 	if ts.term.LastOutput().After(a.at) && (row != a.row || d.Newlines != a.newlines) {
 		// It reacted: new lines came (a line-oriented program goes on
@@ -598,7 +713,7 @@ func (tr *taskRun) stuck(a *answered, at int, d runner.Detection) bool {
 	}
 	d.Match = d.Screen[at:end]
 	ts.askedAt = at
-	tr.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String()+tr.versionNote())
+	ts.askPerson(d, "no reaction to its answer for "+ts.stuckAfter.String()+ts.a.versionNote())
 	return true
 }
 
@@ -611,15 +726,14 @@ const unknownState = "interaction_unknown"
 // once it has not changed for 3 × stuckAfter (no spinner, no clock: the
 // CLI waits), a person is asked, or the session parks, naming the CLI's
 // version and whether the adapter was tested with it. Nothing is typed.
-func (tr *taskRun) unmatched(d runner.Detection) {
-	ts := tr.term
+func (ts *terminal) unmatched(d runner.Detection) {
 	after := 3 * ts.stuckAfter
 	if !ts.quietFor(time.Time{}, after) {
 		return
 	}
 	d.State, d.Match = unknownState, ""
 	ts.askedAt = 0
-	tr.askPerson(d, fmt.Sprintf("the screen matches none of the %s adapter's states and has not changed for %s%s", tr.task.Adapter, after, tr.versionNote()))
+	ts.askPerson(d, fmt.Sprintf("the screen matches none of the %s adapter's states and has not changed for %s%s", ts.a.task.Adapter, after, ts.a.versionNote()))
 }
 
 // turnEvidence says how the current turn is known to have run, or "" when
@@ -627,8 +741,7 @@ func (tr *taskRun) unmatched(d runner.Detection) {
 // TUIs without one, output since, the submitted text shown in the
 // transcript (outside the idle prompt itself), and an idle screen that has
 // settled. An idle-looking splash screen before the turn is never enough.
-func (tr *taskRun) turnEvidence(d runner.Detection, idleAt int) string {
-	ts := tr.term
+func (ts *terminal) turnEvidence(d runner.Detection, idleAt int) string {
 	if ts.turnRan {
 		return evidenceWorking
 	}
@@ -674,18 +787,16 @@ func firstLine(s string) string {
 // idleWithoutEvidence waits on an idle screen whose turn shows no sign of
 // having run. After stuckAfter without output it is a question for a
 // person, never a DONE.
-func (tr *taskRun) idleWithoutEvidence(d runner.Detection) {
-	ts := tr.term
+func (ts *terminal) idleWithoutEvidence(d runner.Detection) {
 	if !ts.quietFor(ts.typedAt, ts.stuckAfter) {
 		return
 	}
-	tr.askPerson(d, "idle, with no sign that its turn ran"+tr.versionNote())
+	ts.askPerson(d, "idle, with no sign that its turn ran"+ts.a.versionNote())
 }
 
 // submit types text then Enter as a new turn.
-func (tr *taskRun) submit(text, source string) {
-	ts := tr.term
-	ts.typedAt = tr.typeLine(text, source)
+func (ts *terminal) submit(text, source string) {
+	ts.typedAt = ts.typeLine(text, source)
 	ts.awaitingTurn, ts.turnRan = true, false
 	ts.turnText = text
 	// The turn may leave the screen exactly as it was, which would never be
@@ -694,11 +805,10 @@ func (tr *taskRun) submit(text, source string) {
 }
 
 // onRecheck takes a fresh look at the screen, changed or not.
-func (tr *taskRun) onRecheck() {
-	ts := tr.term
+func (ts *terminal) onRecheck() {
 	ts.wakeAt = time.Time{}
 	if d, ok := ts.term.Detect(); ok {
-		tr.onDetection(d)
+		ts.onDetection(d)
 	}
 }
 
@@ -706,39 +816,39 @@ func (tr *taskRun) onRecheck() {
 // output after that instant may be the turn (a fast TUI redraws before this
 // returns). The pause between them keeps TUIs that detect pastes by timing
 // (Ink) from taking the Enter as a newline.
-func (tr *taskRun) typeLine(text, source string) time.Time {
+func (ts *terminal) typeLine(text, source string) time.Time {
 	if text != "" {
-		_ = tr.send(text, source)
+		_ = ts.a.send(text, source)
 		time.Sleep(submitDelay)
 	}
 	at := time.Now()
-	_ = tr.proc.Send("\r")
+	_ = ts.a.proc.Send("\r")
 	return at
 }
 
 // askPerson marks the task WAITING_FOR_USER and, depending on the policy,
 // asks the CLI or parks/fails the session. why, when set, says why a
 // screen that is not a fresh question needs a person.
-func (tr *taskRun) askPerson(d runner.Detection, why string) {
-	ts, host, t := tr.term, tr.host, tr.task
+func (ts *terminal) askPerson(d runner.Detection, why string) {
+	host, t := ts.a.host, ts.a.task
 	ts.waitingState = d.State
 	ts.asked = d
 	excerpt := Excerpt(d.Screen, excerptLines)
-	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) {
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
 		rec.Reason = "waiting:" + d.State
 		rec.Excerpt = excerpt
 	})
-	host.setStatus(t.ID, state.TaskWaitingForUser, events.TaskStatusChange{State: d.State, Why: why})
-	host.emit(t.ID, events.InteractionNeeded{State: d.State, Excerpt: excerpt, Name: t.DisplayName(), Adapter: t.Adapter, Why: why})
+	host.SetStatus(t.ID, state.TaskWaitingForUser, events.TaskStatusChange{State: d.State, Why: why})
+	host.Emit(t.ID, events.InteractionNeeded{State: d.State, Excerpt: excerpt, Name: t.DisplayName(), Adapter: t.Adapter, Why: why})
 	what := d.State
 	if why != "" {
 		what += ": " + why
 	}
-	switch tr.cfg.Interaction {
+	switch ts.a.cfg.Interaction {
 	case InteractionPark:
-		host.park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+what+")")
+		host.Park(state.StatusWaiting, t.ID, "task "+t.ID+" needs a person ("+what+")")
 	case InteractionFail:
-		host.park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+what+") and --on-interaction=fail")
+		host.Park(state.StatusFailed, t.ID, "task "+t.ID+" needs a person ("+what+") and --on-interaction=fail")
 	}
 }
 
@@ -748,7 +858,7 @@ var navigationKeys = map[string]bool{"\x1b[A": true, "\x1b[B": true, "\x1b[C": t
 
 // answeredByPerson records a person's reply to the question they were
 // asked: it is that appearance's one answer, unless it only navigated.
-func (ts *terminalState) answeredByPerson(r reply) {
+func (ts *terminal) answeredByPerson(r input) {
 	d := ts.asked
 	switch {
 	case stateKind(d.State) != "prompt":
@@ -788,7 +898,7 @@ func Excerpt(screen string, n int) string {
 // versionNote names the task's CLI version and whether the adapter was
 // tested with it, for a message about a screen the adapter did not handle:
 // " (claude: 2.1.332 (Claude Code), newer than the tested 2.1.197)".
-func (tr *taskRun) versionNote() string {
+func (tr *Attempt) versionNote() string {
 	if tr.cfg.Registry == nil {
 		return ""
 	}

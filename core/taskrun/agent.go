@@ -1,4 +1,4 @@
-package engine
+package taskrun
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ const agentResultLimit = 64 << 10
 // each line becomes agent.* events and a readable line of the task's log
 // (messages and tool calls, not JSON), and the run's summary builds up.
 type agentStream struct {
-	host   taskHost
+	host   Host
 	taskID string
 
 	mu      sync.Mutex
@@ -42,7 +42,7 @@ type agentStream struct {
 	lost *agentstream.Line
 }
 
-func newAgentStream(host taskHost, taskID string, p agentstream.Parser) *agentStream {
+func newAgentStream(host Host, taskID string, p agentstream.Parser) *agentStream {
 	return &agentStream{host: host, taskID: taskID, parser: p}
 }
 
@@ -110,7 +110,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 	host, id := s.host, s.taskID
 	switch ev.Kind {
 	case agentstream.Init:
-		host.emit(id, events.AgentStart{SessionID: ev.SessionID, Model: ev.Model, MCPServers: ev.MCPServers})
+		host.Emit(id, events.AgentStart{SessionID: ev.SessionID, Model: ev.Model, MCPServers: ev.MCPServers})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· agent session %s", ev.SessionID)
 		if ev.Model != "" {
@@ -121,7 +121,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 			fmt.Fprintf(text, "· mcp server %s: %s\n", m.Name, m.Status)
 		}
 	case agentstream.Message:
-		host.emit(id, events.AgentSaid{Text: ev.Text, Delta: ev.Delta})
+		host.Emit(id, events.AgentSaid{Text: ev.Text, Delta: ev.Delta})
 		if ev.Delta {
 			text.WriteString(ev.Text)
 			s.inDelta = true
@@ -131,11 +131,11 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		text.WriteString(strings.TrimRight(ev.Text, "\n"))
 		text.WriteString("\n")
 	case agentstream.Thinking:
-		host.emit(id, events.AgentThought{Text: ev.Text})
+		host.Emit(id, events.AgentThought{Text: ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
 	case agentstream.ToolCall:
-		host.emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input), Status: ev.Status})
+		host.Emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input), Status: ev.Status})
 		if ev.ToolID != "" && s.shownTools[ev.ToolID] {
 			return
 		}
@@ -148,14 +148,14 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
 	case agentstream.Plan:
-		host.emit(id, events.Plan{Entries: ev.Plan})
+		host.Emit(id, events.Plan{Entries: ev.Plan})
 		s.breakDeltaLocked(text)
 		text.WriteString("· plan:\n")
 		for _, e := range ev.Plan {
 			fmt.Fprintf(text, "  %s %s\n", planMark(e.Status), oneLine(e.Content, 200))
 		}
 	case agentstream.ToolResult:
-		host.emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
+		host.Emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
 		s.breakDeltaLocked(text)
 		mark := "⎿"
 		if ev.IsError {
@@ -174,13 +174,13 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		}
 	case agentstream.Usage:
 		if ev.Tokens != nil {
-			host.emit(id, events.Usage{
+			host.Emit(id, events.Usage{
 				InputTokens: ev.Tokens.Input, OutputTokens: ev.Tokens.Output,
 				CacheReadTokens: ev.Tokens.CacheRead, CacheWriteTokens: ev.Tokens.CacheWrite,
 			})
 		}
 	case agentstream.Error:
-		host.emit(id, events.AgentFailure{Error: ev.Text})
+		host.Emit(id, events.AgentFailure{Error: ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
 	}
@@ -278,7 +278,7 @@ const (
 // failed, or one with a tool call it was refused, is not DONE whatever the
 // exit code. judged is false when the exit code decides (the agent said
 // nothing against it).
-func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, msg string, judged bool) {
+func (tr *Attempt) judgeAgent(res runner.Result) (st state.TaskStatus, reason, msg string, judged bool) {
 	host, t := tr.host, tr.task
 	sum, text := tr.stream.finish()
 	if text != "" && tr.log != nil {
@@ -289,7 +289,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		// thread's rollout file does.
 		sum.Denials = agentstream.CodexSandboxDenials(tr.codexHome, sum.SessionID, tr.startedAt)
 	}
-	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Agent = recordSummary(sum) })
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Agent = recordSummary(sum) })
 	if res.Signal != "" || res.Err != nil {
 		return "", "", "", false
 	}
@@ -316,14 +316,14 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 	}
 	what := denialText(sum.Denials)
 	for _, d := range sum.Denials {
-		host.emit(t.ID, events.Denial{Tool: d.Tool, ToolID: d.ToolID, Input: rawOrNull(d.Input), Message: d.Message})
+		host.Emit(t.ID, events.Denial{Tool: d.Tool, ToolID: d.ToolID, Input: rawOrNull(d.Input), Message: d.Message})
 	}
 	excerpt := "denied: " + what
-	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = excerpt })
 	tools := sum.DeniedTools()
 	decision := PermissionLater
 	switch {
-	case sum.SessionID != "" && tr.cfg.Interaction != InteractionFail && host.allowedForRun(tools):
+	case sum.SessionID != "" && tr.cfg.Interaction != InteractionFail && host.AllowedForRun(tools):
 		// Allowed for the run already, by the person at this terminal.
 		decision = PermissionOnce
 	case tr.cfg.Interaction == InteractionAsk && tr.cfg.Permission != nil && sum.SessionID != "":
@@ -338,15 +338,15 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 		// Continue the agent's session at once, with the tools allowed:
 		// for this continuation only, or for the rest of the run.
 		if decision == PermissionAll {
-			host.allowForRun(tools)
-			host.updateRecord(t.ID, true, func(rec *state.TaskRecord) { rec.Allow(tools...) })
+			host.AllowForRun(tools)
+			host.UpdateRecord(t.ID, true, func(rec *state.TaskRecord) { rec.Allow(tools...) })
 		}
 		tr.next = &followUp{allow: tools}
 		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what + "; allowed, its session continues", true
 	default:
 		// The run is over and its process gone: what a person can do is
 		// allow the tools and continue the agent's own session.
-		host.park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent was denied %s; allow it with: vibeteam resume ID --allow %s", t.ID, what, strings.Join(tools, " --allow ")))
+		host.Park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent was denied %s; allow it with: vibeteam resume ID --allow %s", t.ID, what, strings.Join(tools, " --allow ")))
 		return state.TaskWaitingForUser, DeniedReason, "the agent was denied " + what, true
 	}
 }
@@ -354,7 +354,7 @@ func (tr *taskRun) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 // judgeQuestion asks the person the question the agent's final message
 // ends with, if it ends with one: the run stopped to ask, it is not done.
 // A message that reports the step's JSON result answers for itself.
-func (tr *taskRun) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
+func (tr *Attempt) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
 	host, t := tr.host, tr.task
 	if !sum.HasResult || sum.SessionID == "" || strings.Contains(sum.Result, "```json") {
 		return "", "", "", false
@@ -367,8 +367,8 @@ func (tr *taskRun) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, 
 	if len(q.Options) > 0 {
 		excerpt += " [" + strings.Join(q.Options, " | ") + "]"
 	}
-	host.updateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt, rec.Question = excerpt, q })
-	host.emit(t.ID, events.Question{QuestionKind: string(q.Kind), Text: q.Text, Options: q.Options})
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt, rec.Question = excerpt, q })
+	host.Emit(t.ID, events.Question{QuestionKind: string(q.Kind), Text: q.Text, Options: q.Options})
 	answer := ""
 	if tr.cfg.Interaction == InteractionAsk && tr.cfg.Question != nil {
 		answer = tr.cfg.Question(tr.ctx, QuestionRequest{TaskID: t.ID, Name: t.DisplayName(), Adapter: t.Adapter, Question: *q})
@@ -380,7 +380,7 @@ func (tr *taskRun) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, 
 		tr.next = &followUp{answer: answer}
 		return state.TaskWaitingForUser, QuestionReason, "the agent asked: " + q.Text + "; answered, its session continues", true
 	}
-	host.park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent asks: %s; answer with: vibeteam resume ID --answer TEXT", t.ID, q.Text))
+	host.Park(state.StatusWaiting, t.ID, fmt.Sprintf("task %s: the agent asks: %s; answer with: vibeteam resume ID --answer TEXT", t.ID, q.Text))
 	return state.TaskWaitingForUser, QuestionReason, "the agent asks: " + q.Text, true
 }
 

@@ -1,4 +1,4 @@
-package engine
+package taskrun
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ import (
 // fails inside the agent, where nobody sees it. A missing command is a
 // warning (the agent runs without that server), or with strict the task's
 // failure.
-func mcpServers(host taskHost, t workflow.Task, dir string, strict bool) ([]adapters.MCPServer, error) {
+func mcpServers(host Host, t workflow.Task, dir string, strict bool) ([]adapters.MCPServer, error) {
 	var out []adapters.MCPServer
 	for _, s := range t.MCP {
 		if problem := missingCommand(s.Command, dir); problem != "" {
@@ -27,7 +27,7 @@ func mcpServers(host taskHost, t workflow.Task, dir string, strict bool) ([]adap
 			if strict {
 				return nil, fmt.Errorf("%s (--strict)", msg)
 			}
-			host.emit(t.ID, events.Warn{Warning: msg})
+			host.Emit(t.ID, events.Warn{Warning: msg})
 		}
 		out = append(out, adapters.MCPServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env})
 	}

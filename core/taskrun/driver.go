@@ -1,0 +1,96 @@
+package taskrun
+
+import (
+	"time"
+
+	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+)
+
+// driver is how a task's process is run, one per way of talking to it:
+//
+//	pipe      headless: argv, stdin fed then closed, the output read as text
+//	          or as an agent's structured stream (agentstream)
+//	terminal  a PTY: the rendered screen, its states, the auto-policy
+//	protocol  (to come) ACP: JSON-RPC 2.0 over the process's stdio
+//
+// The run (Run) does everything else, the same for every driver: it
+// prepares the launch, records the start, supervises the process
+// (timeout, inactivity, budgets, completion, cancellation, parking), judges
+// its end and records it. A driver only starts, feeds and talks to its
+// process, in this order:
+//
+//  1. reportsSpend and shortLog are asked before the start, once the launch
+//     config is known; start then starts the process. Every chunk of output
+//     goes to out, which logs it, captures it, emits it and keeps the task
+//     from looking inactive. out runs on whichever goroutine watches the
+//     process (the waiting one itself while watchFirst holds): it must not
+//     block. A driver that reads an agent's report sets a.stream
+//     (newAgentStream) before its first output: the run then meters the
+//     spend, stops the agent when a budget is spent, and judges its end by
+//     the report (denials, a question, a usage limit, an error).
+//  2. feed writes the process's first input aside from the wait loop and
+//     closes the channel it returns once it has stopped writing.
+//  3. The run waits. With watchFirst it first watches the process on its
+//     own goroutine (runner.WatchHere: no goroutine handoff on the way
+//     from a process's end to the next start) until anything else comes.
+//     Then it selects on the process, its timers and signal(): whatever the
+//     driver's own goroutines or callbacks have for it (a screen changed, a
+//     recheck is due, a protocol message came) is handled by onSignal, on
+//     the wait loop's goroutine, where the run's state may be touched.
+//  4. deliver takes a person's input (Send, SendLine, attach) from any
+//     goroutine. busy reports whether silence now is not inactivity (a
+//     person is being asked, or has the terminal).
+//  5. At the end: interrupted turns a stop (Ctrl-C, or the session parked)
+//     into the outcome that says it, when the driver knows better than
+//     "stopped" (it was waiting for a person); closeLogs closes what the
+//     driver opened.
+//
+// A protocol (ACP) driver fits so: start launches the agent with stdio
+// pipes through a.cfg.processes() (a fake in tests); feed sends
+// initialize, session/new (or session/load for a continued session, see
+// continuation) and session/prompt; out decodes its JSON-RPC lines; its
+// session/update notifications become agentstream.Events through
+// a.stream (the same agent.message, tool call and usage events, log lines
+// and budget metering as a headless stream); a session/request_permission
+// is handed to onSignal, which asks through the same path as the other
+// modes (a.cfg.Permission or Question with InteractionAsk, a.host.Park
+// with park or fail: askPerson's policy) and answers the request; busy is
+// true meanwhile; the prompt's response (end_turn, cancelled, refusal,
+// max_tokens) ends the turn, and the process is closed, so that the run
+// judges it as it judges a headless agent: done, failed with a reason,
+// stopped, limited, or waiting for a person, with a.next set to continue
+// the session at once.
+type driver interface {
+	reportsSpend() bool
+	shortLog(capture Capture) bool
+	start(l *launch, out func(runner.Chunk)) (runner.Process, error)
+	feed(l *launch) <-chan struct{}
+	watchFirst() bool
+	signal() <-chan struct{}
+	onSignal()
+	deliver(in input) error
+	busy() bool
+	interrupted(parkedAs state.Status, res runner.Result) (outcome, bool)
+	closeLogs()
+}
+
+// newDriver is the driver of a task run in mode with launch config lc.
+// The protocol driver is chosen here too, when lc asks for it.
+func newDriver(a *Attempt, mode adapters.Mode, lc adapters.LaunchConfig) driver {
+	if mode == adapters.Headless && !lc.UsePTY {
+		return &pipe{a: a, lc: lc, parser: agentstream.New(lc.Output)}
+	}
+	return &terminal{a: a, automate: mode == adapters.Interactive}
+}
+
+// input is a person's input to a running task.
+type input struct {
+	text   string
+	enter  bool // type text, pause, then Enter
+	attach bool // the person takes the terminal over: no automation meanwhile
+	detach bool // and gives it back
+	sentAt time.Time
+}

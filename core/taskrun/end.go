@@ -1,0 +1,88 @@
+package taskrun
+
+import (
+	"fmt"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/state"
+	"time"
+)
+
+// outcome is how an attempt ended: the status the task ends in (done,
+// failed, stopped as pending, limited, waiting for a person), why (its
+// record's Reason), what to tell, and its process's result when it ran.
+type outcome struct {
+	status state.TaskStatus
+	reason string
+	msg    string
+	res    *runner.Result
+}
+
+// failedWith is a failed outcome.
+func failedWith(reason, msg string, res runner.Result) outcome {
+	return outcome{status: state.TaskError, reason: reason, msg: msg, res: &res}
+}
+
+// end records the attempt's outcome in the task's record, status and
+// events, and reports whether it ended DONE, and if not, why.
+func (a *Attempt) end(o outcome) (bool, string) {
+	host, t := a.host, a.task
+	now := time.Now()
+	if a.log != nil && !a.kept {
+		// Its process is gone: the output is whole, and the record says
+		// whether it has a file.
+		_ = a.log.Close()
+	}
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
+		rec.EndedAt = &now
+		rec.Reason = o.reason
+		rec.Error = o.msg
+		if res := o.res; res != nil && res.Err == nil && res.Signal == "" {
+			code := res.ExitCode
+			rec.ExitCode = &code
+		}
+		if a.log != nil {
+			rec.OutputTail = a.log.Tail()
+			rec.LogPath = a.log.Path()
+		}
+	})
+	ev := events.TaskStatusChange{Reason: o.reason, Error: o.msg}
+	if o.status == state.TaskDone && o.reason == "idle" {
+		// A DONE that rested on the fallback rule says so.
+		ev.Evidence = a.evidence
+	}
+	if o.res != nil {
+		code := o.res.ExitCode
+		ev.ExitCode, ev.Signal = &code, o.res.Signal
+	}
+	host.SetStatus(t.ID, o.status, ev)
+	host.Emit(t.ID, events.TaskEnd{Status: string(o.status), Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
+	return o.status == state.TaskDone, o.msg
+}
+
+// judgeExit judges a process that exited by itself, as its exit, queue and
+// (for an agent) report say.
+func (a *Attempt) judgeExit() outcome {
+	res := a.proc.Result()
+	unsent := a.unsent()
+	if a.stream != nil {
+		if st, reason, msg, judged := a.judgeAgent(res); judged {
+			return outcome{status: st, reason: reason, msg: msg, res: &res}
+		}
+	}
+	switch {
+	case unsent > 0 && (res.Success() || res.Err == nil && res.Signal == ""):
+		// An exit, even 0, that leaves inputs unsent is not what the
+		// workflow asked for.
+		return failedWith(unsentReason, fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent), res)
+	case res.Success():
+		return outcome{status: state.TaskDone, reason: exitReason, res: &res}
+	case res.Err != nil:
+		return failedWith(exitReason, res.Err.Error(), res)
+	case res.Signal != "":
+		return failedWith(signalReason, "killed by signal "+res.Signal, res)
+	default:
+		return failedWith(exitReason, fmt.Sprintf("exit code %d", res.ExitCode), res)
+	}
+}
