@@ -271,13 +271,3 @@ func (x *Executor) cleanupAfterMerge() {
 	}
 	x.setIntent(nil)
 }
-
-// firstLine is the first line of s that is not blank.
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			return l
-		}
-	}
-	return ""
-}

@@ -48,21 +48,27 @@ import (
 //     "stopped" (it was waiting for a person); closeLogs closes what the
 //     driver opened.
 //
-// A protocol (ACP) driver fits so: start launches the agent with stdio
-// pipes through a.cfg.processes() (a fake in tests); feed sends
-// initialize, session/new (or session/load for a continued session, see
-// continuation) and session/prompt; out decodes its JSON-RPC lines; its
-// session/update notifications become agentstream.Events through
-// a.stream (the same agent.message, tool call and usage events, log lines
-// and budget metering as a headless stream); a session/request_permission
-// is handed to onSignal, which asks through the same path as the other
-// modes (a.cfg.Permission or Question with InteractionAsk, a.host.Park
-// with park or fail: askPerson's policy) and answers the request; busy is
-// true meanwhile; the prompt's response (end_turn, cancelled, refusal,
-// max_tokens) ends the turn, and the process is closed, so that the run
-// judges it as it judges a headless agent: done, failed with a reason,
-// stopped, limited, or waiting for a person, with a.next set to continue
-// the session at once.
+// A protocol (ACP) driver fits so. start launches the agent with stdio
+// pipes through a.cfg.processes() (fakes in tests), without WatchHere
+// unless watchFirst is true, and sets a.stream to newAgentStream with a
+// parser of its own (an agentstream.Parser): a.output hands it every
+// stdout line, its Feed decodes the JSON-RPC messages, turns
+// session/update notifications into agentstream.Events (the same
+// agent.message, tool call and usage events, log lines and budget metering
+// as a headless stream) and builds its Summary (session id, result,
+// denials, usage, limit, is_error). feed sends initialize, session/new (or
+// session/load, for a continuation: l.cont) and session/prompt. A
+// session/request_permission (a request: it waits for the answer) is put
+// in the driver's inbox and signalled; onSignal asks through the path the
+// other modes use — with InteractionAsk, a.cfg.Permission or a.cfg.Question
+// (a person at this terminal); with park or fail, a.host.Park (see
+// terminal.askPerson) — and answers the request; busy is true meanwhile,
+// and interrupted says "waiting for a person" for a run parked so. The
+// prompt's response (end_turn, cancelled, refusal, max_tokens) ends the
+// turn: the driver closes the agent's stdin, its process exits, and the
+// run judges it as it judges a headless agent's (judgeExit, judgeAgent):
+// done; failed with a reason; stopped; limited; or waiting for a person,
+// with a.next set to continue the agent's session at once.
 type driver interface {
 	reportsSpend() bool
 	shortLog(capture Capture) bool

@@ -634,58 +634,72 @@ func (ts *terminal) onDetection(d runner.Detection) {
 	}
 	switch kind {
 	case "prompt":
-		if ts.choosing != nil {
-			ts.continueChoice(d, start)
-			return
-		}
-		if ts.stepState == d.State {
-			if since := time.Since(ts.stepAt); since < stepCooldown {
-				// A navigation key was sent; the TUI has not redrawn yet.
-				ts.wakeIn(stepCooldown - since)
-				return
-			}
-		}
-		ts.stepState = ""
-		if !ts.answerReady(d.State) {
-			return
-		}
-		if ts.a.cfg.AutoApprove {
-			// The handlers see the whole dialog, not an older question
-			// left above it.
-			ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[dialogStart(d.Screen, start, stale, staleAt):], Match: d.Match}
-			if act := ts.a.adapter.AutoPolicy().Action(ctx); act != nil {
-				if act.Choose != "" {
-					ts.choosing = &choice{state: d.State, label: act.Choose, description: act.Description, top: len(d.Screen) - len(ctx.Screen)}
-					ts.continueChoice(d, start)
-					return
-				}
-				ts.remember(d, start)
-				_ = ts.a.proc.Send(act.Keys)
-				host.Emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: act.Keys, Action: act.Description})
-				return
-			}
-		}
-		ts.askedAt = start
-		ts.askPerson(d, "")
+		ts.onQuestion(d, start, stale, staleAt)
 	case "idle":
-		if ts.awaitingTurn {
-			evidence := ts.turnEvidence(d, start)
-			if evidence == "" {
-				ts.idleWithoutEvidence(d)
-				return
-			}
-			ts.awaitingTurn, ts.turnRan = false, false
-			ts.a.evidence = evidence
-		}
-		queue := ts.a.host.ReadRecord(t.ID).PendingInputs
-		if len(queue) == 0 {
-			ts.a.completeWith("idle")
+		ts.onIdle(d, start)
+	}
+}
+
+// onQuestion answers the live question on d's screen (at start) by the
+// auto-policy, or asks a person, once it has settled.
+func (ts *terminal) onQuestion(d runner.Detection, start int, stale *answered, staleAt int) {
+	host, t := ts.a.host, ts.a.task
+	if ts.choosing != nil {
+		ts.continueChoice(d, start)
+		return
+	}
+	if ts.stepState == d.State {
+		if since := time.Since(ts.stepAt); since < stepCooldown {
+			// A navigation key was sent; the TUI has not redrawn yet.
+			ts.wakeIn(stepCooldown - since)
 			return
 		}
-		ts.submit(queue[0], "queue")
-		ts.a.popQueue()
-		host.Emit(t.ID, events.QueueSend{Text: queue[0], Remaining: len(queue) - 1})
 	}
+	ts.stepState = ""
+	if !ts.answerReady(d.State) {
+		return
+	}
+	if ts.a.cfg.AutoApprove {
+		// The handlers see the whole dialog, not an older question left
+		// above it.
+		ctx := handlers.Context{TaskID: t.ID, State: d.State, Screen: d.Screen[dialogStart(d.Screen, start, stale, staleAt):], Match: d.Match}
+		if act := ts.a.adapter.AutoPolicy().Action(ctx); act != nil {
+			if act.Choose != "" {
+				ts.choosing = &choice{state: d.State, label: act.Choose, description: act.Description, top: len(d.Screen) - len(ctx.Screen)}
+				ts.continueChoice(d, start)
+				return
+			}
+			ts.remember(d, start)
+			_ = ts.a.proc.Send(act.Keys)
+			host.Emit(t.ID, events.AutoAct{State: d.State, Match: d.Match, Keys: act.Keys, Action: act.Description})
+			return
+		}
+	}
+	ts.askedAt = start
+	ts.askPerson(d, "")
+}
+
+// onIdle ends the turn shown to have run on an idle screen: the next
+// queued input is typed, or with none left the task is DONE.
+func (ts *terminal) onIdle(d runner.Detection, start int) {
+	host, t := ts.a.host, ts.a.task
+	if ts.awaitingTurn {
+		evidence := ts.turnEvidence(d, start)
+		if evidence == "" {
+			ts.idleWithoutEvidence(d)
+			return
+		}
+		ts.awaitingTurn, ts.turnRan = false, false
+		ts.a.evidence = evidence
+	}
+	queue := host.ReadRecord(t.ID).PendingInputs
+	if len(queue) == 0 {
+		ts.a.completeWith("idle")
+		return
+	}
+	ts.submit(queue[0], "queue")
+	ts.a.popQueue()
+	host.Emit(t.ID, events.QueueSend{Text: queue[0], Remaining: len(queue) - 1})
 }
 
 // stuck reports (and handles) an answered question that is still shown,
