@@ -56,6 +56,23 @@ func (s *agentStream) write(chunk []byte) string {
 	return text.String()
 }
 
+// report takes events an agent reported other than as lines of its
+// stdout (a protocol driver's decoded messages): they are emitted and
+// metered as a stream's are, and their readable text is returned for the
+// log.
+func (s *agentStream) report(evs []agentstream.Event) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var text strings.Builder
+	for _, ev := range evs {
+		s.emitLocked(ev, &text)
+	}
+	if len(evs) > 0 {
+		s.meterLocked()
+	}
+	return text.String()
+}
+
 // finish reads a last line without a newline and returns the run's summary.
 func (s *agentStream) finish() (agentstream.Summary, string) {
 	s.mu.Lock()

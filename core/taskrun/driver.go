@@ -16,7 +16,7 @@ import (
 //	terminal  a PTY: the rendered screen, its states, the auto-policy
 //	protocol  (to come) ACP: JSON-RPC 2.0 over the process's stdio
 //
-// The run (Run) does everything else, the same for every driver: it
+// The attempt (Attempt) does everything else, the same for every driver: it
 // prepares the launch, records the start, supervises the process
 // (timeout, inactivity, budgets, completion, cancellation, parking), judges
 // its end and records it. A driver only starts, feeds and talks to its
@@ -43,32 +43,38 @@ import (
 //  4. deliver takes a person's input (Send, SendLine, attach) from any
 //     goroutine. busy reports whether silence now is not inactivity (a
 //     person is being asked, or has the terminal).
-//  5. At the end: interrupted turns a stop (Ctrl-C, or the session parked)
+//  5. At the end: judge says how a process that exited by itself went,
+//     when the driver knows (a protocol's turn); false leaves it to the
+//     attempt (the exit status, the queue, the agent's report in
+//     a.stream). interrupted turns a stop (Ctrl-C, or the session parked)
 //     into the outcome that says it, when the driver knows better than
-//     "stopped" (it was waiting for a person); closeLogs closes what the
+//     "stopped" (it was waiting for a person). closeLogs closes what the
 //     driver opened.
 //
-// A protocol (ACP) driver fits so. start launches the agent with stdio
-// pipes through a.cfg.processes() (fakes in tests), without WatchHere
-// unless watchFirst is true, and sets a.stream to newAgentStream with a
-// parser of its own (an agentstream.Parser): a.output hands it every
-// stdout line, its Feed decodes the JSON-RPC messages, turns
-// session/update notifications into agentstream.Events (the same
-// agent.message, tool call and usage events, log lines and budget metering
-// as a headless stream) and builds its Summary (session id, result,
-// denials, usage, limit, is_error). feed sends initialize, session/new (or
-// session/load, for a continuation: l.cont) and session/prompt. A
-// session/request_permission (a request: it waits for the answer) is put
-// in the driver's inbox and signalled; onSignal asks through the path the
-// other modes use — with InteractionAsk, a.cfg.Permission or a.cfg.Question
-// (a person at this terminal); with park or fail, a.host.Park (see
-// terminal.askPerson) — and answers the request; busy is true meanwhile,
-// and interrupted says "waiting for a person" for a run parked so. The
-// prompt's response (end_turn, cancelled, refusal, max_tokens) ends the
-// turn: the driver closes the agent's stdin, its process exits, and the
-// run judges it as it judges a headless agent's (judgeExit, judgeAgent):
-// done; failed with a reason; stopped; limited; or waiting for a person,
-// with a.next set to continue the agent's session at once.
+// A protocol (ACP) driver fits so (core/acp is the client). start
+// launches the agent with stdio pipes through a.cfg.processes() (fakes in
+// tests) and serves acp.Start over them; it sets a.stream to
+// newAgentStream with a parser whose Summary is the client's (session id,
+// result, usage, limit): the run then meters the spend, stops the agent
+// on a budget, and judges its end as a headless agent's. The client's
+// OnEvent hands its agentstream.Events to a.stream.report, which emits the
+// same agent.message, tool call and usage events as a headless stream,
+// meters them, and returns the text for the task's log (write it where
+// a.output writes). feed runs the session: initialize, session/new (or
+// session/load, for a continuation: l.cont) and session/prompt with
+// l.prompt, then closes the agent's stdin so its process ends; a
+// continuation's follow-up is a.next, as for a headless agent. A
+// session/request_permission is answered as the other modes ask: with
+// InteractionAsk, a.cfg.Permission (a person at this terminal); with park
+// or fail, a.host.Park (see terminal.askPerson and judgeAgent for the
+// words). Those calls are safe from the client's goroutines; what touches
+// the attempt's own state (busy, a person's input) is handed to onSignal
+// through signal(). busy is true while a person is asked; interrupted says
+// "waiting for a person" when the session parked on a permission. The
+// turn's end (acp.Judge: done, failed with a reason, stopped, limited,
+// parked) is what judge returns once the process is gone: an outcome
+// (see end.go's constructors; a limit goes through a.judgeLimit, which
+// waits it out or parks the session as limited).
 type driver interface {
 	reportsSpend() bool
 	shortLog(capture Capture) bool
@@ -79,6 +85,7 @@ type driver interface {
 	onSignal()
 	deliver(in input) error
 	busy() bool
+	judge(res runner.Result) (outcome, bool)
 	interrupted(parkedAs state.Status, res runner.Result) (outcome, bool)
 	closeLogs()
 }

@@ -2,11 +2,11 @@ package taskrun
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
-	"time"
 )
 
 // outcome is how an attempt ended: the status the task ends in (done,
@@ -17,6 +17,22 @@ type outcome struct {
 	reason string
 	msg    string
 	res    *runner.Result
+}
+
+// doneWith is a DONE outcome.
+func doneWith(reason string, res runner.Result) outcome {
+	return outcome{status: state.TaskDone, reason: reason, res: &res}
+}
+
+// stoppedWith is the outcome of a task stopped before it finished: pending,
+// to run again on resume.
+func stoppedWith(res runner.Result) outcome {
+	return outcome{status: state.TaskPending, reason: stoppedReason, msg: "stopped before it finished", res: &res}
+}
+
+// waitingWith is the outcome of a task that waits for a person.
+func waitingWith(reason, msg string, res runner.Result) outcome {
+	return outcome{status: state.TaskWaitingForUser, reason: reason, msg: msg, res: &res}
 }
 
 // failedWith is a failed outcome.
@@ -65,6 +81,9 @@ func (a *Attempt) end(o outcome) (bool, string) {
 // (for an agent) report say.
 func (a *Attempt) judgeExit() outcome {
 	res := a.proc.Result()
+	if o, judged := a.drv.judge(res); judged {
+		return o
+	}
 	unsent := a.unsent()
 	if a.stream != nil {
 		if st, reason, msg, judged := a.judgeAgent(res); judged {
@@ -77,7 +96,7 @@ func (a *Attempt) judgeExit() outcome {
 		// workflow asked for.
 		return failedWith(unsentReason, fmt.Sprintf("exited (code %d) with %d queued input(s) unsent", res.ExitCode, unsent), res)
 	case res.Success():
-		return outcome{status: state.TaskDone, reason: exitReason, res: &res}
+		return doneWith(exitReason, res)
 	case res.Err != nil:
 		return failedWith(exitReason, res.Err.Error(), res)
 	case res.Signal != "":

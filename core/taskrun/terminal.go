@@ -310,6 +310,10 @@ func (ts *terminal) apply(in input) {
 // inactivity.
 func (ts *terminal) busy() bool { return ts.waitingState != "" || ts.attached }
 
+// judge: the exit says how it went (a task whose screen said it was done
+// has completed before).
+func (ts *terminal) judge(runner.Result) (outcome, bool) { return outcome{}, false }
+
 // interrupted: a task stopped while it waited for a person says so.
 func (ts *terminal) interrupted(parkedAs state.Status, res runner.Result) (outcome, bool) {
 	switch {
@@ -320,7 +324,7 @@ func (ts *terminal) interrupted(parkedAs state.Status, res runner.Result) (outco
 		// not left waiting for one.
 		return failedWith("interaction_failed", "needed a person ("+ts.waitingState+") with --on-interaction=fail", res), true
 	}
-	return outcome{status: state.TaskWaitingForUser, reason: interactionParked, msg: "parked while waiting for a person (" + ts.waitingState + ")", res: &res}, true
+	return waitingWith(interactionParked, "parked while waiting for a person ("+ts.waitingState+")", res), true
 }
 
 func (ts *terminal) closeLogs() {

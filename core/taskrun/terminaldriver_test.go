@@ -36,7 +36,9 @@ autoPolicy:
 // driver, in a goroutine; the run's result comes on the channel.
 func runTerminal(t *testing.T, h *fakeHost, asks int) <-chan pipeRun {
 	t.Helper()
-	h.cfg.SessionID, h.cfg.BaseDir, h.cfg.Grace = "s", t.TempDir(), time.Second
+	// A session of its own: a process is stopped with those of its tag
+	// (session/task) that left its group.
+	h.cfg.SessionID, h.cfg.BaseDir, h.cfg.Grace = t.Name(), t.TempDir(), time.Second
 	h.cfg.Registry = registry(t, map[string]string{"line": lineAdapter(t, asks)})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	h.cancel = cancel

@@ -143,8 +143,7 @@ func (a *Attempt) onCompleted() outcome {
 func (a *Attempt) stopFailing(reason, msg string) outcome {
 	a.failing(msg)
 	a.proc.Stop(a.cfg.Grace)
-	res := a.proc.Result()
-	return outcome{status: state.TaskError, reason: reason, msg: msg, res: &res}
+	return failedWith(reason, msg, a.proc.Result())
 }
 
 // interrupted ends an attempt whose run ends (Ctrl-C, a failure elsewhere,
@@ -155,7 +154,7 @@ func (a *Attempt) interrupted() outcome {
 	case <-a.proc.Done():
 		// It had ended on its own just before: that is its result.
 		if res := a.proc.Result(); res.Success() {
-			return outcome{status: state.TaskDone, reason: exitReason, res: &res}
+			return doneWith(exitReason, res)
 		}
 	default:
 	}
@@ -164,5 +163,5 @@ func (a *Attempt) interrupted() outcome {
 	if o, ok := a.drv.interrupted(a.host.Parked(), res); ok {
 		return o
 	}
-	return outcome{status: state.TaskPending, reason: stoppedReason, msg: "stopped before it finished", res: &res}
+	return stoppedWith(res)
 }
