@@ -151,6 +151,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			&ucli.StringFlag{Name: "reason", Usage: "with --reject-merge: why (kept in the session)"},
 			&ucli.StringFlag{Name: "answer", Usage: "answer `TEXT` to the agents parked because their final message asked a question: each continues its own session with it"},
 			&ucli.StringSliceFlag{Name: "allow", Usage: "allow `TOOL` (e.g. Bash, or a rule such as \"Bash(npm test:*)\") to the agents parked because they were denied it: each continues its own session with the tool allowed (repeatable)"},
+			&ucli.BoolFlag{Name: "accept-damage", Usage: "for a session whose journal is damaged in the middle: go on from the last whole state before the damage, running again the steps recorded after it"},
 		),
 		Action: func(c *ucli.Context) error {
 			sigs := catchInterrupts(streams)
@@ -179,6 +180,9 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err := sess.Check(); err != nil {
 				return exitf(ExitUsage, "session %s is damaged (%s): %v", id, mgr.SessionPath(id), err)
 			}
+			if sess.Broken != nil && !c.Bool("accept-damage") {
+				return exitf(ExitUsage, "%v", &core.DamagedJournalError{ID: id, Damage: sess.Broken})
+			}
 			if sess.Status == state.StatusCompleted {
 				fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
 				return nil
@@ -195,6 +199,7 @@ func resumeCommand(streams IO) *ucli.Command {
 				return exitf(ExitUsage, "%v", err)
 			}
 			opts := runOptions(c, base, vars)
+			opts.AcceptDamage = c.Bool("accept-damage")
 			switch {
 			case c.Bool("approve-merge") && c.Bool("reject-merge"):
 				return exitf(ExitUsage, "--approve-merge and --reject-merge: one or the other")
@@ -399,6 +404,9 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		var nf *state.NotFoundError
 		if errors.As(err, &nf) {
 			return sessionLoadError(err)
+		}
+		if errors.As(err, new(*core.DamagedJournalError)) {
+			return exitf(ExitUsage, "%v", err)
 		}
 		return exitf(ExitFailed, "%v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/vibeteam/vibeteam/core"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -36,7 +37,23 @@ type sessionSummary struct {
 	// Next is the command that moves the session on, for one that waits
 	// for a person (empty when it runs or is over).
 	Next string `json:"next,omitempty"`
+	// Damaged says why the session file, or its journal, cannot be read
+	// whole; its status is then "damaged".
+	Damaged string `json:"damaged,omitempty"`
 }
+
+// damagedSummary is the row of a session file that cannot be read.
+func damagedSummary(d *state.DamagedError) sessionSummary {
+	sum := sessionSummary{ID: d.ID, Status: statusDamaged, Damaged: d.Reason, grimoire: true} // no stage to show
+	if fi, err := os.Stat(d.Path); err == nil {
+		sum.UpdatedAt = fi.ModTime()
+	}
+	return sum
+}
+
+// statusDamaged is the status sessions and show give a session whose file
+// or journal cannot be read whole.
+const statusDamaged = "damaged"
 
 func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	sum := sessionSummary{ID: s.ID, Workflow: s.Workflow, Goal: s.Goal, Status: string(s.Status), Stage: s.CurrentStageIndex, UpdatedAt: s.UpdatedAt, Running: mgr.Running(s.ID)}
@@ -49,6 +66,11 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	}
 	sum.BlockedReason, sum.Worktree = s.BlockedReason, s.Worktree
 	sum.Next = nextCommand(s, sum.Running)
+	if b := s.Broken; b != nil {
+		// Never "waiting for you": resume refuses it as it is.
+		sum.Status, sum.Next = statusDamaged, ""
+		sum.Damaged = fmt.Sprintf("journal line %d: %s; %s not applied (vibeteam show %s)", b.Line, b.Why, b.LostText(), s.ID)
+	}
 	if bl := s.Backlog; bl != nil {
 		// A backlog's progress is its beads.
 		sum.grimoire, sum.Tasks = true, len(bl.Beads)
@@ -107,13 +129,16 @@ func sessionsCommand(streams IO) *ucli.Command {
 				return err
 			}
 			mgr := state.NewManager(base)
-			list, err := mgr.List()
+			list, damaged, err := mgr.Scan()
 			if err != nil {
 				return exitf(ExitFailed, "%v", err)
 			}
-			rows := make([]sessionSummary, 0, len(list))
+			rows := make([]sessionSummary, 0, len(list)+len(damaged))
 			for _, s := range list {
 				rows = append(rows, summarize(mgr, s))
+			}
+			for _, d := range damaged {
+				rows = append(rows, damagedSummary(d))
 			}
 			if c.Bool("json") {
 				enc := json.NewEncoder(streams.Out)
@@ -151,10 +176,19 @@ func sessionsCommand(streams IO) *ucli.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			var waiting []sessionSummary
+			var waiting, broken []sessionSummary
 			for _, r := range rows {
 				if r.Next != "" {
 					waiting = append(waiting, r)
+				}
+				if r.Damaged != "" {
+					broken = append(broken, r)
+				}
+			}
+			if len(broken) > 0 {
+				fmt.Fprintln(streams.Out, "\ndamaged:")
+				for _, r := range broken {
+					fmt.Fprintf(streams.Out, "  %s\t%s\n", safe(r.ID), safe(r.Damaged))
 				}
 			}
 			if len(waiting) > 0 {

@@ -66,6 +66,10 @@ func showCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(out, "status    %s\nstage     %d/%d\nstarted   %s\nupdated   %s\n", status, min(sum.Stage+1, sum.Stages), sum.Stages,
 					s.StartTime.Local().Format(time.DateTime), s.UpdatedAt.Local().Format(time.DateTime))
 			}
+			if b := s.Broken; b != nil {
+				fmt.Fprintf(out, "damaged   %s:%d: %s\n          what is below stops before that line: %s not applied; vibeteam resume %s refuses, --accept-damage goes on from here, running those steps again\n",
+					safe(b.Path), b.Line, safe(b.Why), safe(b.LostText()), s.ID)
+			}
 			if s.Error != "" {
 				// A session parked for a person (:quit at the prompt,
 				// --on-interaction park) waits: no error of it.
@@ -145,7 +149,7 @@ func showCommand(streams IO) *ucli.Command {
 			}
 			if !sum.Running && (s.Status == state.StatusWaiting || s.Status == state.StatusFailed) {
 				fmt.Fprintln(out, "\nactions")
-				fmt.Fprintf(out, "  resume  vibeteam resume %s   go on where it stopped (a waiting task is asked again)\n", s.ID)
+				fmt.Fprintf(out, "  resume  vibeteam resume %s   go on where it stopped (a waiting task is asked again)\n", resumeArgs(s))
 				fmt.Fprintf(out, "  cancel  vibeteam cancel %s   give it up\n", s.ID)
 			}
 			return nil
@@ -237,9 +241,9 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 	if !running && s.Status != state.StatusCompleted {
 		fmt.Fprintln(out, "\nactions")
 		if s.Cursor != "" {
-			fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", s.ID, safe(s.Cursor))
+			fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", resumeArgs(s), safe(s.Cursor))
 		} else {
-			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", s.ID)
+			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", resumeArgs(s))
 		}
 		fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
 		if s.BlockedReason == core.BlockedGateRed {
@@ -257,6 +261,16 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		}
 		fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)
 	}
+}
+
+// resumeArgs is what follows "vibeteam resume" to go on with s: its id,
+// and --accept-damage when its journal is damaged (resume refuses it
+// otherwise).
+func resumeArgs(s *state.Session) string {
+	if s.Broken != nil {
+		return s.ID + " --accept-damage"
+	}
+	return s.ID
 }
 
 // stepGlyphStatus maps a step run's status to the task status whose glyph

@@ -11,6 +11,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,11 @@ type RunOptions struct {
 	// load of its file; Rerun names tasks to run again even if DONE.
 	Reload *workflow.Definition
 	Rerun  []string
+	// AcceptDamage, on resume, goes on from the last whole state of a
+	// journal damaged in the middle (state.Session.Broken), running again
+	// what the lines after the damage recorded; without it such a session
+	// is refused (*DamagedJournalError).
+	AcceptDamage bool
 	// Bead is the bead a grimoire works on (.bead); nil without one.
 	// BeadSource says where it came from ("bd", or the file's path); Beads
 	// follows the run with its status (nil for a file).
@@ -166,6 +172,12 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 	if err := sess.Check(); err != nil {
 		return nil, fmt.Errorf("session %s is damaged: %w", id, err)
 	}
+	if b := sess.Broken; b != nil {
+		if !opts.AcceptDamage {
+			return nil, &DamagedJournalError{ID: id, Damage: b}
+		}
+		sess.Damage = append(sess.Damage, AcceptedDamage(b))
+	}
 	if sess.Status == state.StatusCompleted {
 		return nil, fmt.Errorf("%w: %s", ErrAlreadyCompleted, id)
 	}
@@ -213,6 +225,30 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 		}
 	}
 	return o.newController(mgr, lock, sess, opts, events.SessionResumed)
+}
+
+// DamagedJournalError refuses to resume a session whose journal is
+// damaged in the middle: going on would lose what the lines after it
+// recorded, and run those steps again.
+type DamagedJournalError struct {
+	ID     string
+	Damage *state.JournalDamage
+}
+
+func (e *DamagedJournalError) Error() string {
+	b := e.Damage
+	return fmt.Sprintf("session %s: its journal is damaged at %s:%d (%s); resuming would lose %s. "+
+		"vibeteam resume %s --accept-damage goes on from the last whole state before that line, running those steps again",
+		e.ID, b.Path, b.Line, b.Why, b.LostText(), e.ID)
+}
+
+// AcceptedDamage is what a resume with AcceptDamage says it does.
+func AcceptedDamage(b *state.JournalDamage) string {
+	again := "the line and " + b.LostText() + " are lost"
+	if len(b.Again) > 0 {
+		again += "; these run again: " + strings.Join(b.Again, ", ")
+	}
+	return fmt.Sprintf("%s:%d: the journal is damaged (%s); going on from the last whole state before that line (--accept-damage): %s", b.Path, b.Line, b.Why, again)
 }
 
 // eventGather is how long an event may wait to be written to the session's

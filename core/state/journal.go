@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -367,8 +368,12 @@ func (j *Journal) Close() error {
 
 // applyJournal applies the journal at path over s. A last line cut short
 // (a kill or a full disk in the middle of a write) is ignored, and so is a
-// line that does not parse; both are noted in s.Damage, for the reader to
-// report. Resume then continues from what is whole.
+// last line that does not parse: both are what a crash leaves, noted in
+// s.Damage for the reader to report; resume goes on from what is whole. A
+// line that cannot be read with lines after it is damage a crash does not
+// make (a bad sector, a bad sync): the replay stops there, never applying
+// the lines after a gap as if none were missing, and s.Broken says where
+// and what was not applied.
 func applyJournal(s *Session, path string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -386,16 +391,30 @@ func applyJournal(s *Session, path string) error {
 		line := data[:nl]
 		data = data[nl+1:]
 		var c Change
-		if err := json.Unmarshal(line, &c); err != nil {
+		err := json.Unmarshal(line, &c)
+		if err == nil && c.Seq <= s.JournalSeq {
+			continue
+		}
+		if err == nil {
+			err = s.apply(c) // applies nothing when it fails
+		}
+		if err == nil {
+			continue
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
 			s.Damage = append(s.Damage, fmt.Sprintf("%s:%d: not a whole change (%v); ignored", path, n, err))
-			continue
+			break
 		}
-		if c.Seq <= s.JournalSeq {
-			continue
+		s.Broken = &JournalDamage{Path: path, Line: n, Why: err.Error()}
+		var lost []string
+		s.Broken.Lost, lost, s.Broken.Steps = lostChanges(data, s.JournalSeq)
+		s.Broken.Again = unended(s)
+		for _, name := range lost {
+			if !slices.Contains(s.Broken.Again, name) {
+				s.Broken.Again = append(s.Broken.Again, name)
+			}
 		}
-		if err := s.apply(c); err != nil {
-			s.Damage = append(s.Damage, fmt.Sprintf("%s:%d: %v; ignored", path, n, err))
-		}
+		break
 	}
 	return nil
 }
@@ -454,7 +473,7 @@ func (s *Session) Header() ([]byte, error) {
 // stripHeader leaves of a copy of a session its header.
 func (s *Session) stripHeader() {
 	s.Runs, s.Tasks, s.TaskStatus, s.History = nil, nil, nil, nil
-	s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage = nil, 0, nil, nil
+	s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage, s.Broken = nil, 0, nil, nil, nil
 }
 
 // setHeader replaces every header field of s by those of a journaled
@@ -465,7 +484,7 @@ func (s *Session) setHeader(data []byte) error {
 		return fmt.Errorf("session header: %w", err)
 	}
 	h.Runs, h.Tasks, h.TaskStatus, h.History = s.Runs, s.Tasks, s.TaskStatus, s.History
-	h.WorkflowDefinition, h.JournalSeq, h.Agents, h.Damage = s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage
+	h.WorkflowDefinition, h.JournalSeq, h.Agents, h.Damage, h.Broken = s.WorkflowDefinition, s.JournalSeq, s.Agents, s.Damage, s.Broken
 	*s = h
 	return nil
 }

@@ -254,8 +254,8 @@ func readSession(path string) (*Session, error) {
 		return nil, err
 	}
 	var s Session
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("read session %s: %w", path, err)
+	if why := unreadable(data, json.Unmarshal(data, &s)); why != "" {
+		return nil, &DamagedError{ID: strings.TrimSuffix(filepath.Base(path), sessionExt), Path: path, Reason: why}
 	}
 	if err := applyJournal(&s, strings.TrimSuffix(path, ".json")+".journal"); err != nil {
 		return nil, fmt.Errorf("read session %s: %w", path, err)
@@ -316,14 +316,32 @@ func (m *Manager) IDs() ([]string, error) {
 // List returns every readable session, most recently updated first. A corrupt
 // or unreadable file is skipped: one bad checkpoint must not hide the others.
 func (m *Manager) List() ([]*Session, error) {
+	sessions, _, err := m.Scan()
+	return sessions, err
+}
+
+// Scan returns every readable session, most recently updated first, and
+// every session file that cannot be read (empty, cut short, null, not
+// JSON, unreadable), by id. A JSON object that is not a session of
+// vibeteam's is neither.
+func (m *Manager) Scan() ([]*Session, []*DamagedError, error) {
 	ids, err := m.IDs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sessions := make([]*Session, 0, len(ids))
+	var damaged []*DamagedError
 	for _, id := range ids {
 		s, err := readSession(m.SessionPath(id))
-		if err != nil || !looksLikeSession(s, id) {
+		if err != nil {
+			var d *DamagedError
+			if !errors.As(err, &d) {
+				d = &DamagedError{ID: id, Path: m.SessionPath(id), Reason: err.Error()}
+			}
+			damaged = append(damaged, d)
+			continue
+		}
+		if !looksLikeSession(s, id) {
 			continue
 		}
 		if s.ID == "" {
@@ -338,7 +356,7 @@ func (m *Manager) List() ([]*Session, error) {
 		}
 		return a.ID < b.ID
 	})
-	return sessions, nil
+	return sessions, damaged, nil
 }
 
 // looksLikeSession tells a session vibeteam wrote from any other JSON file

@@ -452,6 +452,10 @@ type Session struct {
 	// Damage is what reading the session found cut short or unreadable in
 	// its journal and skipped; never saved.
 	Damage []string `json:"-"`
+	// Broken is a line in the middle of the journal that could not be
+	// read: the replay stopped before it, and what follows it is not in
+	// the session. Never saved.
+	Broken *JournalDamage `json:"-"`
 }
 
 // GitIntent is a change to the repository vibeteam is about to make.
