@@ -366,20 +366,46 @@ func findBaseDir(d string) (string, error) {
 		return abs, nil
 	}
 	// The git top-level, found as git finds it (the nearest directory up
-	// that holds .git: a directory, or a file in a worktree), without
-	// starting git: every command, preview included, starts no process.
+	// that holds a repository's .git), without starting git: every
+	// command, preview included, starts no process.
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if isGitDir(filepath.Join(d, ".git")) {
 			return d, nil
 		}
 		if filepath.Dir(d) == d {
 			return wd, nil
 		}
 	}
+}
+
+// isGitDir reports whether path is a .git git takes for a repository's: a
+// directory with a HEAD in it, or a file that says "gitdir: ..." (a
+// worktree's, a submodule's). An empty .git directory some tool left (in
+// the system's temporary directory, say) is not one, and must not make
+// every directory below it one repository.
+func isGitDir(path string) bool {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return false
+	case fi.IsDir():
+		head, err := os.Stat(filepath.Join(path, "HEAD"))
+		return err == nil && !head.IsDir()
+	case fi.Mode().IsRegular():
+		f, err := os.Open(path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		b := make([]byte, len("gitdir:"))
+		n, _ := io.ReadFull(f, b)
+		return string(b[:n]) == "gitdir:"
+	}
+	return false
 }
 
 // loadRegistry returns the built-in adapters plus the user's adapter files;

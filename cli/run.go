@@ -459,7 +459,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	case state.StatusBlocked:
 		return exitf(ExitParked, "%s\nsession %s is blocked; fix the cause, then: vibeteam resume %s [--set key=value]", blockedReport(sess), sess.ID, sess.ID)
 	case state.StatusCancelled:
-		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved, continue with: vibeteam resume %s", sess.ID, sess.ID)
+		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved as cancelled. %s", sess.ID, cancelledHint(sess))
 	case state.StatusLimited:
 		return exitf(ExitParked, "%s", limitedReport(sess))
 	case state.StatusPendingMerge:
@@ -472,6 +472,19 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	default:
 		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
 	}
+}
+
+// cancelledHint says what resume does to a cancelled session: it is not
+// over for good; resume takes it up again, the interrupted work first.
+func cancelledHint(sess *state.Session) string {
+	where := "the interrupted tasks of its stage run again"
+	if sess.WorkflowDefinition != nil && sess.WorkflowDefinition.Kind == workflow.KindGrimoire {
+		where = "the interrupted step runs again"
+		if r := sess.Runs[sess.Cursor]; r != nil {
+			where = fmt.Sprintf("step %q runs again", safe(r.Name))
+		}
+	}
+	return fmt.Sprintf("Nothing more runs unless you resume it: vibeteam resume %s takes it up again where it stopped (%s)", sess.ID, where)
 }
 
 // hasMerge reports whether a definition has a merge step.

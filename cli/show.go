@@ -254,9 +254,13 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
 			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
 		}
-		if s.Bead != nil {
+		switch {
+		case s.Status == state.StatusCancelled && s.Worktree != "":
+			fmt.Fprintf(out, "  clean   vibeteam cancel %s --clean         it is cancelled: remove its worktree and branch\n", s.ID)
+		case s.Status == state.StatusCancelled:
+		case s.Bead != nil:
 			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: the bead goes back to open (--clean also removes its worktree)\n", s.ID)
-		} else {
+		default:
 			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up\n", s.ID)
 		}
 		fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,5 +181,95 @@ func TestDamagedSessionFilesAreListed(t *testing.T) {
 	}
 	if n != len(files) || len(rows) != len(files)+1 {
 		t.Errorf("sessions --json: %d damaged rows of %d, want %d of %d: %+v", n, len(rows), len(files), len(files)+1, rows)
+	}
+}
+
+// TestBaseDirIsARepositoryGitTakesForOne: the base directory is the
+// nearest one up whose .git git takes for a repository's (a HEAD inside,
+// or a "gitdir:" file); an empty .git directory above, as a tool may leave
+// in the system's temporary directory, is passed over.
+func TestBaseDirIsARepositoryGitTakesForOne(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	sub := filepath.Join(top, "work", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sessionsUnder := func() string {
+		t.Helper()
+		cmd := exec.Command(vibeteam, "sessions")
+		cmd.Dir = sub
+		r := runResult(t, cmd)
+		return strings.TrimSpace(r.stderr)
+	}
+	if err := os.Mkdir(filepath.Join(top, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sessionsUnder(), "no sessions under "+filepath.Join(sub, ".vibeteam"); got != want {
+		t.Errorf("under an empty .git directory: %q, want %q", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(top, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sessionsUnder(), "no sessions under "+filepath.Join(top, ".vibeteam"); got != want {
+		t.Errorf("under a repository: %q, want %q", got, want)
+	}
+	work := filepath.Join(top, "work")
+	if err := os.WriteFile(filepath.Join(work, ".git"), []byte("gitdir: "+filepath.Join(top, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sessionsUnder(), "no sessions under "+filepath.Join(work, ".vibeteam"); got != want {
+		t.Errorf("under a worktree's .git file: %q, want %q", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(work, ".git"), []byte("not a link\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sessionsUnder(), "no sessions under "+filepath.Join(top, ".vibeteam"); got != want {
+		t.Errorf("a .git file without gitdir: %q, want %q", got, want)
+	}
+}
+
+// TestCancelledSessionSaysWhatResumeDoes: a session stopped by vibeteam
+// cancel is not offered to "continue with"; the run says it is cancelled
+// and what resume would do to it, show offers no second cancel, and
+// resume does what was said: the interrupted step runs again.
+func TestCancelledSessionSaysWhatResumeDoes(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", `name: g
+steps:
+  - name: slow
+    type: script
+    command: 'echo slow >> log.txt; touch started; while [ ! -f go ]; do sleep 0.05; done'
+  - name: after
+    type: script
+    command: echo after >> log.txt
+`)
+	cmd := p.command("run", "g.yaml")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.exists("started") })
+	id := onlySessionID(t, p)
+	if r := p.exec("cancel", id); r.code != 0 {
+		t.Fatalf("cancel: exit %d\n%s", r.code, r.stderr)
+	}
+	_ = cmd.Wait()
+	run := errb.String()
+	if strings.Contains(run, "continue with") || !strings.Contains(run, "cancelled") || !strings.Contains(run, `vibeteam resume `+id+` takes it up again where it stopped (step "slow" runs again)`) {
+		t.Errorf("the cancelled run offers to continue, or does not say what resume does:\n%s", run)
+	}
+	if s := p.sessionByID(id); s.Status != state.StatusCancelled {
+		t.Fatalf("status %s", s.Status)
+	}
+	if r := p.exec("show", id); strings.Contains(r.stdout, "give it up") {
+		t.Errorf("show offers to cancel a cancelled session:\n%s", r.stdout)
+	}
+	p.write("go", "")
+	wantCode(t, p.exec("resume", id), 0)
+	if got := p.read("log.txt"); got != "slow\nslow\nafter\n" {
+		t.Errorf("resume did not run the interrupted step again, then go on: log.txt %q", got)
 	}
 }
