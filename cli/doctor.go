@@ -49,6 +49,9 @@ adapters; its agent steps', claude by default), doctor reports:
   mcp      with FILE|NAME: the MCP servers it gives that adapter's agents,
            and whether each command is there (on PATH, or an executable
            file relative to the base dir);
+  sandbox  (after the adapters, not in --json) bwrap and its version,
+           whether user namespaces are usable, and a trial run of a
+           sandboxed command;
   acp      an adapter with an acp mode: its ACP command is started and
            asked "initialize" (the Agent Client Protocol's handshake, in
            the base dir, for at most the version timeout), and the agent's
@@ -112,6 +115,7 @@ a missing CLI is only reported.`,
 				}
 			} else {
 				printDoctor(streams.Out, def, reports)
+				printSandboxDoctor(streams.Out, c.Duration("timeout"))
 			}
 			if def == nil {
 				return nil

@@ -346,3 +346,30 @@ func TestASandboxRefusedWriteBlocksWithTheWriteEntryThatAllowsIt(t *testing.T) {
 		t.Errorf("with the write: entry, the file holds %q", b)
 	}
 }
+
+// doctor reports the sandbox: bwrap and its version, user namespaces, a
+// trial run; without bwrap, how to install it.
+func TestDoctorReportsTheSandbox(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	r := p.exec("doctor")
+	wantCode(t, r, 0)
+	if _, err := sandbox.Find(); err == nil {
+		for _, want := range []string{"✓ sandbox", "bwrap    ", "bubblewrap ", "userns", "✓ trial    a sandboxed command ran in"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("doctor lacks %q:\n%s", want, r.stdout)
+			}
+		}
+	}
+	bin := t.TempDir() // no bwrap on this PATH
+	if sh, err := exec.LookPath("sh"); err == nil {
+		os.Symlink(sh, filepath.Join(bin, "sh"))
+	}
+	cmd := p.command("doctor")
+	cmd.Env = append(cmd.Env, "PATH="+bin)
+	r = runResult(t, cmd)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, "✗ sandbox") || !strings.Contains(r.stdout, "apt-get install bubblewrap") {
+		t.Errorf("doctor without bwrap:\n%s", r.stdout)
+	}
+}
