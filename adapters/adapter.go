@@ -99,6 +99,12 @@ type Handler struct {
 type AutoPolicy struct {
 	InjectArgs []string
 	Handlers   []Handler
+	// SandboxedArgs replace InjectArgs when the agent runs inside
+	// vibeteam's sandbox (Options.Sandboxed): the CLI's own bypass mode,
+	// which the sandbox makes safe; SandboxedEnv is set with them
+	// (claude's IS_SANDBOX=1).
+	SandboxedArgs []string
+	SandboxedEnv  map[string]string
 }
 
 // Options construct one adapter instance for one task.
@@ -106,6 +112,10 @@ type Options struct {
 	Cwd  string
 	Env  map[string]string
 	Name string // display name; defaults to the task id (callers pass it)
+	// Sandboxed: the agent runs inside vibeteam's sandbox; with
+	// AutoApprove, AutoPolicy.SandboxedArgs and SandboxedEnv are used
+	// instead of InjectArgs where the adapter has them.
+	Sandboxed bool
 	// AutoApprove (--auto-approve): LaunchConfig puts AutoPolicy.InjectArgs
 	// in argv. The adapter places them, not the caller, because they must
 	// come before the prompt: after a separator such as "--" they would be

@@ -206,7 +206,7 @@ var (
 	modeKeys    = []string{"args", "prompt", "usePTY", "output", "resume", "allow"}
 	promptKeys  = []string{"position", "flag", "form", "separator", "allowLeadingDash", "required", "longOnStdin"}
 	stateKeys   = []string{"name", "pattern"}
-	policyKeys  = []string{"injectArgs", "handlers"}
+	policyKeys  = []string{"injectArgs", "handlers", "sandboxedArgs", "sandboxedEnv"}
 	handlerKeys = []string{"when", "send", "use", "choose"}
 )
 
@@ -707,6 +707,10 @@ func (p *parser) policy(n *yaml.Node) *AutoPolicy {
 		switch kv.Key.Value {
 		case "injectArgs":
 			pol.InjectArgs = p.Strings(kv.Val, "autoPolicy.injectArgs", p.Text)
+		case "sandboxedArgs":
+			pol.SandboxedArgs = p.Strings(kv.Val, "autoPolicy.sandboxedArgs", p.Text)
+		case "sandboxedEnv":
+			pol.SandboxedEnv = p.Env(kv.Val, "autoPolicy.sandboxedEnv", p.String)
 		case "handlers":
 			pol.Handlers = p.handlers(kv.Val)
 		}

@@ -53,7 +53,7 @@ colour: red
 		// Other tests may register handlers, so the known list is not fixed.
 		`bad.yaml:20:25: autoPolicy.handlers[2].use: unknown handler "frobnicate" (known: ` + strings.Join(handlers.Names(), ", ") + ")",
 		"bad.yaml:21:15: autoPolicy.handlers[3].when: error parsing regexp: missing closing ]: `[`",
-		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers)`,
+		`bad.yaml:22:3: autoPolicy: unknown key "extra" (known: injectArgs, handlers, sandboxedArgs, sandboxedEnv)`,
 		`bad.yaml:23:1: unknown key "colour" (known: name, command, description, modes, cols, rows, quietPeriod, inactivityTimeout, stuckAfter, answerSettle, env, version, auth, mcp, states, autoPolicy)`,
 	}
 	_, err := parseDefinition("bad.yaml", []byte(src))

@@ -18,6 +18,7 @@ type instance struct {
 	env         map[string]string // the file's env with Options.Env over it
 	taskEnv     map[string]string // Options.Env: over modes.acp.env too
 	autoApprove bool
+	sandboxed   bool
 	cont        *Continuation
 	mcp         []MCPServer
 }
@@ -35,7 +36,7 @@ func newInstance(def *definition, opts Options) *instance {
 	if name == "" {
 		name = def.name
 	}
-	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, taskEnv: opts.Env, autoApprove: opts.AutoApprove, cont: opts.Continue, mcp: opts.MCP}
+	return &instance{def: def, name: name, cwd: opts.Cwd, env: env, taskEnv: opts.Env, autoApprove: opts.AutoApprove, sandboxed: opts.Sandboxed, cont: opts.Continue, mcp: opts.MCP}
 }
 
 func (a *instance) Type() string { return a.def.name }
@@ -53,8 +54,12 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		return LaunchConfig{}, fmt.Errorf("adapter %s has no %s mode", a.def.name, mode)
 	}
 	var inject []string
+	var injectEnv map[string]string
 	if a.autoApprove && a.def.policy != nil {
 		inject = a.def.policy.InjectArgs
+		if a.sandboxed && len(a.def.policy.SandboxedArgs) > 0 {
+			inject, injectEnv = a.def.policy.SandboxedArgs, a.def.policy.SandboxedEnv
+		}
 	}
 	args := make([]string, 0, len(m.args)+len(extraArgs)+len(inject)+2)
 	args = append(args, m.args...)
@@ -108,12 +113,15 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		}
 	}
 	var env map[string]string
-	if len(a.env)+len(mcp.env) > 0 {
-		env = make(map[string]string, len(a.env)+len(mcp.env))
+	if len(a.env)+len(mcp.env)+len(injectEnv) > 0 {
+		env = make(map[string]string, len(a.env)+len(mcp.env)+len(injectEnv))
 		for k, v := range a.env {
 			env[k] = v
 		}
 		for k, v := range mcp.env {
+			env[k] = v
+		}
+		for k, v := range injectEnv {
 			env[k] = v
 		}
 	}

@@ -48,6 +48,9 @@ func sandboxFor(c *ucli.Context, warn func(string), base string, def *workflow.D
 	case c.Bool("sandbox") && c.Bool("no-sandbox"):
 		return nil, exitf(ExitUsage, "--sandbox and --no-sandbox: one or the other")
 	case c.Bool("no-sandbox"):
+		if c.Bool("auto-approve") {
+			warn("--auto-approve with --no-sandbox: the agents run unsandboxed, with the tools their adapters pre-allow (claude: Bash, Edit, Write…) on your whole machine")
+		}
 		return nil, nil
 	case c.Bool("sandbox"):
 		asked = "--sandbox"

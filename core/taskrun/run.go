@@ -163,7 +163,7 @@ func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 	if err != nil {
 		return l, startFailedReason, err
 	}
-	a.adapter, err = cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Continue: cont, MCP: servers})
+	a.adapter, err = cfg.Registry.New(t.Adapter, adapters.Options{Cwd: t.Cwd, Env: t.Env, Name: t.DisplayName(), AutoApprove: cfg.AutoApprove, Sandboxed: cfg.Sandbox != nil, Continue: cont, MCP: servers})
 	if err != nil {
 		return l, startFailedReason, err
 	}
