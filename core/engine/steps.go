@@ -157,15 +157,34 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		log.Write(c.Clean)
 		host.emit(name, events.TaskOut{Stream: c.Stream, Text: string(c.Clean)})
 	}
+	proc, plan, cleanup, err := r.start(step, cmd, onOutput)
+	defer cleanup()
+	if err != nil {
+		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
+	}
+	result := func(res runner.Result) flow.Result {
+		// As $(...) reads it: without the trailing newlines (the log
+		// keeps them).
+		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: log.Path()}
+	}
+	exited := func() flow.Result { res := proc.Result(); return scriptExit(step, plan, result(res), res) }
+	return r.wait(ctx, step, proc, exited, result)
+}
+
+// start starts a script's shell in its sandbox (plan), its command inline
+// or, when longer than one argument may be, in a file (cleanup removes it).
+func (r scriptRunner) start(step *workflow.Step, cmd string, onOutput func(runner.Chunk)) (proc runner.Process, plan *sandbox.Plan, cleanup func(), err error) {
+	g := r.g
+	cleanup = func() {}
 	args := []string{"-c", cmd}
 	if len(cmd) > maxInlineScript {
 		// Longer than one argument may be (a bead's long description in
 		// it): sh reads it from a file instead.
 		file, err := scriptFile(cmd)
 		if err != nil {
-			return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: "write the long command to a file: " + err.Error()}
+			return nil, nil, cleanup, fmt.Errorf("write the long command to a file: %w", err)
 		}
-		defer os.Remove(file)
+		cleanup = func() { os.Remove(file) }
 		args = []string{file}
 	}
 	spec := runner.Spec{
@@ -173,43 +192,24 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 		GroupOnly: true, NoInput: true, MergeOutput: true, WatchHere: true,
 	}
 	if err := sandboxed(g.cfg.Sandbox, &spec, nil, step.Sandbox); err != nil {
-		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
+		return nil, nil, cleanup, err
 	}
-	proc, err := g.cfg.processes().StartHeadless(spec, onOutput)
+	proc, err = g.cfg.processes().StartHeadless(spec, onOutput)
 	if err != nil {
-		return flow.Result{Status: flow.Failed, ExitCode: -1, Reason: err.Error()}
+		return nil, nil, cleanup, err
 	}
 	_ = proc.CloseInput()
+	return proc, spec.Sandbox, cleanup, nil
+}
 
+// wait waits for a script's process to end (exited says how it went), its
+// timeout or the run's end.
+func (r scriptRunner) wait(ctx context.Context, step *workflow.Step, proc runner.Process, exited func() flow.Result, result func(runner.Result) flow.Result) flow.Result {
 	var deadline time.Time
 	if step.Timeout > 0 {
 		deadline = time.Now().Add(time.Duration(step.Timeout))
 	}
-	result := func(res runner.Result) flow.Result {
-		// As $(...) reads it: without the trailing newlines (the log
-		// keeps them).
-		return flow.Result{Output: strings.TrimRight(out.String(), "\n"), ExitCode: res.ExitCode, LogPath: log.Path()}
-	}
-	exited := func() flow.Result {
-		res := proc.Result()
-		fr := result(res)
-		switch {
-		case res.Success():
-			fr.Status = flow.Done
-			fr.ExitLoop = step.Script.OnSuccess == workflow.OnSuccessExitLoop
-		case res.Err != nil:
-			fr.Status, fr.Reason = flow.Failed, res.Err.Error()
-		case res.Signal != "":
-			fr.Status, fr.Reason = flow.Failed, "killed by signal "+res.Signal
-		default:
-			fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("exit code %d", res.ExitCode)
-		}
-		if why := spec.Sandbox.Refused(fr.Output); fr.Status == flow.Failed && why != "" {
-			fr.Reason = sandbox.RefusedReason + ": " + why + " (" + fr.Reason + ")"
-		}
-		return fr
-	}
-	host.flushEvents() // as a task does, once its process runs
+	r.g.host.flushEvents() // as a task does, once its process runs
 	wake := runner.NewWake()
 	defer wake.Close()
 	if taskrun.WatchHere(ctx, proc, wake, deadline) {
@@ -225,14 +225,35 @@ func (r scriptRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr
 	case <-proc.Done():
 		return exited()
 	case <-timeout:
-		proc.Stop(g.cfg.Grace)
+		proc.Stop(r.g.cfg.Grace)
 		fr := result(proc.Result())
 		fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("timed out after %s", time.Duration(step.Timeout))
 		return fr
 	case <-ctx.Done():
-		proc.Stop(g.cfg.Grace)
+		proc.Stop(r.g.cfg.Grace)
 		return stopped(ctx, result(proc.Result()))
 	}
+}
+
+// scriptExit is how a script step went whose process exited by itself
+// with res (fr: its output so far); a failure its sandbox (plan) caused
+// says so.
+func scriptExit(step *workflow.Step, plan *sandbox.Plan, fr flow.Result, res runner.Result) flow.Result {
+	switch {
+	case res.Success():
+		fr.Status = flow.Done
+		fr.ExitLoop = step.Script.OnSuccess == workflow.OnSuccessExitLoop
+	case res.Err != nil:
+		fr.Status, fr.Reason = flow.Failed, res.Err.Error()
+	case res.Signal != "":
+		fr.Status, fr.Reason = flow.Failed, "killed by signal "+res.Signal
+	default:
+		fr.Status, fr.Reason = flow.Failed, fmt.Sprintf("exit code %d", res.ExitCode)
+	}
+	if why := plan.Refused(fr.Output); fr.Status == flow.Failed && why != "" {
+		fr.Reason = sandbox.RefusedReason + ": " + why + " (" + fr.Reason + ")"
+	}
+	return fr
 }
 
 // agentRunner runs an agent step: its spell rendered into a prompt, run
@@ -272,9 +293,16 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	before := gitSnapshot(g.dir)
 	out := &tailBuffer{limit: captureLimit}
 	ok, why := runTask(stepMetered(ctx, step), host, task, prompt, func(string, string) {}, out)
+	return r.result(ctx, task.ID, prompt, out, before, ok, why)
+}
+
+// result is how an agent step went whose task ended (ok, or not and why):
+// its final text, the files it changed (since before) and the
+// AgentOutput block that text ends with.
+func (r agentRunner) result(ctx context.Context, taskID, prompt string, out *tailBuffer, before gitState, ok bool, why string) flow.Result {
+	host := r.g.host
 	parkedAs := host.parked()
-	parked := parkedAs != ""
-	rec := host.taskRecord(task.ID)
+	rec := host.taskRecord(taskID)
 	logPath := ""
 	if rec != nil {
 		logPath = rec.LogPath
@@ -292,7 +320,7 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		res.ExitCode = *rec.ExitCode
 	}
 	switch {
-	case parked:
+	case parkedAs != "":
 		res.Status, res.Reason = parkedStep(parkedAs)
 		return res
 	case !ok && ctx.Err() != nil:
@@ -307,6 +335,12 @@ func (r agentRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		return res
 	}
+	return agentOutput(res, text, prompt)
+}
+
+// agentOutput reads the AgentOutput block of an agent step's final text
+// into res: its outputs, and whether the agent said it succeeded.
+func agentOutput(res flow.Result, text, prompt string) flow.Result {
 	ao, err := render.ParseAgentOutputNotIn(text, prompt)
 	if err != nil {
 		res.Status, res.Reason = flow.Failed, err.Error()
