@@ -273,3 +273,124 @@ steps:
 		t.Errorf("resume did not run the interrupted step again, then go on: log.txt %q", got)
 	}
 }
+
+// TestNothingStartsAfterAFailedSave: once a save of the session fails (a
+// full disk: a small tmpfs, and a step's end whose record needs more than
+// the slack of the pages already written), no process starts any more:
+// the next step or stage never runs (its marker, outside the full disk,
+// is never written) and the run exits 1 naming the cause.
+func TestNothingStartsAfterAFailedSave(t *testing.T) {
+	t.Parallel()
+	outside := t.TempDir()
+	// The output is more than a step or task keeps (256 KiB): its record
+	// cannot fit in what a full disk's last pages have left.
+	const fill = `cat /dev/zero > filler 2>/dev/null; head -c 400000 /dev/zero | tr '\\0' x`
+	files := map[string]string{
+		"grimoire": `name: full
+steps:
+  - name: fill
+    type: script
+    command: "` + fill + `"
+  - name: next
+    type: script
+    command: touch ` + filepath.Join(outside, "grimoire.marker") + `
+`,
+		"stages": `id: full
+stages:
+  - id: one
+    tasks:
+      - { id: fill, adapter: shell, executionMode: headless, prompt: "` + fill + `" }
+  - id: two
+    tasks:
+      - { id: next, adapter: shell, executionMode: headless, prompt: "touch ` + filepath.Join(outside, "stages.marker") + `" }
+`,
+		"bigstart": `id: full
+stages:
+  - id: one
+    tasks:
+      - { id: fill, adapter: shell, executionMode: headless, prompt: "cat /dev/zero > filler 2>/dev/null; echo filled" }
+  - id: two
+    tasks:
+      - { id: next, adapter: shell, executionMode: headless, prompt: "touch ` + filepath.Join(outside, "bigstart.marker") + ` # ` + strings.Repeat("x", 20000) + `" }
+`,
+	}
+	for kind, src := range files {
+		for trial := range 3 {
+			dir := t.TempDir()
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+				t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+			}
+			p := &project{t: t, dir: dir}
+			p.write("wf.yaml", src)
+			r := p.exec("run", "wf.yaml")
+			if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+				t.Errorf("umount %s: %v %s", dir, err, out)
+			}
+			label := kind + " trial " + itoa(trial)
+			if r.code != 1 || !strings.Contains(r.stderr, "no space left on device") {
+				t.Errorf("%s: exit %d, want 1 naming the full disk\n%s", label, r.code, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(outside, kind+".marker")); err == nil {
+				t.Fatalf("%s: the next %s started after the save failed\n%s", label, map[string]string{"grimoire": "step", "stages": "stage's task", "bigstart": "stage's task"}[kind], r.stderr)
+			}
+		}
+	}
+}
+
+// TestTwoResumesAtOnce: two resumes of one session started together: one
+// runs it, the other refuses (exit 2, naming the process that has it) and
+// runs nothing; the step runs once.
+func TestTwoResumesAtOnce(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", `name: g
+steps:
+  - name: wait
+    type: script
+    command: 'test -f fixed || exit 1; echo ran >> ran.txt; touch started; while [ ! -f go ]; do sleep 0.05; done'
+`)
+	wantCode(t, p.exec("run", "g.yaml"), 3)
+	id := onlySessionID(t, p)
+	p.write("fixed", "")
+	a, b := p.command("resume", id), p.command("resume", id)
+	var aerr, berr bytes.Buffer
+	a.Stderr, b.Stderr = &aerr, &berr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type end struct {
+		code   int
+		stderr string
+	}
+	ends := make(chan end, 2)
+	for _, c := range []struct {
+		cmd *exec.Cmd
+		err *bytes.Buffer
+	}{{a, &aerr}, {b, &berr}} {
+		go func() {
+			err := c.cmd.Wait()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			ends <- end{code, c.err.String()}
+		}()
+	}
+	// The one that lost refuses at once, while the other runs the step,
+	// which waits for go.
+	waitFor(t, func() bool { return p.exists("started") })
+	loser := <-ends
+	if loser.code != 2 || !strings.Contains(loser.stderr, "in use by pid") {
+		t.Errorf("the second resume: exit %d, want 2 saying the session is in use\n%s", loser.code, loser.stderr)
+	}
+	p.write("go", "")
+	if winner := <-ends; winner.code != 0 {
+		t.Errorf("the resume that ran it: exit %d\n%s", winner.code, winner.stderr)
+	}
+	if got := p.read("ran.txt"); got != "ran\n" {
+		t.Errorf("the step ran %q, want once", got)
+	}
+}

@@ -101,9 +101,28 @@ type liveProcesses struct {
 	sandbox *sandbox.Policy
 	mu      sync.Mutex
 	live    []runner.Process
+	// halted is why no process starts any more: a save of the session
+	// failed, and what a process did from then on could not be recorded
+	// (a resume would run it again).
+	halted error
+}
+
+// halt refuses every start from now on, for err.
+func (l *liveProcesses) halt(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.halted == nil {
+		l.halted = err
+	}
 }
 
 func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chunk)) (runner.Process, error) {
+	l.mu.Lock()
+	halted := l.halted
+	l.mu.Unlock()
+	if halted != nil {
+		return nil, fmt.Errorf("not started: the session can no longer be saved (%w)", halted)
+	}
 	if err := sandboxed(l.sandbox, &spec, nil, nil); err != nil {
 		return nil, err
 	}
@@ -193,7 +212,7 @@ func New(sess *state.Session, opts Options) *Executor {
 	procs := &liveProcesses{next: opts.processes(), sandbox: opts.Sandbox}
 	opts.Processes = procs
 	return &Executor{
-		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, events: newEventQueue(opts.Emit), held: held},
+		sessionStore: sessionStore{sess: sess, manager: opts.Manager, emitTo: opts.Emit, events: newEventQueue(opts.Emit), held: held, halt: procs.halt},
 		opts:         opts,
 		procs:        procs,
 		active:       map[string]*taskrun.Attempt{},

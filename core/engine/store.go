@@ -28,6 +28,8 @@ type sessionStore struct {
 	// naming it.
 	writeErr  error
 	cancelRun context.CancelFunc
+	// halt stops every process start once a write failed (liveProcesses).
+	halt func(error)
 	// deferred is a change journaled with the next line rather than on
 	// one of its own (deferLocked); the snapshot holds it in any case.
 	deferred *state.Change
@@ -323,6 +325,11 @@ func (s *sessionStore) writeFailedLocked(err error) {
 	s.emit("", events.RunError{Error: err.Error()})
 	if s.writeErr == nil {
 		s.writeErr = err
+	}
+	if s.halt != nil {
+		// Before the cancel: a step or a stage that starts on its way out
+		// starts nothing.
+		s.halt(err)
 	}
 	if s.cancelRun != nil {
 		s.cancelRun()
