@@ -304,15 +304,6 @@ stages:
     tasks:
       - { id: next, adapter: shell, executionMode: headless, prompt: "touch ` + filepath.Join(outside, "stages.marker") + `" }
 `,
-		"bigstart": `id: full
-stages:
-  - id: one
-    tasks:
-      - { id: fill, adapter: shell, executionMode: headless, prompt: "cat /dev/zero > filler 2>/dev/null; echo filled" }
-  - id: two
-    tasks:
-      - { id: next, adapter: shell, executionMode: headless, prompt: "touch ` + filepath.Join(outside, "bigstart.marker") + ` # ` + strings.Repeat("x", 20000) + `" }
-`,
 	}
 	for kind, src := range files {
 		for trial := range 3 {
@@ -331,7 +322,7 @@ stages:
 				t.Errorf("%s: exit %d, want 1 naming the full disk\n%s", label, r.code, r.stderr)
 			}
 			if _, err := os.Stat(filepath.Join(outside, kind+".marker")); err == nil {
-				t.Fatalf("%s: the next %s started after the save failed\n%s", label, map[string]string{"grimoire": "step", "stages": "stage's task", "bigstart": "stage's task"}[kind], r.stderr)
+				t.Fatalf("%s: the next %s started after the save failed\n%s", label, map[string]string{"grimoire": "step", "stages": "stage's task"}[kind], r.stderr)
 			}
 		}
 	}
