@@ -25,7 +25,7 @@ test:
 # latency (bridge included) and its streaming MB/s; `report` on a 100-bead
 # backlog run (ms, processor ms, and the file's KB).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./core/sandbox/egress/ ./cli/
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./core/sandbox/egress/ ./core/acp/ ./cli/
 
 # The real-agent tier (installs pinned agent CLIs into a cache outside the repo).
 e2e:
