@@ -221,7 +221,7 @@ func TestValidateChecksWhatRunChecks(t *testing.T) {
 		{"a missing cwd", `{ id: a, adapter: fake, cwd: nowhere }`, nil, 2,
 			"wf.yaml:5:38: stages[0].tasks[0].cwd: directory " + p.path("nowhere") + " does not exist"},
 		{"a typo in executionMode", `{ id: a, adapter: fake, executionMode: headles, prompt: x }`, nil, 2,
-			`wf.yaml:5:48: stages[0].tasks[0].executionMode: must be "interactive" or "headless", got "headles" (did you mean "headless"?)`},
+			`wf.yaml:5:48: stages[0].tasks[0].executionMode: must be "interactive", "headless" or "acp", got "headles" (did you mean "headless"?)`},
 		{"a prompt the mode cannot pass", `{ id: a, adapter: fake, prompt: "-rf /" }`, nil, 2,
 			`wf.yaml:5:41: stages[0].tasks[0].prompt: adapter fake: the prompt "-rf /" starts with "-"`},
 		{"an undefined alias", `{ id: a, adapter: *agent }`, nil, 2,
@@ -326,7 +326,7 @@ func TestValidateJSON(t *testing.T) {
 	}
 	want := []map[string]any{
 		{"file": "bad.yaml", "line": 5.0, "col": 48.0, "field": "stages[0].tasks[0].executionMode", "severity": "error",
-			"message": `must be "interactive" or "headless", got "headles" (did you mean "headless"?)`},
+			"message": `must be "interactive", "headless" or "acp", got "headles" (did you mean "headless"?)`},
 		{"file": "warn.yaml", "line": 5.0, "col": 27.0, "field": "stages[0].tasks[0].adapter", "severity": "warning",
 			"message": `command "no-such-agent-anywhere" of adapter "ghost" is not installed (not found on PATH)`},
 	}

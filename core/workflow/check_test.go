@@ -76,7 +76,7 @@ func TestRunChecks(t *testing.T) {
 		{name: "a headless task without prompt is one error", task: "        adapter: shell\n        executionMode: headless\n",
 			want: []string{`wf.yaml:5:9: stages[0].tasks[0].prompt: a headless task needs a prompt`}},
 		{name: "a typo in the mode is one error", task: "        adapter: shell\n        executionMode: Interactiv\n",
-			want: []string{`wf.yaml:7:24: stages[0].tasks[0].executionMode: must be "interactive" or "headless", got "Interactiv" (did you mean "interactive"?)`}},
+			want: []string{`wf.yaml:7:24: stages[0].tasks[0].executionMode: must be "interactive", "headless" or "acp", got "Interactiv" (did you mean "interactive"?)`}},
 		{name: "a missing cwd", task: "        adapter: claude\n        cwd: nowhere\n",
 			want: []string{`wf.yaml:7:14: stages[0].tasks[0].cwd: directory ` + filepath.Join(base, "nowhere") + ` does not exist (cwd is relative to the base directory ` + base + `)`}},
 		{name: "a cwd that is a file", task: "        adapter: claude\n        cwd: " + filepath.Join(base, "file") + "\n",

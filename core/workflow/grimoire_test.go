@@ -366,7 +366,7 @@ func TestGrimoireErrors(t *testing.T) {
 		{name: "the default adapter must be registered", src: "  - {name: a, type: agent, spell: x}\n", opts: &none,
 			want: []string{`g.yaml:3:5: steps[0].adapter: unknown adapter "claude" (no adapters are registered)`}},
 		{name: "bad mode", src: "  - {name: a, type: agent, spell: x, executionMode: headles}\n",
-			want: []string{`g.yaml:3:53: steps[0].executionMode: must be "interactive" or "headless", got "headles" (did you mean "headless"?)`}},
+			want: []string{`g.yaml:3:53: steps[0].executionMode: must be "interactive", "headless" or "acp", got "headles" (did you mean "headless"?)`}},
 		{name: "interactive under --headless", src: "  - {name: a, type: agent, spell: x, executionMode: interactive}\n", opts: &force},
 		{name: "agent on_fail", src: "  - {name: a, type: agent, spell: x, on_fail: blok}\n",
 			want: []string{`g.yaml:3:47: steps[0].on_fail: must be "continue" or "block", got "blok" (did you mean "block"?)`}},

@@ -267,7 +267,7 @@ func TestParseErrors(t *testing.T) {
 
 		// execution mode and prompts
 		{name: "bad execution mode", src: head + "        adapter: claude\n        executionMode: foo\n",
-			want: []string{`wf.yaml:7:24: stages[0].tasks[0].executionMode: must be "interactive" or "headless", got "foo"`}},
+			want: []string{`wf.yaml:7:24: stages[0].tasks[0].executionMode: must be "interactive", "headless" or "acp", got "foo"`}},
 		{name: "headless without prompt", src: head + "        adapter: claude\n        executionMode: headless\n",
 			want: []string{`wf.yaml:5:9: stages[0].tasks[0].prompt: a headless task needs a prompt`}},
 		{name: "headless with blank prompt", src: head + "        adapter: claude\n        executionMode: headless\n        prompt: \"  \"\n",
@@ -443,7 +443,7 @@ func TestParseManyErrors(t *testing.T) {
 			`testdata/many-errors.yaml:9:9: stages[0].tasks[0]: unknown key "promt" (did you mean "prompt"?)`,
 			`testdata/many-errors.yaml:10:9: stages[1].id: duplicate stage id "plan" (first defined at line 4)`,
 			`testdata/many-errors.yaml:12:13: stages[1].tasks[0].id: duplicate task id "architect" (first defined at line 6)`,
-			`testdata/many-errors.yaml:14:24: stages[1].tasks[0].executionMode: must be "interactive" or "headless", got "foo"`,
+			`testdata/many-errors.yaml:14:24: stages[1].tasks[0].executionMode: must be "interactive", "headless" or "acp", got "foo"`,
 			`testdata/many-errors.yaml:15:30: stages[1].tasks[0].extraArgs[1]: must be a string (write "5" in quotes)`,
 			`testdata/many-errors.yaml:15:33: stages[1].tasks[0].extraArgs[2]: must be a string`,
 			`testdata/many-errors.yaml:16:26: stages[1].tasks[0].env.NODE_ENV: must be a string (write "1" in quotes)`,

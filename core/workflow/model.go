@@ -69,6 +69,9 @@ const (
 const (
 	ModeInteractive = "interactive"
 	ModeHeadless    = "headless"
+	// ModeACP talks to the agent over the Agent Client Protocol (the
+	// adapter's modes.acp).
+	ModeACP = "acp"
 )
 
 // Pos is a position in a source file. The zero Pos means "unknown" (for

@@ -245,9 +245,12 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 
 	pf := tf + ".prompt"
 	headless := t.ExecutionMode == ModeHeadless || c.opts.ForceHeadless
-	if headless && strings.TrimSpace(t.Prompt) == "" && !c.broken[pf] {
+	if (headless || t.ExecutionMode == ModeACP) && strings.TrimSpace(t.Prompt) == "" && !c.broken[pf] {
 		runnable = false // the launch check would say it again
 		msg := "a headless task needs a prompt"
+		if !headless {
+			msg = "an acp task needs a prompt (its session/prompt)"
+		}
 		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
 			msg = fmt.Sprintf("task %q has no prompt; --headless runs every task headless, and a headless task needs a prompt", t.ID)
 		}
@@ -340,11 +343,11 @@ func (c *checker) adapterKnown(af, adapter string, at Pos) bool {
 // repeat it.
 func (c *checker) modeValid(mf, mode string, fallback Pos) bool {
 	switch mode {
-	case "", ModeInteractive, ModeHeadless:
+	case "", ModeInteractive, ModeHeadless, ModeACP:
 		return true
 	}
 	if !c.broken[mf] {
-		c.add(c.at(mf, fallback), mf, yamlnode.OneOf(mode, ModeInteractive, ModeHeadless))
+		c.add(c.at(mf, fallback), mf, yamlnode.OneOf(mode, ModeInteractive, ModeHeadless, ModeACP))
 	}
 	return false
 }

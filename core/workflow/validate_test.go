@@ -64,7 +64,7 @@ func TestValidate(t *testing.T) {
 			`wf.yaml: stages[1].tasks[1].id: duplicate task id "architect" (first defined at stages[0].tasks[0].id)`,
 		}},
 		{name: "bad mode", change: func(d *Definition) { d.Steps[1].Tasks[1].ExecutionMode = "Headless" },
-			want: []string{`wf.yaml: stages[1].tasks[1].executionMode: must be "interactive" or "headless", got "Headless" (did you mean "headless"?)`}},
+			want: []string{`wf.yaml: stages[1].tasks[1].executionMode: must be "interactive", "headless" or "acp", got "Headless" (did you mean "headless"?)`}},
 		{name: "empty mode is interactive", change: func(d *Definition) { d.Steps[1].Tasks[0].ExecutionMode = "" }},
 		{name: "headless without prompt", change: func(d *Definition) { d.Steps[0].Tasks[0].Prompt = "\n" },
 			want: []string{`wf.yaml: stages[0].tasks[0].prompt: a headless task needs a prompt`}},
