@@ -425,6 +425,9 @@ type followUp struct {
 // after a question, once they answered it (resume --answer, or now). nil
 // otherwise: the task starts afresh.
 func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*adapters.Continuation, string) {
+	if mode == adapters.ACP {
+		return acpContinuation(prev, now)
+	}
 	if mode != adapters.Headless || prev.Agent == nil || prev.Agent.SessionID == "" {
 		return nil, ""
 	}

@@ -93,7 +93,7 @@ func (tr *Attempt) meterStream(m *budget.Meter, format adapters.Output) {
 		switch format {
 		case adapters.OutputCodexJSON, adapters.OutputGeminiStreamJSON:
 			return true
-		case adapters.OutputClaudeStreamJSON:
+		case adapters.OutputClaudeStreamJSON, outputACP:
 			return sum.HasResult
 		}
 		return false

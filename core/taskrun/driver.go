@@ -93,6 +93,9 @@ type driver interface {
 // newDriver is the driver of a task run in mode with launch config lc.
 // The protocol driver is chosen here too, when lc asks for it.
 func newDriver(a *Attempt, mode adapters.Mode, lc adapters.LaunchConfig) driver {
+	if mode == adapters.ACP && lc.ACP != nil {
+		return &protocol{a: a, lc: lc}
+	}
 	if mode == adapters.Headless && !lc.UsePTY {
 		return &pipe{a: a, lc: lc, parser: agentstream.New(lc.Output)}
 	}

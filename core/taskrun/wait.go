@@ -158,6 +158,11 @@ func (a *Attempt) interrupted() outcome {
 		}
 	default:
 	}
+	if c, ok := a.drv.(interface{ cancelTurn() }); ok {
+		// A protocol's turn is cancelled first (ACP: session/cancel,
+		// its pending permissions answered, a bounded wait).
+		c.cancelTurn()
+	}
 	a.proc.Stop(a.cfg.Grace)
 	res := a.proc.Result()
 	if o, ok := a.drv.interrupted(a.host.Parked(), res); ok {
