@@ -122,7 +122,8 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 			}
 			return out
 		},
-		Wrap: append(egress.BridgeArgv(self, egress.BridgeOptions{Listen: egress.DefaultBridgeListen, Socket: sock}), "--"),
+		AdapterArgs: func(adapter string) []string { return slices.Clone(apis[adapter].Args) },
+		Wrap:        append(egress.BridgeArgv(self, egress.BridgeOptions{Listen: egress.DefaultBridgeListen, Socket: sock}), "--"),
 	}, stop, nil
 }
 

@@ -70,6 +70,9 @@ type Egress struct {
 	// AdapterEnv is an agent's own, over Env: its key's placeholder and
 	// its base URL at the proxy.
 	AdapterEnv func(adapter string) map[string]string
+	// AdapterArgs go first on an agent's command line: what it reads from
+	// no variable (codex's base URL: -c openai_base_url=…).
+	AdapterArgs func(adapter string) []string
 	// Wrap, when set, is the argv put before the command inside (the
 	// in-sandbox bridge from a loopback port to Socket).
 	Wrap []string
@@ -102,6 +105,8 @@ type Plan struct {
 	Before []string
 	// Writable are the paths writes may go to, for a refusal's message.
 	Writable []string
+	// AgentArgs go first on the agent's command line, before its own.
+	AgentArgs []string
 }
 
 // baseEnv are the variables every sandboxed process keeps: what a program
@@ -179,6 +184,9 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 		maps.Copy(plan.Set, e.Env)
 		if adapter != "" && e.AdapterEnv != nil {
 			maps.Copy(plan.Set, e.AdapterEnv(adapter))
+		}
+		if adapter != "" && e.AdapterArgs != nil {
+			plan.AgentArgs = e.AdapterArgs(adapter)
 		}
 	}
 	plan.Mounts = append(mounts, "--chdir", dir)

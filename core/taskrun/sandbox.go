@@ -1,6 +1,8 @@
 package taskrun
 
 import (
+	"slices"
+
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
@@ -24,6 +26,11 @@ func Sandboxed(policy *sandbox.Policy, adapter string, spec *runner.Spec, keep [
 		return err
 	}
 	spec.Sandbox = plan
+	if len(plan.AgentArgs) > 0 {
+		// Options of the agent's own (codex's -c openai_base_url, global
+		// options a subcommand takes too), before the subcommand.
+		spec.Args = append(slices.Clone(plan.AgentArgs), spec.Args...)
+	}
 	return nil
 }
 
