@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -174,16 +174,17 @@ func TestACPInterruptThenResumeLoads(t *testing.T) {
 		{"steps": [{"tool": "t1", "title": "sleep", "kind": "execute", "status": "in_progress"}, {"touch": "started"}, {"waitCancel": true}]},
 		{"steps": [{"say": "went on"}]}]}`)
 	cmd := p.command("run", "wf.yaml")
-	done := make(chan result, 1)
-	go func() { done <- runResult(t, cmd) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !p.exists("started") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	// Started here, not in a goroutine: cmd.Process is written by Start.
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	waitFor(t, func() bool { return p.exists("started") })
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	r := <-done
-	if r.code == 0 {
-		t.Fatalf("exit 0 after Ctrl-C:\n%s", r.stderr)
+	_ = cmd.Wait()
+	if cmd.ProcessState.ExitCode() == 0 {
+		t.Fatalf("exit 0 after Ctrl-C:\n%s", errb.String())
 	}
 	if len(p.acpReceived("session/cancel")) != 1 {
 		t.Errorf("no session/cancel")
