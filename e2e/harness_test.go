@@ -388,7 +388,12 @@ func (w *world) promptWorkflow(mode, prompt string, ids ...string) string {
 // own, minus anything that could point the agent at a real account or a
 // real config, plus the fake server.
 func (w *world) environ() []string {
+	// run.sh's VIBETEAM_SANDBOX (off by default: the agents reach fake
+	// servers on loopback) goes through, though other VIBETEAM_ do not.
 	var env []string
+	if v := os.Getenv("VIBETEAM_SANDBOX"); v != "" {
+		env = append(env, "VIBETEAM_SANDBOX="+v)
+	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
