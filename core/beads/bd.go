@@ -202,6 +202,21 @@ func checkID(id string) error {
 	return nil
 }
 
+// query runs bd with args and reads its JSON output with parse; output it
+// cannot read is an error naming the command.
+func query[T any](c *Client, ctx context.Context, parse func([]byte) (T, error), args ...string) (T, error) {
+	var zero T
+	out, err := c.run(ctx, args...)
+	if err != nil {
+		return zero, err
+	}
+	v, err := parse(out)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %v", Command(args...), err)
+	}
+	return v, nil
+}
+
 // Show reads bead id (bd show ID --json). bd may take a prefix of an id:
 // the bead's own ID() is the full one.
 func (c *Client) Show(ctx context.Context, id string) (Bead, error) {
@@ -209,13 +224,9 @@ func (c *Client) Show(ctx context.Context, id string) (Bead, error) {
 		return nil, err
 	}
 	args := []string{"show", id, "--json"}
-	out, err := c.run(ctx, args...)
+	b, err := query(c, ctx, parseBead, args...)
 	if err != nil {
 		return nil, err
-	}
-	b, err := parseBead(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return b, nil
 }
@@ -255,13 +266,9 @@ func (c *Client) Close(ctx context.Context, id, reason string) error {
 // stderr).
 func (c *Client) Ready(ctx context.Context) ([]Bead, error) {
 	args := []string{"ready", "--json", "--limit", "0"}
-	out, err := c.run(ctx, args...)
+	list, err := query(c, ctx, parseBeads, args...)
 	if err != nil {
 		return nil, err
-	}
-	list, err := parseBeads(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	// A bead without an id cannot be worked on nor named: it is left out,
 	// and said so, rather than shown as a row with no id.

@@ -246,13 +246,9 @@ func idChar(c byte) bool {
 // Nothing closes them by itself.
 func (c *Client) EligibleEpics(ctx context.Context) ([]string, error) {
 	args := []string{"epic", "status", "--eligible-only", "--json"}
-	out, err := c.run(ctx, args...)
+	list, err := query(c, ctx, parseBeads, args...)
 	if err != nil {
 		return nil, err
-	}
-	list, err := parseBeads(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	var ids []string
 	for _, st := range list {
@@ -271,13 +267,9 @@ func (c *Client) Children(ctx context.Context, id string) ([]Bead, error) {
 		return nil, err
 	}
 	args := []string{"children", id, "--json"}
-	out, err := c.run(ctx, args...)
+	list, err := query(c, ctx, parseBeads, args...)
 	if err != nil {
 		return nil, err
-	}
-	list, err := parseBeads(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return list, nil
 }
@@ -286,13 +278,9 @@ func (c *Client) Children(ctx context.Context, id string) ([]Bead, error) {
 // ids that hold it back in blocked_by.
 func (c *Client) Blocked(ctx context.Context) ([]Bead, error) {
 	args := []string{"blocked", "--json"}
-	out, err := c.run(ctx, args...)
+	list, err := query(c, ctx, parseBeads, args...)
 	if err != nil {
 		return nil, err
-	}
-	list, err := parseBeads(out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", Command(args...), err)
 	}
 	return list, nil
 }
