@@ -63,3 +63,27 @@ func TestMergeRunnerRecordsIntentAroundTheMerge(t *testing.T) {
 		})
 	}
 }
+
+// A merge intent left open by a kill makes the next merge step finish that
+// merge (git says whether it landed), whether the resume approved it again
+// or not; a rejection is still a rejection.
+func TestOpenMergeIntentIsTheMergeUnderWay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ given, want string }{
+		{"", mergeUnderWay},
+		{ReviewApprove, mergeUnderWay},
+		{ReviewReject, ReviewReject},
+	} {
+		s := &sessionStore{sess: &state.Session{
+			MergeDecision: tc.given,
+			Intent:        &state.GitIntent{Kind: state.IntentMerge, Branch: "vibeteam/bd-1", Base: "main"},
+		}}
+		if got, _ := s.takeMergeDecision(); got != tc.want {
+			t.Errorf("decision %q with an open merge intent = %q, want %q", tc.given, got, tc.want)
+		}
+	}
+	s := &sessionStore{sess: &state.Session{MergeDecision: ReviewApprove}}
+	if got, _ := s.takeMergeDecision(); got != ReviewApprove {
+		t.Errorf("an approval without an intent = %q, want %q", got, ReviewApprove)
+	}
+}

@@ -160,8 +160,10 @@ func (s *sessionStore) takeMergeDecision() (decision, reason string) {
 	s.sess.MergeDecision, s.sess.MergeReason = "", ""
 	// A merge intent still open is a merge that was approved and begun
 	// when vibeteam was killed: it is finished (git says whether the base
-	// has the work already), not asked about again.
-	if in := s.sess.Intent; in != nil && in.Kind == state.IntentMerge && decision == "" {
+	// has the work already), not asked about again. An approval given again
+	// on that resume (resume --approve-merge after a kill during the merge
+	// it approved) is the same merge, still under way.
+	if in := s.sess.Intent; in != nil && in.Kind == state.IntentMerge && (decision == "" || decision == ReviewApprove) {
 		decision = mergeUnderWay
 	}
 	return decision, reason
