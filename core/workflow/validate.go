@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
@@ -34,7 +35,9 @@ func Validate(def *Definition, opts LoadOptions) ErrorList {
 // none was written) and applies --headless, and fills in the defaults of a
 // grimoire and its steps (timeouts, adapter and mode of agent steps, on_fail,
 // max_iterations, on_max_iterations), so that the engine and the stored
-// session never have to know the defaults. It is idempotent.
+// session never have to know the defaults. A loop's or a stage step's
+// sandbox: block is pushed into the steps and tasks inside it (theirs over
+// it). It is idempotent.
 func Normalize(def *Definition, opts LoadOptions) {
 	if def == nil {
 		return
@@ -50,6 +53,7 @@ func normalizeSteps(steps []Step, opts LoadOptions) {
 		s := &steps[i]
 		for j := range s.Tasks {
 			t := &s.Tasks[j]
+			t.Sandbox = inward(s.Sandbox, t.Sandbox)
 			if t.ExecutionMode == "" {
 				t.ExecutionMode = ModeInteractive
 			}
@@ -98,6 +102,9 @@ func normalizeSteps(steps []Step, opts LoadOptions) {
 			if s.Loop.OnMaxIterations == "" {
 				s.Loop.OnMaxIterations = DefaultOnMaxIterations
 			}
+			for j := range s.Loop.Steps {
+				s.Loop.Steps[j].Sandbox = inward(s.Sandbox, s.Loop.Steps[j].Sandbox)
+			}
 			normalizeSteps(s.Loop.Steps, opts)
 		case StepMerge:
 			if s.Merge == nil {
@@ -112,6 +119,20 @@ func normalizeSteps(steps []Step, opts LoadOptions) {
 			}
 		}
 	}
+}
+
+// inward is the sandbox: block of a step or task inside a loop or stage
+// step whose own is outer: its own over outer's (lists add up). Merging
+// again gives the same block, as Normalize must.
+func inward(outer, own *sandbox.Config) *sandbox.Config {
+	if outer == nil {
+		return own
+	}
+	merged := *outer
+	if own != nil {
+		merged = outer.Merge(*own)
+	}
+	return &merged
 }
 
 // checker holds the semantic checks shared by Parse and Validate, so both
