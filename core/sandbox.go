@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/events"
@@ -86,6 +87,12 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 		mode = egress.ModeNone
 	}
 	proxy, err := egress.New(egress.Config{Mode: mode, Allow: rules, Routes: dedupeRoutes(routes), OnRefused: func(r egress.Refusal) {
+		if r.Reason == egress.ReasonLocalAddress {
+			emit(Event{Time: time.Now(), Session: sess.ID, Payload: events.Warn{
+				Warning: fmt.Sprintf("sandbox refused a connection to %s:%d: the name resolves only to local addresses; sandbox: {allow: [127.0.0.1:%d]} lets the address itself through", r.Host, r.Port, r.Port),
+			}})
+			return
+		}
 		emit(Event{Time: time.Now(), Session: sess.ID, Payload: events.Warn{
 			Warning: fmt.Sprintf("sandbox refused a connection to %s:%d (%s); sandbox: {allow: [%s:%d]} lets it through", r.Host, r.Port, r.Reason, r.Host, r.Port),
 		}})
@@ -112,8 +119,12 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
+	wrap := func(socket string) []string {
+		return append(egress.BridgeArgv(self, egress.BridgeOptions{Listen: egress.DefaultBridgeListen, Socket: socket}), "--")
+	}
 	return &sandbox.Egress{
-		Socket: sock, Env: env,
+		Socket: sock, Env: env, WrapFor: wrap,
+		SocketFor: stepSockets(proxy, dir, api(apis)),
 		AdapterEnv: func(adapter string) map[string]string {
 			out := map[string]string{}
 			for _, kv := range apis[adapter].Env {
@@ -123,8 +134,48 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 			return out
 		},
 		AdapterArgs: func(adapter string) []string { return slices.Clone(apis[adapter].Args) },
-		Wrap:        append(egress.BridgeArgv(self, egress.BridgeOptions{Listen: egress.DefaultBridgeListen, Socket: sock}), "--"),
+		Wrap:        wrap(sock),
 	}, stop, nil
+}
+
+// api are the hosts of the adapters' model APIs, which every socket's
+// allowlist has (for an agent logged in without a key).
+func api(apis map[string]egress.ModelAPI) []string {
+	var hosts []string
+	for _, name := range slices.Sorted(maps.Keys(apis)) {
+		hosts = append(hosts, apis[name].Hosts...)
+	}
+	return hosts
+}
+
+// stepSockets makes, once per distinct setting, a socket of proxy in dir
+// whose policy is a step's own network and allow: (with the adapters'
+// hosts): what a step's sandbox: block asks is what its process gets.
+func stepSockets(proxy *egress.Proxy, dir string, adapterHosts []string) func(network string, allow []string) (string, error) {
+	var mu sync.Mutex
+	made := map[string]string{}
+	return func(network string, allow []string) (string, error) {
+		key := network + "\x00" + strings.Join(allow, "\x00")
+		mu.Lock()
+		defer mu.Unlock()
+		if sock, ok := made[key]; ok {
+			return sock, nil
+		}
+		rules, err := egress.ParseRules(append(slices.Clone(allow), adapterHosts...))
+		if err != nil {
+			return "", fmt.Errorf("sandbox.allow: %w", err)
+		}
+		mode := egress.ModeAllowList
+		if network == sandbox.NetworkNone {
+			mode = egress.ModeNone
+		}
+		sock := filepath.Join(dir, fmt.Sprintf("egress-%d.sock", len(made)+1))
+		if err := proxy.ListenUnixWith(sock, mode, rules); err != nil {
+			return "", err
+		}
+		made[key] = sock
+		return sock, nil
+	}
 }
 
 // adaptersOf are the adapters a definition's agents use.

@@ -76,6 +76,11 @@ type Egress struct {
 	// Wrap, when set, is the argv put before the command inside (the
 	// in-sandbox bridge from a loopback port to Socket).
 	Wrap []string
+	// SocketFor, when set, is a socket of the same proxy whose policy is
+	// network and allow (a step's own, over the session's), and WrapFor
+	// the bridge to it.
+	SocketFor func(network string, allow []string) (string, error)
+	WrapFor   func(socket string) []string
 }
 
 // mount is one bwrap mount option: op ("--bind", "--ro-bind", "--tmpfs",
@@ -179,8 +184,12 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 	}
 	plan := &Plan{Bwrap: p.Bwrap, Args: args, Keep: append(append(slices.Clone(baseEnv), keep...), cfg.Env...), Writable: writable}
 	if e := p.Egress; e != nil && cfg.NetworkOf() != NetworkAll {
-		mounts = append(mounts, "--bind", e.Socket, e.Socket)
-		plan.Set, plan.Before = map[string]string{}, e.Wrap
+		socket, before, err := e.socketOf(p.Config, cfg)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, "--bind", socket, socket)
+		plan.Set, plan.Before = map[string]string{}, before
 		maps.Copy(plan.Set, e.Env)
 		if adapter != "" && e.AdapterEnv != nil {
 			maps.Copy(plan.Set, e.AdapterEnv(adapter))
@@ -191,6 +200,20 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 	}
 	plan.Mounts = append(mounts, "--chdir", dir)
 	return plan, nil
+}
+
+// socketOf is the proxy socket a process whose settings are cfg reaches
+// out through, and the bridge to it: the session's, unless cfg (a step's
+// settings over the session's) changes the network or adds hosts.
+func (e *Egress) socketOf(session, cfg Config) (string, []string, error) {
+	if e.SocketFor == nil || e.WrapFor == nil || cfg.NetworkOf() == session.NetworkOf() && len(cfg.Allow) == len(session.Allow) {
+		return e.Socket, e.Wrap, nil
+	}
+	socket, err := e.SocketFor(cfg.NetworkOf(), cfg.Allow)
+	if err != nil {
+		return "", nil, err
+	}
+	return socket, e.WrapFor(socket), nil
 }
 
 // abs is path with ~ expanded, relative to the working directory.

@@ -91,6 +91,10 @@ const (
 	ReasonNotAllowed  = "not in sandbox.allow"
 	ReasonNetworkNone = "sandbox network is none"
 	ReasonBadTarget   = "no host:port in the request"
+	// ReasonLocalAddress: an allowed name resolved only to a loopback,
+	// link-local or unspecified address (a name pointed at the host's own
+	// services, or at a cloud's metadata service).
+	ReasonLocalAddress = "resolves to a local address"
 )
 
 // Refusal is a connection the proxy refused.
@@ -118,6 +122,9 @@ type Config struct {
 	// HTTPS_PROXY, ignoring NO_PROXY (undici's ProxyAgent, which Gemini
 	// CLI installs), reaches its model route that way.
 	Self []string
+	// LookupIP resolves a host name the allowlist admitted (default: the
+	// system's resolver); see dialChecked.
+	LookupIP func(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
 // Proxy is a running egress proxy. It owns the goroutines of its listeners
@@ -127,6 +134,7 @@ type Proxy struct {
 	self      map[string]bool
 	local     *localListener
 	onRefused func(Refusal)
+	lookupIP  func(ctx context.Context, host string) ([]net.IPAddr, error)
 	dialer    net.Dialer
 	forward   *httputil.ReverseProxy
 	srv       *http.Server
@@ -167,8 +175,12 @@ func New(cfg Config) (*Proxy, error) {
 	p := &Proxy{
 		policy:    policy{mode: mode, rules: cfg.Allow},
 		onRefused: cfg.OnRefused,
+		lookupIP:  cfg.LookupIP,
 		tunnels:   map[net.Conn]struct{}{},
 		routes:    map[string]*routeProxy{},
+	}
+	if p.lookupIP == nil {
+		p.lookupIP = net.DefaultResolver.LookupIPAddr
 	}
 	p.dialer.Timeout = cfg.DialTimeout
 	if p.dialer.Timeout == 0 {
@@ -199,13 +211,15 @@ func New(cfg Config) (*Proxy, error) {
 		Transport:     p.transport(),
 		FlushInterval: -1,
 		BufferPool:    copyBuffers,
-		ErrorHandler:  badGateway,
+		ErrorHandler:  p.forwardFailed,
 		ErrorLog:      discardLog,
 	}
+	p.forward.Transport.(*http.Transport).DialContext = p.dialChecked
 	p.srv = &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: time.Minute,
 		ErrorLog:          discardLog,
+		ConnContext:       withConnPolicy,
 	}
 	p.local = newLocalListener()
 	if err := p.Serve(p.local); err != nil {
@@ -251,7 +265,22 @@ func Start(cfg Config, socket string) (*Proxy, error) {
 
 // ListenUnix serves on a unix socket at path (a stale one is replaced),
 // readable and writable by its owner only.
-func (p *Proxy) ListenUnix(path string) error {
+func (p *Proxy) ListenUnix(path string) error { return p.listenUnix(path, nil) }
+
+// ListenUnixWith is ListenUnix with a policy of its own for what comes in
+// on this socket (a step's own network and allow:); the model routes are
+// the proxy's.
+func (p *Proxy) ListenUnixWith(path string, mode Mode, allow []Rule) error {
+	if mode == "" {
+		mode = ModeAllowList
+	}
+	if _, err := ParseMode(string(mode)); err != nil {
+		return err
+	}
+	return p.listenUnix(path, &policy{mode: mode, rules: allow})
+}
+
+func (p *Proxy) listenUnix(path string, pol *policy) error {
 	// The kernel's limit (sun_path) would only say "invalid argument".
 	if len(path) > maxSocketPath {
 		return fmt.Errorf("egress proxy: socket path %s is %d bytes, more than the %d a unix socket takes; use a shorter directory (os.MkdirTemp)", path, len(path), maxSocketPath)
@@ -270,6 +299,9 @@ func (p *Proxy) ListenUnix(path string) error {
 	p.mu.Lock()
 	p.sockets = append(p.sockets, path)
 	p.mu.Unlock()
+	if pol != nil {
+		l = policyListener{Listener: l, pol: pol}
+	}
 	return p.Serve(l)
 }
 
@@ -348,7 +380,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r.Method, host, port, ReasonBadTarget)
 		return
 	}
-	if why := p.policy.refuses(host, port); why != "" {
+	if why := p.policyOf(r.Context()).refuses(host, port); why != "" {
 		p.refuse(w, r.Method, host, port, why)
 		return
 	}
@@ -363,14 +395,19 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.self[net.JoinHostPort(host, strconv.Itoa(port))] {
-		p.tunnelToSelf(w)
+		p.tunnelToSelf(w, r)
 		return
 	}
-	if why := p.policy.refuses(host, port); why != "" {
+	if why := p.policyOf(r.Context()).refuses(host, port); why != "" {
 		p.refuse(w, r.Method, host, port, why)
 		return
 	}
-	up, err := p.dialer.DialContext(r.Context(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	up, err := p.dialChecked(r.Context(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	var local *localAddressError
+	if errors.As(err, &local) {
+		p.refuse(w, r.Method, host, port, ReasonLocalAddress)
+		return
+	}
 	if err != nil {
 		http.Error(w, fmt.Sprintf("vibeteam sandbox: cannot reach %s:%d: %v", host, port, err), http.StatusBadGateway)
 		return
@@ -402,7 +439,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 
 // tunnelToSelf answers a CONNECT to the proxy's own inside address, then
 // serves what comes through the tunnel as a connection of its own.
-func (p *Proxy) tunnelToSelf(w http.ResponseWriter) {
+func (p *Proxy) tunnelToSelf(w http.ResponseWriter, r *http.Request) {
 	client, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		http.Error(w, "vibeteam sandbox: cannot tunnel: "+err.Error(), http.StatusInternalServerError)
@@ -412,7 +449,7 @@ func (p *Proxy) tunnelToSelf(w http.ResponseWriter) {
 		client.Close()
 		return
 	}
-	p.local.push(&bufferedConn{Conn: client, r: rw.Reader})
+	p.local.push(&bufferedConn{Conn: client, r: rw.Reader, pol: connPolicy(r.Context())})
 }
 
 // track registers a hijacked tunnel so that Close ends it; false once the
@@ -455,6 +492,8 @@ func RefusalMessage(host string, port int, why string) string {
 		return fmt.Sprintf("vibeteam sandbox: host %s is not allowed: the sandbox's network is none; set sandbox.network, or add it under sandbox.allow", target)
 	case ReasonBadTarget:
 		return fmt.Sprintf("vibeteam sandbox: %q is not a host:port this proxy forwards to", target)
+	case ReasonLocalAddress:
+		return fmt.Sprintf("vibeteam sandbox: host %s resolves only to local addresses (loopback, link-local), which an allowed name does not open; add the address itself under sandbox.allow (127.0.0.1:PORT) if it is meant", target)
 	}
 	return fmt.Sprintf("vibeteam sandbox: host %s is not allowed; add it under sandbox.allow", target)
 }
@@ -501,6 +540,17 @@ func copyHalf(dst, src net.Conn) {
 	// An error (or no half-close): end both, so that the other copy ends.
 	dst.Close()
 	src.Close()
+}
+
+// forwardFailed answers a plain-http request the proxy could not forward:
+// a refusal when its name resolved only to local addresses.
+func (p *Proxy) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var local *localAddressError
+	if errors.As(err, &local) {
+		p.refuse(w, r.Method, local.host, local.port, ReasonLocalAddress)
+		return
+	}
+	badGateway(w, r, err)
 }
 
 func badGateway(w http.ResponseWriter, r *http.Request, err error) {

@@ -51,7 +51,8 @@ func (localAddr) String() string  { return "vibeteam-egress" }
 // tunnel (bytes the client sent right after its CONNECT).
 type bufferedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r   *bufio.Reader
+	pol *policy // of the connection the tunnel came through
 }
 
 func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
