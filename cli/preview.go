@@ -124,7 +124,11 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			if found.Builtin() {
 				from = "built-in " + arg
 			}
-			pv := &previewer{out: streams.Out, full: c.Bool("full"), load: probs}
+			beadID := ""
+			if bead != nil {
+				beadID = beads.Bead(bead).ID()
+			}
+			pv := &previewer{out: streams.Out, full: c.Bool("full"), load: probs, sandbox: newSandboxView(base, def, bead != nil, beadID)}
 			if def.Kind == workflow.KindGrimoire {
 				pv.grimoire(def, from, vars, bead, base)
 			} else {
@@ -187,6 +191,8 @@ type previewer struct {
 	// orig is the step of the grimoire each step of the walked copy is.
 	orig  map[*workflow.Step]*workflow.Step
 	depth int // of the loops the walk is in
+	// sandbox is the run's sandbox, shown before the steps.
+	sandbox *sandboxView
 }
 
 func (pv *previewer) printf(format string, args ...any) { fmt.Fprintf(pv.out, format, args...) }
@@ -259,7 +265,9 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 		title, _ := bead["title"].(string)
 		pv.printf("  bead: %s\n", safe(strings.TrimSpace(id+" "+title)))
 	}
-	pv.printf("  nothing is run: ⟨...⟩ is a value known only when the grimoire runs\n\n")
+	pv.printf("  nothing is run: ⟨...⟩ is a value known only when the grimoire runs\n")
+	pv.sandbox.print(pv.out, "  ")
+	pv.printf("\n")
 
 	goal := def.Goal
 	if g, ok := vars["goal"]; ok {
@@ -551,7 +559,9 @@ func (pv *previewer) stages(def *workflow.Definition, from string, vars map[stri
 	if def.Goal != "" {
 		pv.printf("  goal: %s\n", safe(def.Goal))
 	}
-	pv.printf("  nothing is run: the stages run in order, the tasks of a stage in parallel\n\n")
+	pv.printf("  nothing is run: the stages run in order, the tasks of a stage in parallel\n")
+	pv.sandbox.print(pv.out, "  ")
+	pv.printf("\n")
 	for _, st := range def.Stages() {
 		pv.printf("%s  stage %s\n", safe(at(st.Pos)), safe(st.Label()))
 		for _, t := range st.Tasks {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,5 +104,111 @@ steps:
 	}
 	if lg := h.exec("log", h.only().ID); !strings.Contains(lg.stdout, "sandbox refused a connection to 127.0.0.1:"+h.addr[strings.LastIndexByte(h.addr, ':')+1:]+" (sandbox network is none)") {
 		t.Errorf("log does not name the refused host:\n%s", lg.stdout)
+	}
+}
+
+// sandboxGrimoire has a workflow allow:, a script step's own write:, a
+// loop's network: none (reaching the agent step and the stage task inside
+// it) and a merge gate.
+const sandboxGrimoire = `name: g
+sandbox: {allow: [proxy.golang.org:443]}
+steps:
+  - name: build
+    type: script
+    sandbox: {write: [~/cache, out]}
+    command: make
+  - name: l
+    type: loop
+    sandbox: {network: none}
+    steps:
+      - name: impl
+        type: agent
+        adapter: fake
+        spell: |
+          do it
+      - name: s
+        type: stage
+        tasks:
+          - { id: t, adapter: fake, executionMode: headless, prompt: hi }
+  - name: merge
+    type: merge
+    gate: go test ./...
+`
+
+// validate shows, for a file that is ok, whether a run is sandboxed and
+// why, what every process gets, and each step's, task's and gate's own
+// writable paths and network, the loop's block reaching inside it.
+func TestValidateShowsTheSandboxOfEachStep(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", sandboxGrimoire)
+	home := t.TempDir()
+	validate := func(env ...string) result {
+		cmd := p.command("validate", "g.yaml")
+		cmd.Env = append(withoutEnv(withoutEnv(cmd.Env, "VIBETEAM_SANDBOX"), "HOME"), append(env, "HOME="+home)...)
+		return runResult(t, cmd)
+	}
+	r := validate()
+	wantCode(t, r, 0)
+	on := "  sandbox: on (the sandbox: block of g.yaml)"
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		on += ", but bubblewrap (bwrap) is not installed"
+	}
+	for _, want := range []string{
+		"g.yaml: ok (grimoire, 5 steps)\n",
+		on,
+		"    writable: the base directory " + p.dir + ", a private /tmp, ",
+		"    never visible: ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.docker, ~/.kube\n",
+		"    step build (script, line 4): write the work dir, ~/cache, " + p.path("out") + "; network allow: proxy.golang.org:443\n",
+		"    step impl (agent fake, line 12): write the work dir; network none (the model routes only)\n",
+		"    step s task t (fake, line 20): write the work dir; network none (the model routes only)\n",
+		"    step merge (merge gate, line 21): write the work dir; network allow: proxy.golang.org:443\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("validate lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r = validate("VIBETEAM_SANDBOX=off"); !strings.Contains(r.stdout, "  sandbox: off (VIBETEAM_SANDBOX=off; --sandbox turns it on); when on:\n") {
+		t.Errorf("VIBETEAM_SANDBOX=off:\n%s", r.stdout)
+	}
+	p.write("plain.yaml", "name: plain\nsteps:\n  - { name: a, type: script, command: make }\n")
+	cmd := p.command("validate", "plain.yaml")
+	cmd.Env = withoutEnv(cmd.Env, "VIBETEAM_SANDBOX")
+	if r = runResult(t, cmd); !strings.Contains(r.stdout, "  sandbox: off for this run unless asked (--sandbox, VIBETEAM_SANDBOX=on); on by default for bead runs and --auto-approve; when on:\n") ||
+		!strings.Contains(r.stdout, "    step a (script, line 3): write the work dir; network allow: no host (the model routes only)\n") {
+		t.Errorf("a plain grimoire:\n%s", r.stdout)
+	}
+}
+
+// preview shows the sandbox of a bead run: on by default, its work dir the
+// bead's worktree, each step's own sandbox; and it writes nothing for it.
+func TestPreviewShowsTheSandboxOfABeadRun(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	p.write("g.yaml", sandboxGrimoire)
+	p.write("bead.json", `{"id":"bd-7","title":"t"}`)
+	cmd := p.command("preview", "g.yaml", "--bead-file", "bead.json")
+	cmd.Env = withoutEnv(cmd.Env, "VIBETEAM_SANDBOX")
+	r := runResult(t, cmd)
+	wantCode(t, r, 0)
+	work := p.path(".worktrees/bd-7")
+	for _, want := range []string{
+		"  sandbox: on (the sandbox: block of g.yaml)",
+		"    writable: the bead's worktree " + work + ", a private /tmp, ",
+		"    step build (script, line 4): write the work dir, ~/cache, " + filepath.Join(work, "out") + "; network allow: proxy.golang.org:443\n",
+		"    step impl (agent fake, line 12): write the work dir; network none (the model routes only)\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preview lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if p.exists(".worktrees") {
+		t.Error("preview made the worktree")
+	}
+	p.write("plain.yaml", "name: plain\nsteps:\n  - { name: a, type: script, command: make }\n")
+	cmd = p.command("preview", "plain.yaml", "--bead-file", "bead.json")
+	cmd.Env = withoutEnv(cmd.Env, "VIBETEAM_SANDBOX")
+	if r = runResult(t, cmd); !strings.Contains(r.stdout, "  sandbox: on (the default for a bead run)") {
+		t.Errorf("a bead run's default:\n%s", r.stdout)
 	}
 }

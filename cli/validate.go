@@ -100,6 +100,9 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 				}
 				if !failed {
 					fmt.Fprintf(streams.Out, "%s: ok (%s)\n", summary.file, summary.what)
+					if summary.def != nil {
+						newSandboxView(base, summary.def, false, "").print(streams.Out, "  ")
+					}
 				}
 			}
 			if asJSON {
@@ -139,7 +142,10 @@ func (p problem) String() string {
 	return e.Error()
 }
 
-type summary struct{ file, what string }
+type summary struct {
+	file, what string
+	def        *workflow.Definition // a workflow's (its sandbox is shown)
+}
 
 // validateOne checks one argument of validate: a workflow or adapter file, a
 // named workflow or a built-in one.
@@ -204,7 +210,7 @@ func validateAdapter(path string, data []byte) ([]problem, summary) {
 		probs = append(probs, problem{File: path, Field: "command", Severity: severityWarning,
 			Message: fmt.Sprintf("command %q is not installed (not found on PATH)", info.Command)})
 	}
-	return probs, summary{path, fmt.Sprintf("adapter %q", info.Name)}
+	return probs, summary{file: path, what: fmt.Sprintf("adapter %q", info.Name)}
 }
 
 func workflowProblems(list workflow.ErrorList) []problem {
@@ -228,13 +234,13 @@ func workflowSummary(file string, def *workflow.Definition) summary {
 		for range def.AllSteps() {
 			n++
 		}
-		return summary{file, fmt.Sprintf("grimoire, %d steps", n)}
+		return summary{file, fmt.Sprintf("grimoire, %d steps", n), def}
 	}
 	n := 0
 	for _, st := range def.Stages() {
 		n += len(st.Tasks)
 	}
-	return summary{file, fmt.Sprintf("%d stages, %d tasks", len(def.Stages()), n)}
+	return summary{file, fmt.Sprintf("%d stages, %d tasks", len(def.Stages()), n), def}
 }
 
 // warnBrokenAdapters says, in one line, which user adapter files could not

@@ -207,3 +207,28 @@ func dedupeRoutes(routes []egress.Route) []egress.Route {
 	}
 	return out
 }
+
+// SandboxHosts are what a session's proxy lets through for def besides
+// sandbox.allow: the model APIs of the adapters its agents use (for an
+// agent logged in without a key), and the keys the proxy holds for them
+// (the variables of the environment env whose values stay outside).
+func SandboxHosts(def *workflow.Definition, env []string) (hosts, keys []string) {
+	inside := egress.InsideURL(egress.DefaultBridgeListen)
+	for _, name := range adaptersOf(def) {
+		api, ok := egress.ForAdapter(name, env, inside)
+		if !ok {
+			continue
+		}
+		for _, h := range api.Hosts {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+		for _, k := range api.Keys {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return hosts, keys
+}

@@ -216,6 +216,10 @@ func (e *Egress) socketOf(session, cfg Config) (string, []string, error) {
 	return socket, e.WrapFor(socket), nil
 }
 
+// Abs is a write: or hide: entry as the sandbox reads it: ~ expanded,
+// relative to the working directory.
+func (p *Policy) Abs(path string) string { return p.abs(path) }
+
 // abs is path with ~ expanded, relative to the working directory.
 func (p *Policy) abs(path string) string {
 	if rest, ok := strings.CutPrefix(path, "~/"); ok && p.Home != "" {

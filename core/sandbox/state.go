@@ -31,14 +31,52 @@ var goCaches = sync.OnceValues(func() (string, string) {
 	return strings.TrimSpace(lines[0]), strings.TrimSpace(lines[1])
 })
 
+// goCachesUnasked are Go's caches as its variables and defaults say,
+// without running go (validate and preview start no process); a go.env
+// file of the user's may say otherwise.
+func goCachesUnasked() (string, string) {
+	if _, err := exec.LookPath("go"); err != nil {
+		return "", ""
+	}
+	gocache := os.Getenv("GOCACHE")
+	if gocache == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			gocache = filepath.Join(dir, "go-build")
+		}
+	}
+	gomod := os.Getenv("GOMODCACHE")
+	if gomod == "" {
+		gopath := filepath.SplitList(os.Getenv("GOPATH"))
+		if len(gopath) == 0 || gopath[0] == "" {
+			if home, err := os.UserHomeDir(); err == nil {
+				gopath = []string{filepath.Join(home, "go")}
+			}
+		}
+		if len(gopath) > 0 {
+			gomod = filepath.Join(gopath[0], "pkg", "mod")
+		}
+	}
+	return gocache, gomod
+}
+
 // CachePaths are the toolchains' build caches: Go's (made when go is
 // there), npm's, pip's and cargo's (where they exist).
-func (p *Policy) CachePaths() []string {
+func (p *Policy) CachePaths() []string { return p.cachePaths(true) }
+
+// CachesToShow are CachePaths, for validate and preview: nothing is made.
+func (p *Policy) CachesToShow() []string { return p.cachePaths(false) }
+
+func (p *Policy) cachePaths(make bool) []string {
 	var paths []string
 	gocache, gomod := goCaches()
+	if !make {
+		gocache, gomod = goCachesUnasked()
+	}
 	for _, c := range []string{gocache, gomod} {
 		if c != "" && filepath.IsAbs(c) && c != "off" {
-			_ = os.MkdirAll(c, 0o755)
+			if make {
+				_ = os.MkdirAll(c, 0o755)
+			}
 			paths = append(paths, c)
 		}
 	}
