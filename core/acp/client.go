@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -31,7 +32,8 @@ type Options struct {
 	// Decide answers the agent's permission requests; nil refuses each
 	// (cancelled).
 	Decide Decider
-	// Version is vibeteam's, told to the agent.
+	// Version is vibeteam's, told to the agent ("": the module's version
+	// as the build recorded it).
 	Version string
 	// Now is the clock (limits' reset times); nil: time.Now.
 	Now func() time.Time
@@ -140,7 +142,7 @@ func (c *Client) Initialize(ctx context.Context) (AgentInfo, error) {
 	var info AgentInfo
 	err := c.call(ctx, methodInitialize, initializeParams{
 		ProtocolVersion: ProtocolVersion,
-		ClientInfo:      implementation{Name: "vibeteam", Title: "vibeteam", Version: c.opts.Version},
+		ClientInfo:      implementation{Name: "vibeteam", Title: "vibeteam", Version: clientVersion(c.opts.Version)},
 	}, &info)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -337,4 +339,17 @@ func idKey(id json.RawMessage) string {
 		return strconv.FormatInt(n, 10)
 	}
 	return string(id)
+}
+
+// clientVersion is the version told in clientInfo, which the schema
+// requires (gemini --acp refuses an initialize without it): v, or the
+// main module's version as the build recorded it, or "(devel)".
+func clientVersion(v string) string {
+	if v != "" {
+		return v
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

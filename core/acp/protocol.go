@@ -58,7 +58,7 @@ type fsCapabilities struct {
 
 type implementation struct {
 	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
+	Version string `json:"version"` // required by the schema
 	Title   string `json:"title,omitempty"`
 }
 

@@ -226,6 +226,19 @@ func (a *agent) initialize(m msg) {
 		a.fail(m.ID, -32603, "initialize failed on purpose")
 		return
 	}
+	// As gemini --acp (0.61.0) does: the schema's clientInfo needs both
+	// name and version, and an initialize without them is refused.
+	var p struct {
+		ClientInfo *struct {
+			Name    *string `json:"name"`
+			Version *string `json:"version"`
+		} `json:"clientInfo"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	if ci := p.ClientInfo; ci != nil && (ci.Name == nil || ci.Version == nil) {
+		a.fail(m.ID, -32603, "Internal error: clientInfo.name and clientInfo.version: expected string, received undefined")
+		return
+	}
 	v := a.sc.Version
 	if v == 0 {
 		v = 1
