@@ -134,6 +134,9 @@ type Options struct {
 type Continuation struct {
 	Session string   // the agent's own session or thread id
 	Allow   []string // tools a person allowed (rules as the CLI takes them)
+	// Fresh: the session cannot be continued (the agent did not save it):
+	// a new one starts, with Allow still given.
+	Fresh bool
 }
 
 // Adapter is one instance of an adapter type, created per task so parallel

@@ -180,10 +180,13 @@ func (a *instance) AnswerSettle() time.Duration      { return a.def.answerSettle
 // continuation is the mode's allow args (when tools were allowed) and
 // resume args, with {tools} and {session} filled in.
 func (a *instance) continuation(mode Mode, m modeSpec) ([]string, error) {
-	if len(m.resume) == 0 {
+	if a.cont.Fresh && len(a.cont.Allow) == 0 {
+		return nil, nil
+	}
+	if len(m.resume) == 0 && !a.cont.Fresh {
 		return nil, fmt.Errorf("adapter %s cannot continue an agent's session in mode %s (its file has no modes.%s.resume)", a.def.name, mode, mode)
 	}
-	if a.cont.Session == "" {
+	if a.cont.Session == "" && !a.cont.Fresh {
 		return nil, fmt.Errorf("adapter %s: no agent session to continue (the agent did not report its session id)", a.def.name)
 	}
 	var out []string
@@ -195,6 +198,9 @@ func (a *instance) continuation(mode Mode, m modeSpec) ([]string, error) {
 		for _, arg := range m.allow {
 			out = append(out, strings.ReplaceAll(arg, "{tools}", tools))
 		}
+	}
+	if a.cont.Fresh {
+		return out, nil
 	}
 	for _, arg := range m.resume {
 		out = append(out, strings.ReplaceAll(arg, "{session}", a.cont.Session))
@@ -240,10 +246,13 @@ func (a *instance) acpLaunch(prompt string, extraArgs []string) (LaunchConfig, e
 	}
 	launch := &ACPLaunch{Prompt: prompt, SessionMode: mode, AutoApprove: a.autoApprove, MCP: slices.Clone(a.mcp)}
 	if a.cont != nil {
-		if a.cont.Session == "" {
+		if a.cont.Session == "" && !a.cont.Fresh {
 			return LaunchConfig{}, fmt.Errorf("adapter %s: no agent session to continue (the agent did not report its session id)", a.def.name)
 		}
-		launch.Load, launch.Allow = a.cont.Session, slices.Clone(a.cont.Allow)
+		launch.Allow = slices.Clone(a.cont.Allow)
+		if !a.cont.Fresh {
+			launch.Load = a.cont.Session
+		}
 	}
 	args := make([]string, 0, len(spec.args)+len(extraArgs))
 	args = append(append(args, spec.args...), extraArgs...)

@@ -25,6 +25,7 @@ const (
 	Usage      Kind = "usage"       // Tokens: this turn's or the run's, as the CLI reports it
 	Error      Kind = "error"       // Text: an error the CLI reported
 	Plan       Kind = "plan"        // Plan: the agent's plan, whole (ACP)
+	Warning    Kind = "warning"     // Text: something the CLI warned about that does not fail the run
 )
 
 // OutputLimit bounds a tool result's Output in an Event.
@@ -106,6 +107,10 @@ type Summary struct {
 	// Limit is set when the run stopped on a usage or rate limit (IsError
 	// is then set too): the run is not a failure of the task, it waits.
 	Limit *Limit `json:"limit,omitempty"`
+	// SessionLost says why the agent's session could not be saved (claude's
+	// session_writes_lost): SessionID then names a session that cannot be
+	// continued.
+	SessionLost string `json:"session_lost,omitempty"`
 }
 
 // DeniedTools are the names of the tools the run was denied, each once.

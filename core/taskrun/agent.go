@@ -200,6 +200,10 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		host.Emit(id, events.AgentFailure{Error: ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
+	case agentstream.Warning:
+		host.Emit(id, events.Warn{Warning: "task " + id + ": " + ev.Text})
+		s.breakDeltaLocked(text)
+		fmt.Fprintf(text, "· warning: %s\n", oneLine(ev.Text, 500))
 	}
 }
 
@@ -431,6 +435,16 @@ func continuation(mode adapters.Mode, prev state.TaskRecord, now *followUp) (*ad
 	if mode != adapters.Headless || prev.Agent == nil || prev.Agent.SessionID == "" {
 		return nil, ""
 	}
+	if prev.Agent.SessionLost != "" {
+		// A session the agent could not save (claude's
+		// session_writes_lost) cannot be continued: a fresh one starts,
+		// told so (lostSessionNote), with what a person allowed.
+		allowed := slices.Clone(prev.Allowed)
+		if now != nil {
+			allowed = append(allowed, now.allow...)
+		}
+		return &adapters.Continuation{Fresh: true, Allow: allowed}, ""
+	}
 	switch prev.Reason {
 	case DeniedReason:
 		prev.Allowed = slices.Clone(prev.Allowed)
@@ -479,6 +493,20 @@ const (
 	PermissionDeny  = "deny"  // the task fails
 	PermissionLater = "later" // park: resume ID --allow TOOL later
 )
+
+// lostSessionNote is the first prompt of a task whose last run's agent
+// session was lost (not saved by the agent, so not continued): the task's
+// own prompt, after a note that earlier work may be in the tree, and the
+// warning the person sees. "" when prev's session was not lost.
+func lostSessionNote(prev state.TaskRecord, prompt string) (note, warning string) {
+	if prev.Agent == nil || prev.Agent.SessionLost == "" {
+		return "", ""
+	}
+	note = "Note: an earlier run of this task was interrupted and its session could not be saved, so this is a fresh session. " +
+		"Some of the work may already be done in this working tree: check before redoing it.\n\n" + prompt
+	warning = fmt.Sprintf("the agent session %s of the last run was not saved (%s): starting a fresh session", prev.Agent.SessionID, prev.Agent.SessionLost)
+	return note, warning
+}
 
 // grantMessage tells an agent whose tool call was denied that it may now
 // make it: CLIs do not retry a denied call by themselves.

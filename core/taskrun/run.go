@@ -153,7 +153,11 @@ func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 	l = &launch{mode: modeOf(t, cfg), prompt: prompt, cleanup: func() {}}
 	l.prev = a.host.ReadRecord(t.ID)
 	cont, followPrompt := continuation(l.mode, l.prev, a.prior)
-	if cont != nil {
+	if cont != nil && cont.Fresh {
+		note, warning := lostSessionNote(l.prev, prompt)
+		a.host.Emit(t.ID, events.Warn{Adapter: t.Adapter, Warning: "task " + t.ID + ": " + warning})
+		l.prompt, l.cont = note, cont
+	} else if cont != nil {
 		// The agent's own session goes on, told what it may do now or
 		// what the person answered; its first prompt is in that session
 		// already.
