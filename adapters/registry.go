@@ -362,13 +362,18 @@ func (r *Registry) CheckCommand(name, dir string) error {
 	if !ok {
 		return fmt.Errorf("unknown adapter %q", name)
 	}
-	cmd := e.load().command
+	return checkCommandAt(e.load().command, "command", name, dir)
+}
+
+// checkCommandAt checks that cmd (the adapter's what) is installed: a name
+// on PATH, or an executable file (relative to dir).
+func checkCommandAt(cmd, what, name, dir string) error {
 	if !strings.ContainsRune(cmd, filepath.Separator) && !strings.ContainsRune(cmd, '/') {
 		if _, err := exec.LookPath(cmd); err != nil {
 			if errors.Is(err, exec.ErrDot) {
-				return fmt.Errorf("command %q of adapter %q is found only through a relative PATH entry, which is not used: %v", cmd, name, err)
+				return fmt.Errorf("%s %q of adapter %q is found only through a relative PATH entry, which is not used: %v", what, cmd, name, err)
 			}
-			return fmt.Errorf("command %q of adapter %q is not installed (not found on PATH)", cmd, name)
+			return fmt.Errorf("%s %q of adapter %q is not installed (not found on PATH)", what, cmd, name)
 		}
 		return nil
 	}
@@ -379,9 +384,9 @@ func (r *Registry) CheckCommand(name, dir string) error {
 	st, err := os.Stat(p)
 	switch {
 	case err != nil:
-		return fmt.Errorf("command %s of adapter %q does not exist", p, name)
+		return fmt.Errorf("%s %s of adapter %q does not exist", what, p, name)
 	case st.IsDir() || st.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("command %s of adapter %q is not an executable file", p, name)
+		return fmt.Errorf("%s %s of adapter %q is not an executable file", what, p, name)
 	}
 	return nil
 }
@@ -430,6 +435,30 @@ func (r *Registry) ACPCommand(name string) string {
 		return c
 	}
 	return e.load().command
+}
+
+// CheckModeCommand is CheckCommand for a task of adapter name in mode: in
+// acp mode, the acp mode's own command (claude-agent-acp, codex-acp).
+func (r *Registry) CheckModeCommand(name, mode, dir string) error {
+	if Mode(mode) != ACP {
+		return r.CheckCommand(name, dir)
+	}
+	cmd := r.ACPCommand(name)
+	if cmd == "" {
+		return fmt.Errorf("adapter %q has no acp mode", name)
+	}
+	return checkCommandAt(cmd, "acp command", name, dir)
+}
+
+// TakesMCPIn reports whether adapter name's agent takes MCP servers in
+// mode: in acp mode always (stdio servers go in session/new, which every
+// ACP agent takes; http and sse are checked against the agent's
+// mcpCapabilities as the session starts), else as TakesMCP.
+func (r *Registry) TakesMCPIn(name, mode string) bool {
+	if Mode(mode) == ACP {
+		return r.HasMode(name, mode)
+	}
+	return r.TakesMCP(name)
 }
 
 // TakesQueue reports whether a task of adapter name in mode can be given

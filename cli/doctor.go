@@ -49,6 +49,10 @@ adapters; its agent steps', claude by default), doctor reports:
   mcp      with FILE|NAME: the MCP servers it gives that adapter's agents,
            and whether each command is there (on PATH, or an executable
            file relative to the base dir);
+  next     the next major version of the adapter's CLI, when it ships as
+           a binary of its own and is on PATH (opencode2, of @opencode/cli):
+           where, its version, and that it is not tested (the adapter
+           runs its own command);
   sandbox  (after the adapters, not in --json) bwrap and its version,
            whether user namespaces are usable, and a trial run of a
            sandboxed command;
@@ -57,8 +61,9 @@ adapters; its agent steps', claude by default), doctor reports:
            the base dir, for at most the version timeout), and the agent's
            protocol version and capabilities are shown (loadSession, the
            MCP transports it takes). An ACP command not installed is only
-           noted, with how to install it: the acp mode is one way to run
-           the adapter.
+           noted, with how to install it (the acp mode is one way to run
+           the adapter), unless FILE|NAME runs the adapter in acp mode:
+           then it is a problem;
 
 FILE|NAME is found and loaded as run finds it: a file,
 .vibeteam/workflows/NAME.*, .vibeteam/grimoires/NAME.yaml, or a built-in.
@@ -71,12 +76,14 @@ Each line is marked ✓ (fine), ✗ (a problem) or ! (a warning).
    "versionOk", "authEnv": {"set": [...], "missing": [...]}, "authNote",
    "mcp": [{"name", "command", "path", "found"}] (with FILE|NAME),
    "acp": {"command", "path", "protocol", "agent", "loadSession", "mcp",
-   "error"} (an adapter with an acp mode), "problems": [...],
+   "error"} (an adapter with an acp mode), "next": {"command",
+   "package", "path", "version", "tested"} (the CLI's next major version,
+   when its own binary is on PATH: opencode2), "problems": [...],
    "warnings": [...]}
 versionOk is null when there is nothing to compare.
 
 Exit status: 1 when FILE|NAME was given and an adapter it needs is not on
-PATH or its file is broken, or an MCP server's command is missing; 2 when FILE|NAME cannot be loaded (its problems
+PATH (or, for its acp tasks, the adapter's ACP command) or its file is broken, or an MCP server's command is missing; 2 when FILE|NAME cannot be loaded (its problems
 as file:line:col, as validate prints them); 0 otherwise. Without FILE|NAME
 a missing CLI is only reported.`,
 		Flags: []ucli.Flag{
@@ -125,7 +132,7 @@ a missing CLI is only reported.`,
 				switch {
 				case r.broken:
 					missing = append(missing, fmt.Sprintf("adapter %s: its file is broken", r.Adapter))
-				case !r.Found:
+				case !r.Found, r.acpNeeded && r.ACP != nil && r.ACP.Path == "":
 					missing = append(missing, fmt.Sprintf("adapter %s: %s", r.Adapter, strings.Join(r.Problems, "; ")))
 				default:
 					for _, m := range r.MCP {
@@ -174,11 +181,17 @@ type doctorReport struct {
 	// command looked up as the agent CLI will start it.
 	MCP []doctorMCP `json:"mcp,omitempty"`
 	// ACP is the adapter's acp mode's handshake; nil without one.
-	ACP      *doctorACP  `json:"acp,omitempty"`
+	ACP *doctorACP `json:"acp,omitempty"`
+	// Next is the next major version of the adapter's CLI, found on PATH
+	// under a binary of its own (opencode2); nil when it is not there.
+	Next     *doctorNext `json:"next,omitempty"`
 	Problems []string    `json:"problems"`
 	Warnings []string    `json:"warnings"`
 	lines    []reportRow // the text report's lines under the adapter's name
 	broken   bool        // its adapter file could not be loaded
+	// acpNeeded: FILE runs the adapter in acp mode, so a missing ACP
+	// command is a problem, not a note.
+	acpNeeded bool
 }
 
 // doctorMCP is one MCP server and whether its command is there.
@@ -200,6 +213,48 @@ type doctorACP struct {
 	Error       string   `json:"error,omitempty"`
 }
 
+// doctorNext is a next major version of an adapter's CLI, installed beside
+// it under another name.
+type doctorNext struct {
+	Command string `json:"command"`
+	Package string `json:"package"`
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+	Tested  bool   `json:"tested"` // whether an adapter was tested with it
+}
+
+// nextMajors are the next major versions of the built-in adapters' CLIs
+// that ship as binaries of their own, by the adapter's command: none is
+// tested yet, and the adapter keeps running its own command.
+var nextMajors = map[string]struct{ command, pkg string }{
+	// opencode v2 is another npm package with an opencode2 binary.
+	"opencode": {"opencode2", "@opencode/cli"},
+}
+
+// checkNext names the next major version of r's CLI when it is on PATH,
+// its version, and that it is not tested.
+func checkNext(r *doctorReport, base string, timeout time.Duration) {
+	next, ok := nextMajors[r.Command]
+	if !ok {
+		return
+	}
+	path, err := lookCommand(next.command, base)
+	if err != nil {
+		return
+	}
+	r.Next = &doctorNext{Command: next.command, Package: next.pkg, Path: path}
+	what := path
+	if line, err := adapters.AskVersion(path, []string{"--version"}, timeout); err == nil {
+		r.Next.Version = line
+		what += " (" + line + ")"
+	}
+	tested := ""
+	if r.Tested != "" {
+		tested = ", tested " + r.Tested
+	}
+	r.add(markNone, "next", "%s %s: %s is installed, not tested: this adapter runs %s%s", next.command, what, next.pkg, r.Command, tested)
+}
+
 // checkACP asks the ACP agent of r's adapter, when it has an acp mode,
 // for the protocol's handshake.
 func checkACP(r *doctorReport, reg *adapters.Registry, base string, timeout time.Duration) {
@@ -219,10 +274,17 @@ func checkACP(r *doctorReport, reg *adapters.Registry, base string, timeout time
 	path, err := lookCommand(lc.Command, base)
 	if err != nil {
 		msg := err.Error() + ": acp mode not checked"
+		if r.acpNeeded {
+			msg = err.Error() + ": the acp tasks cannot start"
+		}
 		if install, ok := installCommands[lc.Command]; ok {
 			msg += "; install it: " + install
 		}
-		r.add(markNone, "acp", "%s", msg)
+		if r.acpNeeded {
+			r.problem("acp", msg)
+		} else {
+			r.add(markNone, "acp", "%s", msg)
+		}
 		return
 	}
 	r.ACP.Path = path
@@ -294,9 +356,9 @@ func diagnose(reg *adapters.Registry, base string, def *workflow.Definition, tim
 			reports = append(reports, brokenReport(b))
 		}
 	} else {
-		servers := mcpUsed(def)
+		servers, overACP := mcpUsed(def), acpUsed(def)
 		for _, name := range adaptersUsed(def) {
-			r := &doctorReport{Adapter: name}
+			r := &doctorReport{Adapter: name, acpNeeded: overACP[name]}
 			for _, s := range servers[name] {
 				r.MCP = append(r.MCP, doctorMCP{Name: s.Name, Command: s.Command})
 			}
@@ -313,6 +375,7 @@ func diagnose(reg *adapters.Registry, base string, def *workflow.Definition, tim
 			go func() {
 				defer wg.Done()
 				checkAdapter(r, infos[at], base, timeout)
+				checkNext(r, base, timeout)
 				checkACP(r, reg, base, timeout)
 			}()
 			continue
@@ -349,7 +412,7 @@ func nonNil(s []string) []string {
 // sorted, each once.
 func adaptersUsed(def *workflow.Definition) []string {
 	var names []string
-	eachAgent(def, func(adapter string, _ []workflow.MCPServer) { names = append(names, adapter) })
+	eachAgent(def, func(adapter, _ string, _ []workflow.MCPServer) { names = append(names, adapter) })
 	slices.Sort(names)
 	names = slices.Compact(names)
 	return slices.DeleteFunc(names, func(n string) bool { return n == "" })
@@ -359,7 +422,7 @@ func adaptersUsed(def *workflow.Definition) []string {
 // workflow's, and each task's or step's own), each name once per adapter.
 func mcpUsed(def *workflow.Definition) map[string][]workflow.MCPServer {
 	out := map[string][]workflow.MCPServer{}
-	eachAgent(def, func(adapter string, servers []workflow.MCPServer) {
+	eachAgent(def, func(adapter, _ string, servers []workflow.MCPServer) {
 		for _, s := range servers {
 			if !slices.ContainsFunc(out[adapter], func(o workflow.MCPServer) bool { return o.Name == s.Name && o.Command == s.Command }) {
 				out[adapter] = append(out[adapter], s)
@@ -371,19 +434,31 @@ func mcpUsed(def *workflow.Definition) map[string][]workflow.MCPServer {
 
 // eachAgent calls fn for every task and agent step of def with the adapter
 // it runs (an agent step's default included) and the MCP servers it gets.
-func eachAgent(def *workflow.Definition, fn func(adapter string, mcp []workflow.MCPServer)) {
+func eachAgent(def *workflow.Definition, fn func(adapter, mode string, mcp []workflow.MCPServer)) {
 	for s := range def.AllSteps() {
 		for _, t := range s.Tasks {
-			fn(t.Adapter, workflow.MergeMCP(def.MCP, t.MCP))
+			fn(t.Adapter, t.ExecutionMode, workflow.MergeMCP(def.MCP, t.MCP))
 		}
 		if s.Agent != nil {
 			a := s.Agent.Adapter
 			if a == "" {
 				a = workflow.DefaultAgentAdapter
 			}
-			fn(a, workflow.MergeMCP(def.MCP, s.Agent.MCP))
+			fn(a, s.Agent.ExecutionMode, workflow.MergeMCP(def.MCP, s.Agent.MCP))
 		}
 	}
+}
+
+// acpUsed are the adapters def runs in acp mode: their ACP command must be
+// installed, not only noted.
+func acpUsed(def *workflow.Definition) map[string]bool {
+	out := map[string]bool{}
+	eachAgent(def, func(adapter, mode string, _ []workflow.MCPServer) {
+		if mode == workflow.ModeACP {
+			out[adapter] = true
+		}
+	})
+	return out
 }
 
 func brokenReport(b adapters.BrokenFile) *doctorReport {

@@ -292,7 +292,7 @@ var installCommands = map[string]string{
 }
 
 // notInstalledRE matches the problem of an adapter CLI not found on PATH.
-var notInstalledRE = regexp.MustCompile(`^command "([^"]+)" (?:of adapter "[^"]+" )?is not installed \(not found on PATH\)$`)
+var notInstalledRE = regexp.MustCompile(`^(?:acp )?command "([^"]+)" (?:of adapter "[^"]+" )?is not installed \(not found on PATH\)$`)
 
 // withInstallHint adds the install command of a built-in adapter's CLI to
 // the problem that says it is not installed.

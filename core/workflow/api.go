@@ -28,6 +28,20 @@ type MCPSet interface {
 	TakesMCP(adapter string) bool
 }
 
+// ModeMCPSet is optionally implemented by an MCPSet that knows whether an
+// adapter's agent takes MCP servers in one mode: over ACP they go in
+// session/new, whatever the adapter file's mcp: key says.
+type ModeMCPSet interface {
+	TakesMCPIn(adapter, mode string) bool
+}
+
+// ModeCommandSet is optionally implemented by a CommandSet whose adapters
+// run another command in some mode (an acp mode's own command, such as
+// claude-agent-acp), to check the command a task of that mode starts.
+type ModeCommandSet interface {
+	CheckModeCommand(adapter, mode, dir string) error
+}
+
 // CommandSet is optionally implemented by an AdapterSet that can tell
 // whether an adapter's command is installed, for a task running in dir.
 type CommandSet interface {

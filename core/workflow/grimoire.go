@@ -567,10 +567,10 @@ func (c *checker) agent(a *AgentStep, sf string, spos Pos) {
 		c.add(c.at(mf, spos), af, msg)
 	}
 	if known {
-		c.mcpTaken(sf, adapter, a.MCP, spos)
+		c.mcpTaken(sf, adapter, effective, a.MCP, spos)
 	}
 	if known && c.opts.BaseDir != "" {
-		c.installed(af, adapter, c.opts.BaseDir, c.at(af, spos))
+		c.installed(af, adapter, effective, c.opts.BaseDir, c.at(af, spos))
 	}
 }
 

@@ -261,7 +261,7 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	}
 
 	if known {
-		c.mcpTaken(tf, t.Adapter, t.MCP, tpos)
+		c.mcpTaken(tf, t.Adapter, effective, t.MCP, tpos)
 	}
 
 	pf := tf + ".prompt"
@@ -332,7 +332,7 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	}
 
 	if dir, dirOK := c.dir(tf, t, tpos); known && dirOK {
-		c.installed(af, t.Adapter, dir, c.at(af, tpos))
+		c.installed(af, t.Adapter, effective, dir, c.at(af, tpos))
 	}
 }
 
@@ -376,17 +376,25 @@ func (c *checker) modeValid(mf, mode string, fallback Pos) bool {
 // installed checks that the command of a registered adapter is installed, for
 // an agent running in dir, when the options ask for it. Once per adapter and
 // directory: ten tasks of an agent that is not installed are one problem.
-func (c *checker) installed(af, adapter, dir string, at Pos) {
+func (c *checker) installed(af, adapter, mode, dir string, at Pos) {
 	cs, ok := c.opts.Adapters.(CommandSet)
 	if !ok || c.opts.Commands == CheckOff {
 		return
 	}
-	key := adapter + "\x00" + dir
+	mcs, byMode := c.opts.Adapters.(ModeCommandSet)
+	if !byMode || mode != ModeACP {
+		mode = "" // every other mode starts the adapter's command
+	}
+	key := adapter + "\x00" + mode + "\x00" + dir
 	if c.commands[key] {
 		return
 	}
 	c.commands[key] = true
-	if err := cs.CheckCommand(adapter, dir); err != nil {
+	check := func() error { return cs.CheckCommand(adapter, dir) }
+	if mode != "" {
+		check = func() error { return mcs.CheckModeCommand(adapter, mode, dir) }
+	}
+	if err := check(); err != nil {
 		c.errs = append(c.errs, &Error{Pos: at, Field: af, Msg: err.Error(), Warning: c.opts.Commands == CheckWarn})
 	}
 }
@@ -539,9 +547,12 @@ func idProblem(id string) string {
 
 // mcpTaken reports MCP servers given to an adapter that cannot pass them to
 // its CLI: the agent would start without them.
-func (c *checker) mcpTaken(field, adapter string, own []MCPServer, pos Pos) {
+func (c *checker) mcpTaken(field, adapter, mode string, own []MCPServer, pos Pos) {
 	ms, ok := c.opts.Adapters.(MCPSet)
 	if !ok || len(MergeMCP(c.mcp, own)) == 0 || ms.TakesMCP(adapter) {
+		return
+	}
+	if mms, ok := ms.(ModeMCPSet); ok && mms.TakesMCPIn(adapter, mode) {
 		return
 	}
 	f := field + ".adapter"
