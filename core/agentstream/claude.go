@@ -31,12 +31,12 @@ type claudeParser struct {
 }
 
 type claudeLine struct {
-	Type       string            `json:"type"`
-	Subtype    string            `json:"subtype"`
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
 	// session_writes_lost (2.1.332+): why the transcript was not saved
 	// (ENOSPC, EDQUOT) and how much of it was lost.
-	ErrorCode string          `json:"error_code"`
-	Lost      json.RawMessage `json:"lost"`
+	ErrorCode  string            `json:"error_code"`
+	Lost       json.RawMessage   `json:"lost"`
 	SessionID  string            `json:"session_id"`
 	Model      string            `json:"model"`
 	MCPServers []json.RawMessage `json:"mcp_servers"`
