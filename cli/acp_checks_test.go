@@ -132,3 +132,29 @@ func TestDoctorGeminiPersonalAccounts(t *testing.T) {
 		t.Errorf("a key:\n%s", b)
 	}
 }
+
+// An agent that cannot load the session a parked task had (gemini keeps
+// none whose only turn was cancelled at its permission question): resume
+// --allow starts a fresh session with the task's prompt after a note,
+// warns, and the tool allowed runs.
+func TestACPResumeOfAnUnloadableSessionStartsFresh(t *testing.T) {
+	t.Parallel()
+	p := acpProject(t, acpAsk)
+	wantCode(t, p.exec("run", "wf.yaml"), 3)
+	// The agent forgets the session.
+	if err := os.Remove(p.path("fakeacp-acp-2.json")); err != nil {
+		t.Fatal(err)
+	}
+	r := p.exec("resume", p.only().ID, "--allow", "execute")
+	wantCode(t, r, 0)
+	if !p.exists("allowed") || !strings.Contains(r.stderr, "the agent could not load its session acp-2 (session not found: acp-2): starting a fresh session with the task's prompt") {
+		t.Errorf("resume:\n%s", r.stderr)
+	}
+	if l, n := p.acpReceived("session/load"), p.acpReceived("session/new"); len(l) != 1 || len(n) != 2 {
+		t.Errorf("session/load %q, session/new %q", l, n)
+	}
+	prompts := p.acpReceived("session/prompt")
+	if len(prompts) != 2 || !strings.Contains(prompts[1], "could not be continued") || !strings.Contains(prompts[1], "make it") {
+		t.Errorf("prompts %q", prompts)
+	}
+}

@@ -81,6 +81,12 @@ func newACPWorld(t *testing.T, agent string, m acpModel) *world {
 	if m.done == "" {
 		m.done = acpDone
 	}
+	w := newACPAgentWorld(t, agent, m)
+	w.timeout = acpRunTimeout
+	return w
+}
+
+func newACPAgentWorld(t *testing.T, agent string, m acpModel) *world {
 	switch agent {
 	case "claude":
 		return newWorld(t, worldOptions{approveKey: true, script: func(c fakeanthropic.Call) fakeanthropic.Reply {
@@ -91,7 +97,10 @@ func newACPWorld(t *testing.T, agent string, m acpModel) *world {
 			return fakeanthropic.Text(text)
 		}})
 	case "codex":
-		w := newCodexWorld(t, openaiScript(m, "exec_command", func(cmd string) fakeopenai.Reply { return fakeopenai.Exec(cmd, false) }))
+		// Escalated: in workspace-write codex runs a plain touch in its
+		// sandbox without asking; a command that asks to run outside it
+		// is what reaches the client as a permission request.
+		w := newCodexWorld(t, openaiScript(m, "exec_command", func(cmd string) fakeopenai.Reply { return fakeopenai.Exec(cmd, true) }))
 		w.env = append(w.env, "NO_BROWSER=1")
 		return w
 	case "opencode":
@@ -116,6 +125,27 @@ func newACPWorld(t *testing.T, agent string, m acpModel) *world {
 	}
 	t.Fatalf("unknown ACP agent %q", agent)
 	return nil
+}
+
+// acpRunTimeout bounds each vibeteam run of the ACP tier, and acpTaskTimeout
+// each task: opencode and qwen take up to a minute to start on a loaded
+// 2-core machine.
+const (
+	acpRunTimeout  = 5 * time.Minute
+	acpTaskTimeout = "280s"
+)
+
+// acpWorkflow is the world's workflow of one acp task asked to create the
+// file, with the ACP tier's task timeout.
+func (w *world) acpWorkflow() string {
+	w.t.Helper()
+	path := w.workflow("acp")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.write(path, strings.Replace(string(data), "timeout: 100s", "timeout: "+acpTaskTimeout, 1))
+	return path
 }
 
 // acpDone is the model's last word after a tool's result.
@@ -243,7 +273,7 @@ func forEachACPAgent(t *testing.T, test func(t *testing.T, agent string)) {
 func TestACPAutoApproveCreatesFile(t *testing.T) {
 	forEachACPAgent(t, func(t *testing.T, agent string) {
 		w := newACPWorld(t, agent, acpModel{rules: []acpRule{{createTrigger, "touch " + createdFile}}})
-		r := w.run("run", w.workflow("acp"), "--base-dir", w.project, "--auto-approve")
+		r := w.run("run", w.acpWorkflow(), "--base-dir", w.project, "--auto-approve")
 		if r.code != 0 {
 			t.Fatalf("%s, want 0", r)
 		}
@@ -273,7 +303,7 @@ func TestACPAutoApproveCreatesFile(t *testing.T) {
 func TestACPParkThenResumeAllow(t *testing.T) {
 	forEachACPAgent(t, func(t *testing.T, agent string) {
 		w := newACPWorld(t, agent, acpModel{rules: []acpRule{{createTrigger, "touch " + createdFile}, {grantedTrigger, "touch " + createdFile}}})
-		r := w.run("run", w.workflow("acp"), "--base-dir", w.project)
+		r := w.run("run", w.acpWorkflow(), "--base-dir", w.project)
 		if r.code != 3 {
 			t.Fatalf("%s, want 3 (parked at the permission)", r)
 		}
@@ -302,6 +332,14 @@ func TestACPParkThenResumeAllow(t *testing.T) {
 		}
 		s = w.only()
 		w.assertDone(s)
+		if agent == "gemini" {
+			// The resume finished, but not in the same session: say so.
+			if !strings.Contains(r.stderr, "the agent could not load its session "+firstSession) {
+				t.Errorf("gemini loaded its session after all: drop this skip\n%s", r.stderr)
+			}
+			t.Skip("gemini 0.61.0 keeps no session whose only turn was cancelled at its permission question " +
+				"(session/load: \"No previous sessions found for this project\"): the resume runs in a fresh session with the task's prompt")
+		}
 		if got := s.Tasks["agent"].Agent; got == nil || got.SessionID != firstSession {
 			t.Errorf("the resumed run's agent session: %+v, want %s", got, firstSession)
 		}
@@ -319,7 +357,7 @@ func TestACPInterruptMidToolThenResume(t *testing.T) {
 			{createTrigger, "touch " + started + " && sleep 300"},
 			{interruptedTrigger, "touch " + createdFile},
 		}})
-		cmd := w.command("run", w.workflow("acp"), "--base-dir", w.project, "--auto-approve")
+		cmd := w.command("run", w.acpWorkflow(), "--base-dir", w.project, "--auto-approve")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -328,7 +366,7 @@ func TestACPInterruptMidToolThenResume(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		waitUntil(t, 2*runTimeout/3, done, func() bool {
+		waitUntil(t, acpRunTimeout-time.Minute, done, func() bool {
 			_, err := os.Stat(filepath.Join(w.project, started))
 			return err == nil
 		})
@@ -336,8 +374,8 @@ func TestACPInterruptMidToolThenResume(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(runTimeout):
-			t.Errorf("vibeteam still running %s after Ctrl-C", runTimeout)
+		case <-time.After(acpRunTimeout):
+			t.Errorf("vibeteam still running %s after Ctrl-C", acpRunTimeout)
 			err = stopProcess(cmd, done)
 		}
 		r := &result{args: []string{"run (Ctrl-C)"}, code: exitCode(err), stderr: out.String()}
@@ -392,7 +430,7 @@ func TestACPAgentStepOutputs(t *testing.T) {
 		final := "Done.\n\n```json\n{\"success\": true, \"summary\": \"ran on " + agent + "\", \"outputs\": {\"cli\": \"" + agent + "\"}}\n```"
 		w := newACPWorld(t, agent, acpModel{always: final})
 		g := filepath.Join(w.root, "step.yaml")
-		w.write(g, fmt.Sprintf("name: e2e-step\nsteps:\n  - name: work\n    type: agent\n    adapter: %s\n    executionMode: acp\n    spell: \"Report what you did.\\n\"\n    timeout: 100s\n", agent))
+		w.write(g, fmt.Sprintf("name: e2e-step\nsteps:\n  - name: work\n    type: agent\n    adapter: %s\n    executionMode: acp\n    spell: \"Report what you did.\\n\"\n    timeout: "+acpTaskTimeout+"\n", agent))
 		r := w.run("run", g, "--base-dir", w.project, "--auto-approve")
 		if r.code != 0 {
 			t.Fatalf("%s, want 0", r)

@@ -185,6 +185,9 @@ type world struct {
 	// dir is where vibeteam starts (default: the project), with PWD set to
 	// it as a shell would.
 	dir string
+	// timeout, when set, bounds each run instead of runTimeout (agents
+	// that start slowly on a loaded machine: opencode, qwen over ACP).
+	timeout time.Duration
 
 	server *fakeanthropic.Server // claude
 	openai *fakeopenai.Server    // codex, opencode
@@ -454,7 +457,11 @@ func (w *world) command(args ...string) *exec.Cmd {
 // session of its own, it has no controlling terminal (/dev/tty fails).
 func (w *world) run(args ...string) *result {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	bound := runTimeout
+	if w.timeout > bound {
+		bound = w.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	cmd := w.command(args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -471,7 +478,7 @@ func (w *world) run(args ...string) *result {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		w.t.Errorf("vibeteam %v still running after %s: stopping it", args, runTimeout)
+		w.t.Errorf("vibeteam %v still running after %s: stopping it", args, bound)
 		err = stopProcess(cmd, done)
 	}
 	r.duration = time.Since(start)
@@ -687,7 +694,7 @@ func (w *world) assertCreated() {
 				}
 			}
 		}
-	case "codex", "opencode":
+	case "codex", "opencode", "qwen":
 		for _, r := range w.openai.MainRequests() {
 			if last, ok := r.Responses.Last(); ok && last.IsCallOutput() {
 				found = true
@@ -737,7 +744,7 @@ func (w *world) promptsReceived() []received {
 				out = append(out, received{text: last.Text})
 			}
 		}
-	case "codex", "opencode":
+	case "codex", "opencode", "qwen":
 		for _, r := range w.openai.MainRequests() {
 			if last, ok := r.Responses.Last(); ok && last.IsUserMessage() {
 				text := last.Text()

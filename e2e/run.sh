@@ -115,4 +115,4 @@ else
 	echo "e2e: agent CLIs found in $CACHE: ${PACKAGES[*]}"
 fi
 
-exec go test -tags e2e -count=1 -v -timeout 20m ./e2e/... "$@"
+exec go test -tags e2e -count=1 -v -timeout 60m ./e2e/... "$@"

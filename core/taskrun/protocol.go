@@ -2,6 +2,7 @@ package taskrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -32,6 +33,11 @@ const acpCancelWait = 5 * time.Second
 // acpContinue is what an agent whose turn was interrupted (Ctrl-C, a kill
 // of vibeteam) is told when its session is loaded again.
 const acpContinue = "Your last turn was interrupted. Please continue with the task where you left off."
+
+// unloadableNote opens the prompt of a fresh session started because the
+// agent could not load the one the task had.
+const unloadableNote = "Note: an earlier session of this task could not be continued, so this is a fresh session. " +
+	"Some of the work may already be done in this working tree: check before redoing it.\n\n"
 
 // protocol is the ACP driver: the agent runs with stdio pipes, and
 // core/acp speaks the protocol over them (see driver). Its session/update
@@ -195,11 +201,21 @@ func (p *protocol) session(l *launch) acp.Outcome {
 	for i, s := range spec.MCP {
 		servers[i] = acp.MCPServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env}
 	}
-	cwd := l.spec.Dir
+	cwd, prompt := l.spec.Dir, l.prompt
 	var sess acp.Session
 	var err error
 	if spec.Load != "" {
 		sess, err = c.LoadSession(a.ctx, spec.Load, cwd, servers)
+		var refused *acp.RPCError
+		if errors.As(err, &refused) && l.first != "" {
+			// The agent has no such session (gemini keeps none whose
+			// only turn was cancelled at its permission question):
+			// rather than fail, a fresh one starts with the task's
+			// prompt, told so, and the person is warned.
+			a.host.Emit(a.task.ID, events.Warn{Adapter: a.task.Adapter, Warning: fmt.Sprintf("task %s: the agent could not load its session %s (%s): starting a fresh session with the task's prompt", a.task.ID, spec.Load, refused.Error())})
+			sess, err = c.NewSession(a.ctx, cwd, servers)
+			prompt = unloadableNote + l.first
+		}
 	} else {
 		sess, err = c.NewSession(a.ctx, cwd, servers)
 	}
@@ -215,7 +231,7 @@ func (p *protocol) session(l *launch) acp.Outcome {
 	}
 	// Not a.ctx: a Ctrl-C cancels the turn through cancel (session/cancel,
 	// then a bounded wait for its answer), from the wait loop.
-	res, err := c.Prompt(context.Background(), l.prompt)
+	res, err := c.Prompt(context.Background(), prompt)
 	out := acp.Judge(res, err, c.Parked(), time.Now())
 	if out.Status == acp.Failed && err != nil {
 		out.Reason = acpErrorReason

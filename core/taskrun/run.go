@@ -122,6 +122,7 @@ func runOnce(ctx context.Context, host Host, t workflow.Task, prompt string, fai
 type launch struct {
 	mode    adapters.Mode
 	prompt  string
+	first   string                 // the task's own prompt (prompt may be a continuation's)
 	prev    state.TaskRecord       // the task's record before this attempt
 	cont    *adapters.Continuation // the agent session continued; nil: afresh
 	lc      adapters.LaunchConfig
@@ -150,7 +151,7 @@ func modeOf(t workflow.Task, cfg Settings) adapters.Mode {
 // the files it needs. reason says why it cannot start, with err.
 func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 	t, cfg := a.task, a.cfg
-	l = &launch{mode: modeOf(t, cfg), prompt: prompt, cleanup: func() {}}
+	l = &launch{mode: modeOf(t, cfg), prompt: prompt, first: prompt, cleanup: func() {}}
 	l.prev = a.host.ReadRecord(t.ID)
 	cont, followPrompt := continuation(l.mode, l.prev, a.prior)
 	if cont != nil && cont.Fresh {

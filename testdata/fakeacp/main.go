@@ -22,7 +22,11 @@
 // {"die": CODE} (exits at once), {"meta": {...}} (an empty chunk with _meta).
 //
 // A session/cancel ends the turn (cancelled) before its next step. Every
-// message received is appended to $FAKEACP_LOG; sessions are kept in
+// message received is appended to $FAKEACP_LOG; with $FAKEACP_TIMES (for
+// benchmarks), "perm_ns N" (a permission request's round trip: sent to
+// answer read), "result_ns T" (the Unix time a prompt's result was
+// written) and "stdin_closed_ns T" (when the client closed stdin) lines are
+// appended to that file; sessions are kept in
 // $FAKEACP_STATE (a directory) so that session/load after a restart
 // continues them: the history is replayed, and the next prompt takes the
 // next turn.
@@ -130,6 +134,7 @@ func main() {
 	}
 	// stdin closed: the client is gone; exit like the real agents do,
 	// whatever a turn was waiting for.
+	timed("stdin_closed_ns", time.Now().UnixNano())
 	a.outMu.Lock()
 	a.out.Flush()
 	os.Exit(0)
@@ -352,7 +357,22 @@ func (a *agent) prompt(m msg, id string, prompt json.RawMessage, cancel chan str
 	if len(a.sc.Meta) > 0 {
 		res["_meta"] = a.sc.Meta
 	}
+	timed("result_ns", time.Now().UnixNano())
 	a.reply(m.ID, res)
+}
+
+// timed appends "what n" to $FAKEACP_TIMES, when set.
+func timed(what string, n int64) {
+	path := os.Getenv("FAKEACP_TIMES")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %d\n", what, n)
 }
 
 // run is one turn's steps.
@@ -468,9 +488,11 @@ func (r *run) ask(s step) bool {
 	if len(s.Input) > 0 {
 		tc["rawInput"] = s.Input
 	}
+	sent := time.Now()
 	a.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(reqID), "method": "session/request_permission",
 		"params": map[string]any{"sessionId": r.id, "toolCall": tc, "options": opts}})
 	ans := <-ch // answered even when cancelled, as the protocol requires
+	timed("perm_ns", int64(time.Since(sent)))
 	var res struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`
