@@ -23,7 +23,10 @@ test:
 # read loop (ratio), the reaction time to a prompt (p50/p90), and peak RSS
 # while a task writes 100 MB and 1 GB; the sandbox proxy's added p50
 # latency (bridge included) and its streaming MB/s; `report` on a 100-bead
-# backlog run (ms, processor ms, and the file's KB).
+# backlog run (ms, processor ms, and the file's KB); over ACP with the fake
+# agent, a permission request to the policy's answer and a prompt's result
+# to the task's DONE event (p50/p99 ms), and a flood of 100,000 chunks into
+# the event log (chunks/s, peak RSS).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./core/workflow/ ./core/runner/ ./core/sandbox/egress/ ./core/acp/ ./cli/
 
