@@ -88,7 +88,9 @@ func Main(args []string, streams IO) int {
 	// choke point of each stream.
 	streams.Out, streams.Err = state.RedactWriter(streams.Out), state.RedactWriter(streams.Err)
 	app := newApp(streams)
+	app.Metadata = map[string]any{telemetryKey: &lazyTelemetry{warnTo: streams}}
 	err := app.Run(interspersed(expandWaitLimits(args), app))
+	shutdownTelemetry(app)
 	if err == nil {
 		return ExitOK
 	}

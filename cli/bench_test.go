@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -140,17 +141,56 @@ states:
 
 // runWorkflow times one `vibeteam run` of a generated workflow, whole
 // process, in a fresh directory.
-func runWorkflow(b *testing.B, yaml string) time.Duration {
+func runWorkflow(b *testing.B, yaml string, env ...string) time.Duration {
 	b.Helper()
 	dir := b.TempDir()
 	if err := os.WriteFile(dir+"/wf.yaml", []byte(yaml), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	cmd := exec.Command(vibeteam, "--base-dir", dir, "run", dir+"/wf.yaml")
+	cmd.Env = append(os.Environ(), env...)
 	start := time.Now()
-	if out, err := exec.Command(vibeteam, "--base-dir", dir, "run", dir+"/wf.yaml").CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
 	return time.Since(start)
+}
+
+// BenchmarkScriptGrimoireTelemetry is the 200-step script grimoire with
+// OpenTelemetry on and its endpoint unreachable, against the same run with
+// it off, in pairs (the first of a pair alternating): the rise is what
+// telemetry adds to the run, whole process, exit flush included (target:
+// at most 5%).
+func BenchmarkScriptGrimoireTelemetry(b *testing.B) {
+	var g strings.Builder
+	g.WriteString("name: long\nsteps:\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&g, "  - name: s%d\n    type: script\n    command: echo %d\n", i, i)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dead := "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + l.Addr().String()
+	l.Close()
+	const pairs = 7
+	var on, off []time.Duration
+	var ratios []float64
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < pairs; k++ {
+			var o, f time.Duration
+			if k%2 == 0 {
+				o, f = runWorkflow(b, g.String(), dead), runWorkflow(b, g.String())
+			} else {
+				f, o = runWorkflow(b, g.String()), runWorkflow(b, g.String(), dead)
+			}
+			on, off, ratios = append(on, o), append(off, f), append(ratios, float64(o)/float64(f))
+		}
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(median(on).Microseconds())/1000, "otel-ms/run")
+	b.ReportMetric(float64(median(off).Microseconds())/1000, "off-ms/run")
+	b.ReportMetric((ratios[len(ratios)/2]-1)*100, "rise-%")
 }
 
 // BenchmarkWideStage is one stage of N `true` tasks: the checkpoint cost

@@ -270,6 +270,7 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 		Strict:        c.Bool("strict"),
 		MaxSpend:      maxSpend(c),
 		SecretVars:    secretVarNames(c),
+		Telemetry:     telemetryOf(c),
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
+	"github.com/vibeteam/vibeteam/core/telemetry"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -97,6 +99,9 @@ type RunOptions struct {
 	// nil: none. A resume is given the one the session recorded, unless
 	// told otherwise.
 	Sandbox *sandbox.Config
+	// Telemetry, when set, exports the run to OpenTelemetry (the OTEL_*
+	// variables say where); nil: nothing is exported.
+	Telemetry *telemetry.Telemetry
 	// SessionID, on run, is the id the new session takes (one made with
 	// state.Manager.NewID and recorded elsewhere first, as a backlog run
 	// does); "" makes a new one.
@@ -268,7 +273,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		return nil, err
 	}
 	elog.Gather(eventGather)
-	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o}
+	c := &SessionController{ID: sess.ID, Manager: mgr, lock: lock, events: elog, orch: o, trace: opts.Telemetry.Session(sess.ID)}
 	var ws engine.Workspace
 	if opts.Workspace != nil {
 		// The session is on disk before its worktree and owner record
@@ -313,6 +318,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		WaitLimits:    opts.WaitLimits,
 		Budget:        opts.Budget,
 		Emit:          c.emit,
+		Tracer:        c.tracer(),
 	})
 	if err := mgr.Save(sess); err != nil {
 		c.close()
@@ -347,9 +353,11 @@ type SessionController struct {
 	orch *Orchestrator
 	// stopEgress closes the sandbox's egress proxy (a no-op without one).
 	stopEgress func()
-	lock       *state.Lock
-	events     *state.EventLog
-	once       sync.Once
+	// trace follows the run for OpenTelemetry; nil: nothing is exported.
+	trace  *telemetry.Session
+	lock   *state.Lock
+	events *state.EventLog
+	once   sync.Once
 }
 
 // Run executes the session until it completes, fails or ctx is cancelled,
@@ -400,10 +408,20 @@ func (c *SessionController) close() {
 func (c *SessionController) emit(e Event) {
 	if _, output := e.Payload.(events.TaskOut); !output {
 		_ = c.events.Write(e)
+		c.trace.Observe(e)
 	}
 	if c.orch.onEvent != nil {
 		c.orch.onEvent(e)
 	}
+}
+
+// tracer is the run's task tracer: nil (no interface holding a nil
+// pointer) when nothing is exported.
+func (c *SessionController) tracer() taskrun.Tracer {
+	if c.trace == nil {
+		return nil
+	}
+	return c.trace
 }
 
 // allowDenied adds tools to what each task parked at a denial may use, and

@@ -74,6 +74,8 @@ type Options struct {
 	// Sandbox fences in every process of the run that runs the
 	// repository's or an agent's code; nil: none.
 	Sandbox *sandbox.Policy
+	// Tracer follows every task's attempts for telemetry; nil: none.
+	Tracer taskrun.Tracer
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a

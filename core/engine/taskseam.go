@@ -87,6 +87,6 @@ func (c taskSettings) task() taskrun.Settings {
 		Grace: o.Grace, TailLines: o.TailLines, Interaction: o.Interaction,
 		Strict: o.Strict, WaitLimits: o.WaitLimits,
 		Permission: o.Permission, Question: o.Question,
-		Processes: o.Processes, Sandbox: o.Sandbox,
+		Processes: o.Processes, Sandbox: o.Sandbox, Tracer: o.Tracer,
 	}
 }

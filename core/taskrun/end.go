@@ -73,6 +73,9 @@ func (a *Attempt) end(o outcome) (bool, string) {
 		ev.ExitCode, ev.Signal = &code, o.res.Signal
 	}
 	host.SetStatus(t.ID, o.status, ev)
+	if tr := a.cfg.Tracer; tr != nil {
+		tr.TaskEnded(t.ID, host.ReadRecord(t.ID))
+	}
 	host.Emit(t.ID, events.TaskEnd{Status: string(o.status), Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
 	return o.status == state.TaskDone, o.msg
 }

@@ -84,6 +84,18 @@ type Settings struct {
 	// Sandbox fences in every process of the run that runs the
 	// repository's or an agent's code; nil: none.
 	Sandbox *sandbox.Policy
+	// Tracer follows each attempt for telemetry; nil: none.
+	Tracer Tracer
+}
+
+// Tracer follows each attempt of a task for telemetry (core/telemetry).
+// TaskStarting is called before its process starts, and what it returns
+// is added to the process's environment (TRACEPARENT: an agent that
+// exports its own telemetry nests it under the task's span); TaskEnded
+// once the attempt's record is final, before its end is emitted.
+type Tracer interface {
+	TaskStarting(taskID string) map[string]string
+	TaskEnded(taskID string, rec state.TaskRecord)
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a

@@ -188,6 +188,9 @@ func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 		Command: l.lc.Command, Args: l.lc.Args, Dir: resolveDir(cfg.BaseDir, l.lc.Cwd),
 		Env: l.lc.Env, Cols: l.lc.Cols, Rows: l.lc.Rows, Tag: cfg.SessionID + "/" + t.ID,
 	}
+	if cfg.Tracer != nil {
+		l.spec.Env = withEnv(l.spec.Env, cfg.Tracer.TaskStarting(t.ID))
+	}
 	if err := Sandboxed(cfg.Sandbox, t.Adapter, &l.spec, authEnv(cfg.Sandbox, cfg.Registry, t.Adapter), t.Sandbox); err != nil {
 		return l, startFailedReason, err
 	}
@@ -197,6 +200,22 @@ func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 		}
 	}
 	return l, "", nil
+}
+
+// withEnv is env with extra's variables added (a copy: env may be the
+// adapter's own map).
+func withEnv(env, extra map[string]string) map[string]string {
+	if len(extra) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(env)+len(extra))
+	for k, v := range env {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
 }
 
 // openLog opens the task's log, where a session keeps one.
