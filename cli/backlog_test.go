@@ -100,6 +100,13 @@ func (p *beadProject) backlogSession() *state.Session {
 	return nil
 }
 
+// overlapGrimoire is backlogGrimoire whose work waits (up to 20 s) until
+// a second bead has started, then a little more: beads run in parallel
+// overlap whatever the machine's load, and beads run one at a time do not
+// (each waits out its 20 s alone).
+var overlapGrimoire = strings.Replace(backlogGrimoire, "sleep {{.pause}}",
+	`log={{.log}}; i=0; while [ "$(grep -c '^start' "$log")" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; sleep {{.pause}}`, 1)
+
 func TestReadyRunsTheBacklogInParallelAndPicksUpUnblockedBeads(t *testing.T) {
 	t.Parallel()
 	p, logPath := newBacklogProject(t,
@@ -107,6 +114,7 @@ func TestReadyRunsTheBacklogInParallelAndPicksUpUnblockedBeads(t *testing.T) {
 		bead("bd-4", "Four", nil), bead("bd-5", "Five", nil),
 		bead("bd-6", "After one", blocks("bd-1")),
 	)
+	p.write(".vibeteam/grimoires/ship.yaml", overlapGrimoire)
 	r := p.bdExec("run", "--ready", "--jobs", "3", "--headless", "--set", "log="+logPath, "--set", "pause=0.4")
 	wantCode(t, r, 0)
 	lines := workLog(t, logPath)
