@@ -212,3 +212,101 @@ func TestPreviewShowsTheSandboxOfABeadRun(t *testing.T) {
 		t.Errorf("a bead run's default:\n%s", r.stdout)
 	}
 }
+
+// An agent's write the sandbox refused: the step it failed blocks with
+// reason sandbox_refused, naming the path and the write: entry that would
+// allow it, in stderr, show and log, and the task's record keeps it; an
+// agent that went on to succeed is DONE, and the log still says what was
+// refused.
+func TestAnAgentsRefusedWriteIsSandboxRefused(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := newHostileSetup(t)
+	outside := filepath.Join(h.home, "cache")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.write(".vibeteam/adapters/agent.yaml", fmt.Sprintf("name: agent\ncommand: %s\nmodes:\n  headless:\n    args: []\n    prompt: { position: arg }\n", fakeAgent))
+	h.write("good.md", "Done.\n\n```json\n{\"success\": true, \"summary\": \"made it\"}\n```\n")
+	h.write(".vibeteam/grimoires/out.yaml", strings.NewReplacer("OUT", outside).Replace(`name: out
+steps:
+  - name: tries
+    type: agent
+    adapter: agent
+    spell: |
+      exec=echo_x_>_OUT/tried.txt_||_true cat=good.md
+  - name: impl
+    type: agent
+    adapter: agent
+    on_fail: block
+    spell: |
+      write=OUT/out.txt:made
+`))
+	r := h.run("run", "out", "--sandbox")
+	wantCode(t, r, 3)
+	s := h.only()
+	if s.BlockedReason != "sandbox_refused" {
+		t.Fatalf("blocked %q: %s\n%s", s.BlockedReason, s.Error, r.stderr)
+	}
+	want := "sandbox: {write: [~/cache]}"
+	for what, text := range map[string]string{"stderr": r.stderr, "show": h.exec("show", s.ID).stdout, "log": h.exec("log", s.ID).stdout} {
+		if !strings.Contains(text, "sandbox_refused") || !strings.Contains(text, filepath.Join(outside, "out.txt")) || !strings.Contains(text, want) {
+			t.Errorf("%s does not name the refusal, the path and %q:\n%s", what, want, text)
+		}
+	}
+	refusedRecords := 0
+	for _, run := range s.Runs {
+		if run.Task != nil && strings.Contains(run.Task.SandboxRefused, outside) {
+			refusedRecords++
+		}
+	}
+	if refusedRecords != 2 {
+		t.Errorf("%d task records keep the refused write, want 2", refusedRecords)
+	}
+	if lg := h.exec("log", s.ID).stdout; !strings.Contains(lg, "the sandbox refused a write to "+filepath.Join(outside, "tried.txt")) {
+		t.Errorf("the log does not say what the DONE agent was refused:\n%s", lg)
+	}
+	for _, f := range []string{"tried.txt", "out.txt"} {
+		if _, err := os.Stat(filepath.Join(outside, f)); err == nil {
+			t.Errorf("%s was written", f)
+		}
+	}
+}
+
+// A merge gate's write the sandbox refused: the bead blocks with reason
+// sandbox_refused (not merge_gate_red), naming the path and the entry, and
+// the base does not move.
+func TestAMergeGatesRefusedWriteIsSandboxRefused(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := newHostileSetup(t)
+	outside := filepath.Join(h.home, "gatecache")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.write(".vibeteam/grimoires/gated.yaml", strings.NewReplacer("OUT", outside).Replace(`name: gated
+steps:
+  - name: work
+    type: script
+    command: echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@a commit -q -m work
+  - name: merge
+    type: merge
+    require_review: false
+    gate: echo cached > OUT/gate.txt
+`))
+	head := h.git("rev-parse", "main")
+	r := h.run("run", "gated", "--bead-file", "bead.json", "--sandbox")
+	wantCode(t, r, 3)
+	s := h.only()
+	if s.BlockedReason != "sandbox_refused" {
+		t.Fatalf("blocked %q: %s\n%s", s.BlockedReason, s.Error, r.stderr)
+	}
+	for what, text := range map[string]string{"stderr": r.stderr, "show": h.exec("show", s.ID).stdout} {
+		if !strings.Contains(text, filepath.Join(outside, "gate.txt")) || !strings.Contains(text, "sandbox: {write: [~/gatecache]}") {
+			t.Errorf("%s does not name the path and the entry:\n%s", what, text)
+		}
+	}
+	if now := h.git("rev-parse", "main"); now != head {
+		t.Errorf("main moved: %s → %s", head, now)
+	}
+}

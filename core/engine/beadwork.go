@@ -8,6 +8,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/flow"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -213,6 +214,10 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
 			BlockedGateRed, firstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), g.cfg.SessionID)
+		if last := gate.lastRun(); last != nil && last.Refused != "" {
+			// Red because its sandbox refused a write: that is the cause.
+			res.Reason = fmt.Sprintf("%s: %s; the merge step's sandbox: block is the gate's (%s)", sandbox.RefusedReason, last.Refused, res.Reason)
+		}
 		return res
 	case out.Moving != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}

@@ -52,6 +52,9 @@ type GateResult struct {
 	Output   string // the end of what it printed (stdout and stderr)
 	LogPath  string // all of it
 	Duration time.Duration
+	// Refused, for a red gate in a sandbox, is the write the sandbox
+	// refused it and the sandbox: entry that would allow it.
+	Refused string
 }
 
 // GateSpec is one run of a gate command.
@@ -85,6 +88,7 @@ func RunGate(ctx context.Context, procs ProcessStarter, spec GateSpec) (GateResu
 	}
 	start := time.Now()
 	out := &tailBuffer{limit: captureLimit}
+	refusals := spec.Sandbox.Watch()
 	args := []string{"-c", spec.Command}
 	if len(spec.Command) > maxInlineScript {
 		file, err := scriptFile(spec.Command)
@@ -99,6 +103,7 @@ func RunGate(ctx context.Context, procs ProcessStarter, spec GateSpec) (GateResu
 		GroupOnly: true, NoInput: true, MergeOutput: true, Sandbox: spec.Sandbox,
 	}, func(c runner.Chunk) {
 		out.Write(c.Clean)
+		_, _ = refusals.Write(c.Clean)
 		if spec.Log != nil {
 			spec.Log(c.Clean)
 		}
@@ -130,6 +135,9 @@ func RunGate(ctx context.Context, procs ProcessStarter, spec GateSpec) (GateResu
 		res.Reason = "killed by signal " + r.Signal
 	}
 	res.Green = res.Reason == "" && r.Success()
+	if !res.Green {
+		res.Refused = refusals.Found()
+	}
 	return res, nil
 }
 

@@ -335,7 +335,17 @@ func (r agentRunner) result(ctx context.Context, taskID, prompt string, out *tai
 		}
 		return res
 	}
-	return agentOutput(res, text, prompt)
+	return refusedStep(agentOutput(res, text, prompt), rec)
+}
+
+// refusedStep is an agent step's result that failed, its task's sandbox
+// having refused a write: its reason says so first, whatever the agent
+// reported of it.
+func refusedStep(res flow.Result, rec *state.TaskRecord) flow.Result {
+	if res.Status == flow.Failed && rec != nil && rec.SandboxRefused != "" && !strings.Contains(res.Reason, sandbox.RefusedReason+": ") {
+		res.Reason = sandbox.RefusedReason + ": " + rec.SandboxRefused + " (" + res.Reason + ")"
+	}
+	return res
 }
 
 // agentOutput reads the AgentOutput block of an agent step's final text

@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // RefusedReason is the reason a step fails with when the sandbox refused
@@ -37,7 +39,7 @@ func (p *Plan) Refused(output string) string {
 		best, bestDist := "", len(line)+1
 		for _, m := range absPath.FindAllStringIndex(line, -1) {
 			path := filepath.Clean(line[m[0]:m[1]])
-			if path == "/" || p.writable(path) {
+			if path == "/" {
 				continue
 			}
 			dist := at - m[1]
@@ -49,6 +51,9 @@ func (p *Plan) Refused(output string) string {
 			}
 		}
 		if path := best; path != "" {
+			if p.writable(path) && !guarded(path) {
+				continue // writable here: not the sandbox's refusal
+			}
 			if guarded(path) {
 				return fmt.Sprintf("the sandbox refused a write to %s: the repository's hooks and config, .vibeteam/ and shell start-up files are always read-only inside; only --no-sandbox allows it", path)
 			}
@@ -100,4 +105,63 @@ func guarded(path string) bool {
 		}
 	}
 	return false
+}
+
+// Watch reads a process's output as it comes for the first write the
+// sandbox refused (Refused, line by line); nil for a process with no
+// sandbox, whose methods do nothing.
+func (p *Plan) Watch() *Watch {
+	if p == nil {
+		return nil
+	}
+	return &Watch{plan: p}
+}
+
+// Watch is a process's output watched for a refused write. Its methods
+// may be called from the goroutines that read the process's output.
+type Watch struct {
+	plan    *Plan
+	mu      sync.Mutex
+	partial []byte // the line not ended yet (at most maxLine)
+	found   string
+}
+
+// maxLine bounds the part of a line kept between writes: a refusal is
+// printed on a line of its own, and a flood without newlines is not one.
+const maxLine = 4096
+
+func (w *Watch) Write(b []byte) (int, error) {
+	if w == nil {
+		return len(b), nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.found != "" {
+		return len(b), nil
+	}
+	data := append(w.partial, b...)
+	end := bytes.LastIndexByte(data, '\n')
+	if end >= 0 {
+		w.found = w.plan.Refused(string(data[:end]))
+		data = data[end+1:]
+	}
+	if len(data) > maxLine {
+		data = data[len(data)-maxLine:]
+	}
+	w.partial = append(w.partial[:0], data...)
+	return len(b), nil
+}
+
+// Found is what Refused says of the first refused write seen ("" for
+// none), the unfinished last line included.
+func (w *Watch) Found() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.found == "" && len(w.partial) > 0 {
+		w.found = w.plan.Refused(string(w.partial))
+	}
+	return w.found
 }

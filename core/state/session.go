@@ -72,6 +72,9 @@ type TaskRecord struct {
 	PendingInputs []string   `json:"pendingInputs,omitempty"` // inputs not yet sent
 	Excerpt       string     `json:"excerpt,omitempty"`       // the screen when it last needed a person
 	Attempts      int        `json:"attempts,omitempty"`
+	// SandboxRefused says which write the sandbox refused the task's
+	// process, and the sandbox: entry that would allow it ("" for none).
+	SandboxRefused string `json:"sandboxRefused,omitempty"`
 	// Agent is what a headless agent's structured output said about its
 	// run: its own session id, result, error, tokens, cost, tool calls and
 	// denials (nil for plain text output).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -45,6 +46,16 @@ func failedWith(reason, msg string, res runner.Result) outcome {
 func (a *Attempt) end(o outcome) (bool, string) {
 	host, t := a.host, a.task
 	now := time.Now()
+	refused := a.refusals.Found()
+	switch {
+	case refused == "":
+	case o.status == state.TaskError:
+		// A failure the sandbox caused says so, whatever the agent made
+		// of it.
+		o.reason, o.msg = sandbox.RefusedReason, sandbox.RefusedReason+": "+refused+" ("+o.msg+")"
+	default:
+		host.Emit(t.ID, events.Warn{Warning: fmt.Sprintf("task %s: %s", t.ID, refused)})
+	}
 	if a.log != nil && !a.kept {
 		// Its process is gone: the output is whole, and the record says
 		// whether it has a file.
@@ -54,6 +65,7 @@ func (a *Attempt) end(o outcome) (bool, string) {
 		rec.EndedAt = &now
 		rec.Reason = o.reason
 		rec.Error = o.msg
+		rec.SandboxRefused = refused
 		if res := o.res; res != nil && res.Err == nil && res.Signal == "" {
 			code := res.ExitCode
 			rec.ExitCode = &code

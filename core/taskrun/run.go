@@ -13,6 +13,7 @@ import (
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
+	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -54,6 +55,9 @@ type Attempt struct {
 	wake *runner.Wake
 
 	stream *agentStream // an agent's structured report; nil for text
+	// refusals watches the output for a write the sandbox refused; nil
+	// unsandboxed.
+	refusals *sandbox.Watch
 	// next, set when a person allowed a denial or answered a question at
 	// the terminal, makes the task continue its agent's session at once.
 	next *followUp
@@ -194,6 +198,7 @@ func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
 	if err := Sandboxed(cfg.Sandbox, t.Adapter, &l.spec, authEnv(cfg.Sandbox, cfg.Registry, t.Adapter), t.Sandbox); err != nil {
 		return l, startFailedReason, err
 	}
+	a.refusals = l.spec.Sandbox.Watch()
 	if len(l.lc.Files) > 0 {
 		if l.cleanup, err = writeLaunchFiles(&l.spec, l.lc.Files); err != nil {
 			return l, startFailedReason, err
@@ -314,6 +319,8 @@ func (a *Attempt) output(c runner.Chunk) {
 	if a.log != nil && len(text) > 0 {
 		_, _ = a.log.Write(text)
 	}
+	// The raw output: an agent's tool results are in its JSON lines.
+	_, _ = a.refusals.Write(c.Clean)
 	if a.capture != nil && c.Stream != "stderr" {
 		a.capture.Write(c.Clean)
 	}
