@@ -18,6 +18,9 @@ type taskHost interface {
 	// updateRecord changes the task's record; checkpoint also records the
 	// change in the session's journal.
 	updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord))
+	// recordStart changes and journals the task's record before its
+	// process starts; an error is a failed save: it must not start.
+	recordStart(taskID string, change func(*state.TaskRecord)) error
 	// record returns a copy of the task's record.
 	readRecord(taskID string) state.TaskRecord
 	setStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange)

@@ -53,9 +53,30 @@ func (s *sessionStore) updateRecord(taskID string, checkpoint bool, change func(
 	defer s.mu.Unlock()
 	rec := s.record(taskID)
 	change(rec)
-	if !checkpoint {
-		return
+	if checkpoint {
+		s.checkpointRecordLocked(taskID, rec)
 	}
+}
+
+// recordStart changes the task's record for an attempt about to start and
+// journals it (with what was deferred: its stage's start, its prompt)
+// before its process starts. A save that failed, now or before, is
+// returned: nothing starts once one did (it could not be recorded).
+func (s *sessionStore) recordStart(taskID string, change func(*state.TaskRecord)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writeErr != nil {
+		return s.writeErr
+	}
+	rec := s.record(taskID)
+	change(rec)
+	s.checkpointRecordLocked(taskID, rec)
+	return s.writeErr
+}
+
+// checkpointRecordLocked journals the task's record rec: in its step run
+// where one holds it.
+func (s *sessionStore) checkpointRecordLocked(taskID string, rec *state.TaskRecord) {
 	if c, ok := s.heldChangeLocked(taskID); ok {
 		s.checkpointLocked(c, false)
 		return

@@ -58,6 +58,9 @@ func (s seam) Settings() taskrun.Settings { return s.h.settings().task() }
 func (s seam) UpdateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
 	s.h.updateRecord(taskID, checkpoint, change)
 }
+func (s seam) RecordStart(taskID string, change func(*state.TaskRecord)) error {
+	return s.h.recordStart(taskID, change)
+}
 func (s seam) ReadRecord(taskID string) state.TaskRecord { return s.h.readRecord(taskID) }
 func (s seam) SetStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange) {
 	s.h.setStatus(taskID, st, ev)

@@ -39,6 +39,10 @@ func (h *fakeHost) UpdateRecord(_ string, _ bool, change func(*state.TaskRecord)
 	defer h.mu.Unlock()
 	change(&h.rec)
 }
+func (h *fakeHost) RecordStart(_ string, change func(*state.TaskRecord)) error {
+	h.UpdateRecord("", true, change)
+	return nil
+}
 func (h *fakeHost) ReadRecord(string) state.TaskRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -28,6 +28,12 @@ type Host interface {
 	// UpdateRecord changes the task's record; checkpoint also records the
 	// change in the session's journal.
 	UpdateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord))
+	// RecordStart changes the task's record for an attempt about to start
+	// and journals it, before the process starts: an error is a save of
+	// the session that failed (this one or an earlier one), and the
+	// process must not start (what it did could not be recorded, and a
+	// resume would run it again).
+	RecordStart(taskID string, change func(*state.TaskRecord)) error
 	// ReadRecord returns a copy of the task's record.
 	ReadRecord(taskID string) state.TaskRecord
 	SetStatus(taskID string, st state.TaskStatus, ev events.TaskStatusChange)

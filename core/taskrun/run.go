@@ -105,7 +105,9 @@ func runOnce(ctx context.Context, host Host, t workflow.Task, prompt string, fai
 	if err != nil {
 		return a.failStart(reason, err)
 	}
-	a.recordStart(l)
+	if err := a.recordStart(l); err != nil {
+		return a.failStart(startFailedReason, err)
+	}
 	if err := a.start(l); err != nil {
 		return a.failStart(startFailedReason, err)
 	}
@@ -241,12 +243,17 @@ func (a *Attempt) openLog(l *launch) (err error) {
 }
 
 // recordStart records the attempt in the task's record, with the queue of
-// inputs it starts with, and its prompt in the history.
-func (a *Attempt) recordStart(l *launch) {
+// inputs it starts with, and its prompt in the history, and journals them
+// before the process starts: a save that failed refuses the start.
+func (a *Attempt) recordStart(l *launch) error {
 	t := a.task
+	if l.prompt != "" {
+		// On the line of the start, which follows.
+		a.host.StartHistory("prompt", t.ID, l.prompt)
+	}
 	// The queue survives in the session: a resumed task continues with what
 	// was not yet sent (nothing, once it has all been sent).
-	a.host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
+	err := a.host.RecordStart(t.ID, func(rec *state.TaskRecord) {
 		l.queue = rec.PendingInputs
 		if rec.Attempts == 0 {
 			l.queue = append([]string(nil), t.PendingInputs...)
@@ -264,9 +271,10 @@ func (a *Attempt) recordStart(l *launch) {
 			Allowed:       rec.Allowed, // for the rest of the run
 		}
 	})
-	if l.prompt != "" {
-		a.host.StartHistory("prompt", t.ID, l.prompt)
+	if err != nil {
+		return fmt.Errorf("not started: the session can no longer be saved (%w)", err)
 	}
+	return nil
 }
 
 // start starts the process through the driver and tells the session it
