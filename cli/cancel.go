@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/core/worktree"
 )
 
@@ -47,10 +50,12 @@ func cancelCommand(streams IO) *ucli.Command {
 			}
 			lock, err := mgr.Lock(id)
 			var locked *state.LockedError
+			stopped := false
 			if errors.As(err, &locked) {
 				if lock, err = stopRunning(streams, mgr, id, locked); err != nil {
 					return err
 				}
+				stopped = true
 			} else if err != nil {
 				return exitf(ExitFailed, "%v", err)
 			}
@@ -58,6 +63,16 @@ func cancelCommand(streams IO) *ucli.Command {
 			sess, err := mgr.Load(id)
 			if err != nil {
 				return sessionLoadError(err)
+			}
+			if sess.Status == state.StatusCompleted && stopped {
+				// The stop came too late: its merge had landed (or every
+				// step had ended), and the run completed.
+				fmt.Fprintf(streams.Err, "session %s completed before the cancel could stop it", id)
+				if sess.Note != "" {
+					fmt.Fprintf(streams.Err, ": %s", safe(sess.Note))
+				}
+				fmt.Fprintln(streams.Err)
+				return nil
 			}
 			if sess.Status == state.StatusCompleted {
 				if !c.Bool("clean") || sess.Worktree == "" {
@@ -74,7 +89,7 @@ func cancelCommand(streams IO) *ucli.Command {
 			// session says so, and the bead is done, never open again with
 			// its work on the base branch.
 			if landed := workLanded(base, sess, beadID); landed != "" {
-				return cancelLanded(streams, mgr, sess, beadID, landed)
+				return cancelLanded(streams, mgr, sess, beadID, landed, mergeUnderWay(sess))
 			}
 			now := time.Now()
 			sess.Status, sess.EndTime = state.StatusCancelled, &now
@@ -183,24 +198,71 @@ func workLanded(base string, sess *state.Session, beadID string) string {
 	return commit
 }
 
+// mergeUnderWay reports whether the session stopped in its merge: the
+// merge's intent open (a kill while git ran), or the merge the last step
+// that ran, and done.
+func mergeUnderWay(sess *state.Session) bool {
+	if in := sess.Intent; in != nil && in.Kind == state.IntentMerge {
+		return true
+	}
+	r := sess.Runs[sess.Cursor]
+	return r != nil && r.Type == workflow.StepMerge && r.Status == "done"
+}
+
+// stepsAfter are the names of the steps of the grimoire after the one at
+// the address key (its top-level step's followers): what did not run.
+func stepsAfter(sess *state.Session, key string) []string {
+	def := sess.WorkflowDefinition
+	top, _, _ := strings.Cut(key, "/")
+	top, _, _ = strings.Cut(top, ".")
+	i, err := strconv.Atoi(top)
+	if def == nil || err != nil || i < 0 || i >= len(def.Steps) {
+		return nil
+	}
+	var names []string
+	for _, s := range def.Steps[i+1:] {
+		names = append(names, s.Label())
+	}
+	return names
+}
+
 // cancelLanded ends a session whose work landed on its base branch before
 // it could be cancelled: it is recorded as merged, its bead closed, its
-// worktree and branch (merged, so nothing is lost) removed.
-func cancelLanded(streams IO, mgr *state.Manager, sess *state.Session, beadID, commit string) error {
+// worktree and branch (merged, so nothing is lost) removed. A cancel that
+// came while the merge was under way came too late: the session is
+// completed, with a note saying so (and which steps after the merge did
+// not run). One that came after an earlier merge landed cancels it.
+func cancelLanded(streams IO, mgr *state.Manager, sess *state.Session, beadID, commit string, underWay bool) error {
 	now := time.Now()
 	sess.Merged, sess.Intent = commit, nil
-	sess.Status, sess.EndTime = state.StatusCancelled, &now
-	sess.Error = fmt.Sprintf("cancelled after its merge: the work is on %s (%s)", sess.BaseBranch, commit)
+	sess.EndTime = &now
+	closeReason := fmt.Sprintf("Merged into %s as %s by vibeteam session %s (cancelled after the merge)", sess.BaseBranch, commit, sess.ID)
+	if underWay {
+		sess.Status, sess.Error = state.StatusCompleted, ""
+		sess.Note = fmt.Sprintf("a cancel came during the merge, which had landed (%s is at %s): the session completed", sess.BaseBranch, commit)
+		if left := stepsAfter(sess, sess.Cursor); len(left) > 0 {
+			sess.Note += "; the steps after the merge did not run: " + strings.Join(left, ", ")
+		}
+		sess.Cursor = ""
+		closeReason = fmt.Sprintf("Merged into %s as %s by vibeteam session %s (%s)", sess.BaseBranch, commit, sess.ID, sess.Note)
+	} else {
+		sess.Status = state.StatusCancelled
+		sess.Error = fmt.Sprintf("cancelled after its merge: the work is on %s (%s)", sess.BaseBranch, commit)
+	}
 	if err := mgr.Save(sess); err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
-	fmt.Fprintf(streams.Err, "session %s was cancelled after its merge had landed: the work is on %s (%s)\n", sess.ID, safe(sess.BaseBranch), safe(commit))
+	if underWay {
+		fmt.Fprintf(streams.Err, "session %s completed: %s\n", sess.ID, safe(sess.Note))
+	} else {
+		fmt.Fprintf(streams.Err, "session %s was cancelled after its merge had landed: the work is on %s (%s)\n", sess.ID, safe(sess.BaseBranch), safe(commit))
+	}
 	if beadID != "" && sess.BeadSource == "bd" {
 		if client, err := beads.NewClient(sess.BaseDir); err != nil {
 			fmt.Fprintf(streams.Err, "warning: bead %s stays as it is: %v\n", safe(beadID), err)
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
-			err := client.Close(ctx, beadID, fmt.Sprintf("Merged into %s as %s by vibeteam session %s (cancelled after the merge)", sess.BaseBranch, commit, sess.ID))
+			err := client.Close(ctx, beadID, closeReason)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(streams.Err, "warning: bead %s: could not close it: %v\n", safe(beadID), err)

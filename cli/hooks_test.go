@@ -119,8 +119,10 @@ func TestSignalAtTheReviewPromptExits143(t *testing.T) {
 
 // TestCancelAfterTheMergeLandedSaysSo: a session stopped while its merge
 // was under way, the base branch having the work already: cancel reports
-// the merge as done, closes the bead and removes the (merged) worktree,
-// never "cancelled, bead open" with the work on main.
+// the merge as done, the session completed (never cancelled) with a note
+// naming the step after the merge that did not run, closes the bead and
+// removes the (merged) worktree, never "cancelled, bead open" with the
+// work on main.
 func TestCancelAfterTheMergeLandedSaysSo(t *testing.T) {
 	t.Parallel()
 	p := newBeadProject(t, bead("bd-4", "Landed", nil))
@@ -137,12 +139,15 @@ func TestCancelAfterTheMergeLandedSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.bdExec("cancel", s.ID)
-	if r.code != 0 || !strings.Contains(r.stderr, "after its merge had landed") {
+	if r.code != 0 || !strings.Contains(r.stderr, "completed: a cancel came during the merge, which had landed") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	after := p.sessionByID(s.ID)
-	if after.Merged == "" || after.Intent != nil {
-		t.Errorf("merged %q intent %+v", after.Merged, after.Intent)
+	if after.Merged != p.git("rev-parse", "main") || after.Intent != nil || after.Status != state.StatusCompleted {
+		t.Errorf("status %s merged %q intent %+v", after.Status, after.Merged, after.Intent)
+	}
+	if !strings.Contains(after.Note, "did not run: after") {
+		t.Errorf("note %q", after.Note)
 	}
 	calls := strings.Join(p.bdCalls(), "\n")
 	if !strings.Contains(calls, "close bd-4") || strings.Contains(calls, "update bd-4 --status open") {
@@ -151,6 +156,7 @@ func TestCancelAfterTheMergeLandedSaysSo(t *testing.T) {
 	if p.exists(".worktrees/bd-4") || p.git("branch", "--list", "vibeteam/*") != "" {
 		t.Error("the merged worktree or branch is left")
 	}
+	showAgreesWithGit(t, p, s.ID)
 }
 
 // reviewAtTerminal runs the ship grimoire on bead.json with a real

@@ -455,6 +455,9 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 			fmt.Fprintf(streams.Err, "session %s completed with %d failed step(s): %s (%s); details: vibeteam show %s\n", sess.ID, n, safe(strings.Join(sess.FailedSteps, ", ")), took, sess.ID)
 			return nil
 		}
+		if sess.Note != "" {
+			fmt.Fprintf(streams.Err, "note: %s\n", safe(sess.Note))
+		}
 		fmt.Fprintf(streams.Err, "session %s completed (%s); details: vibeteam show %s\n", sess.ID, took, sess.ID)
 		return nil
 	case state.StatusBlocked:
@@ -481,7 +484,10 @@ func cancelledHint(sess *state.Session) string {
 	where := "the interrupted tasks of its stage run again"
 	if sess.WorkflowDefinition != nil && sess.WorkflowDefinition.Kind == workflow.KindGrimoire {
 		where = "the interrupted step runs again"
-		if r := sess.Runs[sess.Cursor]; r != nil {
+		if r := sess.Runs[sess.Cursor]; r != nil && r.Status == "done" {
+			// It ended (a merge that landed): what follows it runs.
+			where = fmt.Sprintf("step %q ended; what follows it runs", safe(r.Name))
+		} else if r != nil {
 			where = fmt.Sprintf("step %q runs again", safe(r.Name))
 		}
 	}

@@ -70,6 +70,9 @@ func showCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(out, "damaged   %s:%d: %s\n          what is below stops before that line: %s not applied; vibeteam resume %s refuses, --accept-damage goes on from here, running those steps again\n",
 					safe(b.Path), b.Line, safe(b.Why), safe(b.LostText()), s.ID)
 			}
+			if s.Note != "" {
+				fmt.Fprintf(out, "note      %s\n", safe(s.Note))
+			}
 			if s.Error != "" {
 				// A session parked for a person (:quit at the prompt,
 				// --on-interaction park) waits: no error of it.
@@ -165,7 +168,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		fmt.Fprintf(out, "bead      %s: %s (%s)\n", safe(id), safe(title), safe(s.BeadSource))
 	}
 	if s.Worktree != "" {
-		fmt.Fprintf(out, "worktree  %s (branch %s, merges into %s)\n", safe(s.Worktree), safe(s.Branch), safe(s.BaseBranch))
+		fmt.Fprintf(out, "worktree  %s\n", worktreeLine(s))
 	} else if s.WorkDir != "" {
 		fmt.Fprintf(out, "work dir  %s\n", safe(s.WorkDir))
 	}
@@ -240,7 +243,10 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 	}
 	if !running && s.Status != state.StatusCompleted {
 		fmt.Fprintln(out, "\nactions")
-		if s.Cursor != "" {
+		if r := s.Runs[s.Cursor]; r != nil && r.Status == "done" {
+			// A step that ended (a merge that landed) does not run again.
+			fmt.Fprintf(out, "  resume  vibeteam resume %s                 go on after the step at %s (it ended %s)\n", resumeArgs(s), safe(s.Cursor), safe(r.Status))
+		} else if s.Cursor != "" {
 			fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", resumeArgs(s), safe(s.Cursor))
 		} else {
 			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", resumeArgs(s))
@@ -258,6 +264,8 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		case s.Status == state.StatusCancelled && s.Worktree != "":
 			fmt.Fprintf(out, "  clean   vibeteam cancel %s --clean         it is cancelled: remove its worktree and branch\n", s.ID)
 		case s.Status == state.StatusCancelled:
+		case s.Bead != nil && s.Merged != "":
+			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: its merge landed (%s), so the bead is closed\n", s.ID, safe(s.Merged))
 		case s.Bead != nil:
 			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: the bead goes back to open (--clean also removes its worktree)\n", s.ID)
 		default:
@@ -265,6 +273,18 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		}
 		fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)
 	}
+}
+
+// worktreeLine says where a session's worktree is, or that it is gone (a
+// merged one is removed at the end).
+func worktreeLine(s *state.Session) string {
+	if _, err := os.Stat(s.Worktree); err != nil {
+		if s.Merged != "" {
+			return fmt.Sprintf("%s, removed (branch %s merged into %s)", safe(s.Worktree), safe(s.Branch), safe(s.BaseBranch))
+		}
+		return fmt.Sprintf("%s, not there any more (branch %s)", safe(s.Worktree), safe(s.Branch))
+	}
+	return fmt.Sprintf("%s (branch %s, merges into %s)", safe(s.Worktree), safe(s.Branch), safe(s.BaseBranch))
 }
 
 // resumeArgs is what follows "vibeteam resume" to go on with s: its id,

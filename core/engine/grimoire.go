@@ -139,6 +139,10 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	x.sess.IterationSummaries = iterationSummaries(def, x.sess.Runs)
 	_, _, x.sess.FailedSteps = runTotals(x.sess.Runs)
 	pending := x.pendingMerge
+	// A stop that came while the merge landed, or once every step had
+	// ended, stops nothing: git has the work, and the session is
+	// completed (with a note), never cancelled.
+	late := ctx.Err() != nil && (out.Status == flow.Done || out.Status == flow.Stopped && x.mergedLast)
 	x.mu.Unlock()
 	switch {
 	case parked != "":
@@ -148,17 +152,21 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 		return x.finish(state.StatusPendingMerge, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
 	case out.Status == flow.Blocked || out.Status == flow.Stopped && errors.Is(context.Cause(ctx), flow.ErrTimeout):
 		return x.block(out)
-	case out.Status == flow.Stopped || ctx.Err() != nil:
+	case (out.Status == flow.Stopped || ctx.Err() != nil) && !late:
 		return x.finish(state.StatusCancelled, "", "interrupted")
 	case out.Status == flow.Waiting:
 		return x.finish(state.StatusWaiting, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
 	case out.Status == flow.Failed:
 		return x.finish(state.StatusFailed, "", fmt.Sprintf("step %q (%s): %s", out.Step, out.At, out.Reason))
 	}
+	return x.complete(def, out, start, late)
+}
+
+// complete ends a grimoire whose steps all ran (or whose stop came too
+// late, late, to stop its merge): its bead closed, its worktree removed.
+func (x *Executor) complete(def *workflow.Definition, out flow.Outcome, start time.Time, late bool) Outcome {
 	x.mu.Lock()
 	x.sess.Cursor = ""
-	x.mu.Unlock()
-	x.mu.Lock()
 	steps, skipped, failed := runTotals(x.sess.Runs)
 	x.mu.Unlock()
 	x.emit("", events.Completed{
@@ -171,9 +179,37 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	if len(failed) > 0 {
 		summary += fmt.Sprintf("; %d step(s) failed on the way: %s", len(failed), strings.Join(failed, ", "))
 	}
+	if late {
+		note := x.lateStopNote(def, out)
+		x.mu.Lock()
+		x.sess.Note = note
+		x.mu.Unlock()
+		summary += "; " + note
+	}
 	x.beadClose(summary)
 	x.cleanupAfterMerge()
 	return x.finish(state.StatusCompleted, "", "")
+}
+
+// lateStopNote says that a stop came too late to stop anything: while the
+// merge landed (and which steps after it did not run), or once every step
+// had ended.
+func (x *Executor) lateStopNote(def *workflow.Definition, out flow.Outcome) string {
+	x.mu.Lock()
+	merged, base, landed := x.sess.Merged, x.sess.BaseBranch, x.mergedLast
+	x.mu.Unlock()
+	if merged == "" || !landed {
+		return "a stop came once every step had ended: the session completed"
+	}
+	note := fmt.Sprintf("a cancel came during the merge, which had landed (%s is at %s): the session completed", base, merged)
+	if out.Status == flow.Stopped && len(out.At) > 0 {
+		var left []string
+		for _, s := range def.Steps[out.At[0].Index:] {
+			left = append(left, s.Label())
+		}
+		note += "; the steps after the merge did not run: " + strings.Join(left, ", ")
+	}
+	return note
 }
 
 // blocks: a failed step blocks the grimoire when its on_fail says so.
@@ -584,6 +620,7 @@ func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned, Task: task}
 	x.sess.Runs[key] = run
 	x.sess.Cursor = key
+	x.mergedLast = false
 	if s.stages {
 		x.sess.CurrentStageIndex = at[0].Index
 	}

@@ -33,6 +33,10 @@ type sessionStore struct {
 	// deferred is a change journaled with the next line rather than on
 	// one of its own (deferLocked); the snapshot holds it in any case.
 	deferred *state.Change
+	// mergedLast: the last step to run in this run was a merge that
+	// landed (merged), and no step started since; a stop that comes now
+	// came too late to stop the merge.
+	mergedLast bool
 	// held are the tasks whose records their step runs hold (agent
 	// steps'): task id → the run's address.
 	held map[string]string
@@ -208,6 +212,7 @@ func (s *sessionStore) merged(commit string) {
 	defer s.mu.Unlock()
 	s.sess.Merged = commit
 	s.sess.Intent = nil
+	s.mergedLast = true
 	s.checkpointLocked(state.Change{}, true)
 }
 

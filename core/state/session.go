@@ -438,6 +438,9 @@ type Session struct {
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	EndTime    *time.Time `json:"endTime,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// Note is what a person should know of how the session ended that is
+	// no error: a cancel that came while its merge landed (it completed).
+	Note string `json:"note,omitempty"`
 	// Intent is the git change under way (a merge, a worktree removal),
 	// journaled before git is asked to make it; a resume finds it open
 	// when a kill came in between, and checks with git what happened.
