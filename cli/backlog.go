@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -50,6 +51,10 @@ type backlogRun struct {
 	sess    *state.Session
 	board   *backlogBoard
 	vars    map[string]string
+	// secret are the variables that are secrets besides those this
+	// command's --set-env and --set-file name: those a resumed backlog
+	// had saved as ***.
+	secret []string
 
 	mu      sync.Mutex // guards sess.Backlog's records
 	saveErr error
@@ -161,10 +166,15 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 // resume first (and, at a terminal, those waiting for a person are asked
 // again), then it goes on with the ready ones.
 func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg *adapters.Registry, sess *state.Session) error {
-	br, err := newBacklogRun(c, streams, base, reg, sess.Vars)
+	vars, secret, err := backlogVars(c, sess)
 	if err != nil {
 		return err
 	}
+	br, err := newBacklogRun(c, streams, base, reg, vars)
+	if err != nil {
+		return err
+	}
+	br.secret = secret
 	lock, err := br.mgr.Lock(sess.ID)
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
@@ -193,6 +203,42 @@ func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, r
 		}
 	}
 	return br.execute(sigs, again)
+}
+
+// backlogVars are the variables a resumed backlog runs its beads with:
+// those it was run with, and this command's --set, --set-env and
+// --set-file over them. A secret was saved as ***: it must be given again
+// (--set-env, --set-file), or be in an environment variable of its name,
+// as a resumed session's are; secret names those that were.
+func backlogVars(c *ucli.Context, sess *state.Session) (map[string]string, []string, error) {
+	given, _, err := templateVars(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	vars := map[string]string{}
+	var secret, missing, found []string
+	for k, v := range sess.Vars {
+		if v == state.Redacted {
+			secret = append(secret, k)
+			if _, ok := given[k]; ok {
+				continue
+			}
+			if real, ok := os.LookupEnv(k); ok {
+				v = real
+				found = append(found, real)
+			} else {
+				missing = append(missing, k)
+			}
+		}
+		vars[k] = v
+	}
+	maps.Copy(vars, given)
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, nil, exitf(ExitUsage, "session %s: the secret variable(s) %s were saved as ***: give them again (--set-env NAME, --set-file key=PATH) to resume", sess.ID, strings.Join(missing, ", "))
+	}
+	state.AddSecrets(found)
+	return vars, secret, nil
 }
 
 func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Registry, vars map[string]string) (*backlogRun, error) {
@@ -588,6 +634,7 @@ func (br *backlogRun) startFailed(b *state.BacklogBead, err error) {
 // id the backlog recorded, or the existing one resumed.
 func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
 	opts := runOptions(br.c, br.base, br.vars)
+	opts.SecretVars = append(opts.SecretVars, br.secret...)
 	opts.Sandbox = br.sandbox
 	opts.KeepSessions = 0 // the backlog prunes once, at its end
 	// The run's limit is the backlog's, over every bead: not each bead's.
