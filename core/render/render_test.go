@@ -7,7 +7,18 @@ import (
 	"time"
 )
 
+// renderTimeFor sets the bound on a rendering's time for one test (not
+// parallel: it is the package's), and returns what puts it back. The
+// runaway cases expect the size or depth limit, which a loaded machine
+// (-race, a busy CI) may reach after the usual 5 s.
+func renderTimeFor(d time.Duration) func() {
+	old := maxRenderTime
+	maxRenderTime = d
+	return func() { maxRenderTime = old }
+}
+
 func TestPrompt(t *testing.T) {
+	defer renderTimeFor(2 * time.Minute)()
 	vars := map[string]string{"target": "src/auth", "lang": "Go"}
 	tests := []struct {
 		name, text string

@@ -69,6 +69,7 @@ func TestScopeRender(t *testing.T) {
 }
 
 func TestScopeRenderErrors(t *testing.T) {
+	defer renderTimeFor(2 * time.Minute)()
 	tests := []struct {
 		name, text, want string
 	}{

@@ -486,7 +486,10 @@ func TestParseAliasBomb(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "through aliases") {
 		t.Fatalf("err = %.500v, want the alias budget error", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// A hang guard, not a timing target (that the budget stops the walk
+	// early is what the error says): without the budget this parse does
+	// not end. Generous, for -race on a loaded machine.
+	if d := time.Since(start); d > time.Minute {
 		t.Errorf("took %v", d)
 	}
 }
