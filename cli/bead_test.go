@@ -294,7 +294,7 @@ func TestBeadSelectionBlockersAndErrors(t *testing.T) {
 	}
 	r = p.bdExec("run", "by-type", "--bead", "bd-9")
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stderr, "issue bd-9 not found") {
+	if !strings.Contains(r.stderr, `no issue found matching "bd-9"`) {
 		t.Errorf("bd's own message is not shown:\n%s", r.stderr)
 	}
 	// Without bd on PATH, the error says what to install.
@@ -626,7 +626,7 @@ func TestPreviewChoosesTheGrimoireOfABead(t *testing.T) {
 	}
 	r = p.bdExec("preview", "--bead", "bd-9")
 	wantCode(t, r, 1)
-	if !strings.Contains(r.stderr, "issue bd-9 not found") {
+	if !strings.Contains(r.stderr, `no issue found matching "bd-9"`) {
 		t.Errorf("bd's message is not shown:\n%s", r.stderr)
 	}
 	r = p.bdExec("preview")

@@ -253,26 +253,36 @@ func TestBeadRunRefusesAnEpicWithOpenChildren(t *testing.T) {
 // and by what.
 func TestReadyClaimsSkipsAnothersClosesEpicsAndListsTheBlocked(t *testing.T) {
 	t.Parallel()
-	child := map[string]any{"dependencies": []any{blockedBy("bd-5", "open", "parent-child")}}
+	childOf := func(epic string) map[string]any {
+		return map[string]any{"dependencies": []any{blockedBy(epic, "open", "parent-child")}}
+	}
+	// What bd 1.0.5 lets an epic block is an epic (a blocks dependency
+	// joins two epics or two non-epics): bd-6 waits for bd-5, and its
+	// child, blocked with its parent, becomes ready once bd-5 closes.
+	nextEpic := blocks("bd-5")
+	nextEpic["issue_type"] = "epic"
 	p, logPath := newBacklogProject(t,
 		bead("bd-1", "Free", nil),
 		bead("bd-2", "Alice's", map[string]any{"assignee": "alice"}),
 		bead("bd-3", "Bob's", map[string]any{"status": "in_progress", "assignee": "bob"}),
 		bead("bd-5", "The epic", map[string]any{"issue_type": "epic"}),
-		bead("bd-5.1", "First child", child),
-		bead("bd-5.2", "Second child", child),
-		bead("bd-6", "After the epic", blocks("bd-5")),
+		bead("bd-5.1", "First child", childOf("bd-5")),
+		bead("bd-5.2", "Second child", childOf("bd-5")),
+		bead("bd-6", "The epic after the epic", nextEpic),
+		bead("bd-6.1", "Child of the next epic", childOf("bd-6")),
 		bead("bd-7", "Waits for Bob", blocks("bd-3")),
 	)
 	r := p.bdExec("run", "--ready", "--jobs", "2", "--headless", "--set", "log="+logPath, "--set", "pause=0")
 	wantCode(t, r, 0)
-	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6"} {
+	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6.1"} {
 		if b := p.dbBead(id); b["status"] != "closed" || b["assignee"] != "tester" {
 			t.Errorf("%s after the run: %v", id, b)
 		}
 	}
-	if b := p.dbBead("bd-5"); b["status"] != "closed" || !strings.Contains(b["close_reason"].(string), "All children completed") {
-		t.Errorf("the epic after its last child: %v", b)
+	for _, id := range []string{"bd-5", "bd-6"} {
+		if b := p.dbBead(id); b["status"] != "closed" || !strings.Contains(fmt.Sprint(b["close_reason"]), "All children completed") {
+			t.Errorf("the epic %s after its last child: %v", id, b)
+		}
 	}
 	for id, who := range map[string]string{"bd-2": "alice", "bd-3": "bob"} {
 		if b := p.dbBead(id); b["assignee"] != who || b["status"] == "closed" {
@@ -289,7 +299,7 @@ func TestReadyClaimsSkipsAnothersClosesEpicsAndListsTheBlocked(t *testing.T) {
 	if strings.Contains(calls, "--status in_progress") {
 		t.Errorf("a bead was set in_progress rather than claimed:\n%s", calls)
 	}
-	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6", "bd-2"} {
+	for _, id := range []string{"bd-1", "bd-5.1", "bd-5.2", "bd-6.1", "bd-2"} {
 		if !strings.Contains(calls, "update "+id+" --claim --json") {
 			t.Errorf("%s was not claimed:\n%s", id, calls)
 		}

@@ -191,7 +191,7 @@ func TestBDFailureMessage(t *testing.T) {
 	if !errors.As(err, &be) || be.ExitCode != 1 || !slices.Equal(be.Args, []string{"show", "bd-9", "--json"}) {
 		t.Fatalf("show of an unknown bead: %#v", err)
 	}
-	if got := err.Error(); !strings.HasPrefix(got, "bd show bd-9 --json: Error: issue bd-9 not found") || strings.HasSuffix(got, "\n") {
+	if got := err.Error(); !strings.HasPrefix(got, `bd show bd-9 --json: Error fetching bd-9: no issue found matching "bd-9"`) || strings.HasSuffix(got, "\n") {
 		t.Errorf("message %q", got)
 	}
 	err = f.SetStatus(c, "bd-1", StatusInProgress)

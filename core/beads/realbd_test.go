@@ -111,7 +111,8 @@ func TestRealBDReadinessIsBDs(t *testing.T) {
 	f := newFake(t, []Bead{
 		fullBead("bd-1", map[string]any{"status": "pinned"}),
 		fullBead("bd-2", map[string]any{"dependencies": []any{dep("bd-1", "pinned", "blocks")}}),
-		fullBead("bd-3", nil),
+		// An epic: bd 1.0.5 lets an epic block only an epic.
+		fullBead("bd-3", map[string]any{"issue_type": "epic"}),
 		fullBead("bd-4", map[string]any{"issue_type": "epic", "dependencies": []any{dep("bd-3", "open", "blocks")}}),
 		fullBead("bd-4.1", map[string]any{"dependencies": []any{dep("bd-4", "open", "parent-child")}}),
 		fullBead("bd-5", map[string]any{"dependencies": []any{dep("bd-3", "open", "conditional-blocks")}}),
@@ -125,9 +126,23 @@ func TestRealBDReadinessIsBDs(t *testing.T) {
 	if got := ids(ready); !slices.Equal(got, []string{"bd-2", "bd-3"}) {
 		t.Errorf("ready %v, want bd-2 (its blocker is pinned) and bd-3", got)
 	}
+	// bd 1.0.5 prints a ready bead's dependencies as the database's
+	// edges, without their status; one without has none.
 	for _, b := range ready {
-		if _, ok := b["dependencies"]; ok {
-			t.Errorf("bd ready printed dependencies for %s", b.ID())
+		deps, _ := b["dependencies"].([]any)
+		switch b.ID() {
+		case "bd-2":
+			var e map[string]any
+			if len(deps) == 1 {
+				e, _ = deps[0].(map[string]any)
+			}
+			if e == nil || e["issue_id"] != "bd-2" || e["depends_on_id"] != "bd-1" || e["type"] != "blocks" || e["status"] != nil {
+				t.Errorf("bd ready printed bd-2's dependencies as %v", deps)
+			}
+		default:
+			if deps != nil {
+				t.Errorf("bd ready printed dependencies for %s: %v", b.ID(), deps)
+			}
 		}
 	}
 	for id, want := range map[string][]string{

@@ -2,13 +2,18 @@
 // issues are a JSON object (id → issue object, with bd's fields) in the file
 // $FAKEBD_DB, which the test writes; every call is appended to $FAKEBD_LOG,
 // if set, as one JSON line {"args":[...]}. It behaves as the real bd does in
-// the ways ../shared/BEADS.md records, kind to no caller:
+// the ways ../shared/BEADS.md records, kind to no caller; its claims, epic
+// status, refused closes, dependency rule and the shapes and order of
+// ready, blocked, children, show, update and close were run side by side
+// with a bd 1.0.5 built from source (2026-11-28) and agree but for the ids
+// (bd-N, not a hash) and fields vibeteam does not read (owner):
 //
 //	show ID... --json    [issue, ...] as bd 1.0 ({issue} with FAKEBD_FORMAT=object);
 //	                     empty fields omitted, no dependents or comments (their
-//	                     counts instead); an unknown id said on stderr, exit 1
-//	                     only when none was found
-//	update ID... [--status S] [--claim] [--json]
+//	                     counts instead), and its parent; an unknown id said on
+//	                     stderr ("Error fetching ID: no issue found matching"),
+//	                     exit 1 only when none was found
+//	update ID... [--status S] [--claim] [--assignee A] [--json]
 //	                     with --json: [issue, ...] as bd reads them back (no
 //	                     dependencies); --claim is atomic (the fake's lock): an
 //	                     open issue unassigned or yours becomes yours (BEADS_ACTOR,
@@ -20,21 +25,25 @@
 //	                     one reason for all or one per id; each refused on its
 //	                     own (stderr), exit 1 when none closed: an open
 //	                     blocker, or an epic with open children, unless --force
-//	ready --json [--limit N]        open, unblocked issues by priority (epics and
-//	                     issues assigned to another too), without dependencies
-//	                     but their counts and parent; at most 100 unless
+//	ready --json [--limit N]        open, unblocked issues by priority, the
+//	                     newest first among equals (epics and issues assigned
+//	                     to another too), dependencies as edges without status,
+//	                     counts without parent-child links, parent; at most 100 unless
 //	                     --limit (0: all), with "Showing 100 of N issues" on
 //	                     stderr when cut
-//	blocked --json       the blocked issues, each with blocked_by and blocked_by_count
+//	blocked --json       the blocked issues (newest first), each with blocked_by
+//	                     and blocked_by_count, without dependencies
 //	epic status [--eligible-only] --json   the open epics with children:
 //	                     {epic, total_children, closed_children, eligible_for_close}
 //	epic close-eligible --json      closes the eligible epics: {closed, count},
 //	                     or [] when none is
-//	children ID --json   the issue's children, any status
+//	children ID --json   the issue's children, any status, newest first
 //	create TITLE|--title T [-t TYPE] [-p N] [-d D] [-l L,L] [--parent EPIC] [--json]
 //	                     id bd-N (EPIC.N under a parent); --json prints the
 //	                     issue with "schema_version": 1 inline
-//	dep add A B [--type T]          A depends on B (T is blocks by default)
+//	dep add A B [--type T]          A depends on B (T is blocks by default);
+//	                     blocks joins two epics or two non-epics only:
+//	                     "tasks can only block other tasks, not epics" else
 //
 // Readiness is bd's: "blocks", "conditional-blocks" and "waits-for"
 // dependencies on an issue that is not closed hold an issue back, but not
@@ -125,7 +134,7 @@ func main() {
 		for _, id := range ids(args) {
 			is, ok := db[id]
 			if !ok {
-				missing = append(missing, fmt.Sprintf("Error fetching %s: issue %s not found", id, id))
+				missing = append(missing, fmt.Sprintf("Error fetching %s: no issue found matching %q", id, id))
 				continue
 			}
 			if os.Getenv("FAKEBD_LIVE_DEPS") == "1" {
@@ -134,13 +143,14 @@ func main() {
 			shown = append(shown, detailed(db, is))
 		}
 		for _, m := range missing {
-			if len(shown) > 0 {
-				fmt.Fprintln(os.Stderr, m)
-			}
+			fmt.Fprintln(os.Stderr, m)
 		}
 		if len(shown) == 0 {
-			id := arg(args, 1)
-			failAs(fmt.Sprintf("issue %s not found (no issue found matching %q)", id, id), "no issues found matching the provided IDs")
+			// bd 1.0.5: the lines above, and the JSON error alone.
+			if jsonOut {
+				failJSON("no issues found matching the provided IDs")
+			}
+			os.Exit(1)
 		}
 		if os.Getenv("FAKEBD_FORMAT") == "object" {
 			out(shown[0])
@@ -161,7 +171,7 @@ func main() {
 			limit = n
 		}
 		ready := []issue{}
-		for _, id := range byPriority(db) {
+		for _, id := range byPriority(db, true) {
 			if is := db[id]; is["status"] == "open" && len(blockersOf(db, is, nil)) == 0 {
 				ready = append(ready, withCounts(db, is))
 			}
@@ -173,13 +183,14 @@ func main() {
 		out(ready)
 	case "blocked":
 		list := []issue{}
-		for _, id := range byPriority(db) {
+		for _, id := range byPriority(db, true) {
 			is := db[id]
 			if done(str(is, "status")) {
 				continue
 			}
 			if by := blockersOf(db, is, nil); len(by) > 0 {
 				b := omitEmpty(is)
+				delete(b, "dependencies") // bd 1.0.5: blocked_by instead
 				b["blocked_by"] = by
 				b["blocked_by_count"] = len(by)
 				list = append(list, b)
@@ -223,13 +234,18 @@ func main() {
 		if parent != "" {
 			deps = append(deps, issue{"id": parent, "title": db[parent]["title"], "status": db[parent]["status"], "dependency_type": "parent-child"})
 		}
+		// Each a second after the one before: bd ready lists the newest
+		// first among equal priorities.
+		at := fmt.Sprintf("2026-11-24T12:%02d:%02dZ", len(db)/60%60, len(db)%60)
 		is := issue{"id": id, "title": title, "description": flag("--description", "-d"), "status": "open",
 			"priority": prio, "issue_type": typ, "labels": labels, "dependencies": deps,
-			"created_at": "2026-11-24T12:00:17Z", "created_by": "tester", "updated_at": "2026-11-24T12:00:17Z"}
+			"created_at": at, "created_by": actor(), "updated_at": at}
 		db[id] = is
 		save(db)
 		if jsonOut {
+			// bd prints the issue it created, without its dependencies.
 			o := omitEmpty(is)
+			delete(o, "dependencies")
 			o["schema_version"] = 1
 			out(o)
 		} else {
@@ -243,6 +259,8 @@ func main() {
 		for _, c := range dependents(db, parent, "parent-child") {
 			list = append(list, withCounts(db, db[c]))
 		}
+		// The newest first, as bd 1.0.5 lists them.
+		slices.SortStableFunc(list, func(a, b issue) int { return -strings.Compare(str(a, "created_at"), str(b, "created_at")) })
 		out(list)
 	case "dep":
 		if arg(args, 1) != "add" {
@@ -253,10 +271,18 @@ func main() {
 		if typ == "" {
 			typ = "blocks"
 		}
+		// bd 1.0.5 (GH#1495): a blocks dependency joins two epics or two
+		// non-epics, never one of each; other kinds are not checked.
+		if aEpic, bEpic := a["issue_type"] == "epic", b["issue_type"] == "epic"; typ == "blocks" && aEpic != bEpic {
+			if aEpic {
+				fail("epics can only block other epics, not tasks")
+			}
+			fail("tasks can only block other tasks, not epics")
+		}
 		deps, _ := a["dependencies"].([]any)
 		a["dependencies"] = append(deps, issue{"id": b["id"], "title": b["title"], "status": b["status"], "dependency_type": typ})
 		save(db)
-		fmt.Printf("✓ Added dependency: %s depends on %s (%s)\n", a["id"], b["id"], typ)
+		fmt.Printf("✓ Added dependency: %s (%s) depends on %s (%s) (%s)\n", a["id"], a["title"], b["id"], b["title"], typ)
 	default:
 		fail(fmt.Sprintf("unknown command %q for \"bd\"", cmd))
 	}
@@ -359,8 +385,9 @@ func blockersOf(db map[string]issue, is issue, seen []string) []string {
 	return out
 }
 
-// byPriority are the ids by priority (0 first), then as sortedIDs.
-func byPriority(db map[string]issue) []string {
+// byPriority are the ids by priority (0 first), then (newest, as bd ready
+// sorts them) the latest created_at first, then as sortedIDs.
+func byPriority(db map[string]issue, newest bool) []string {
 	ids := sortedIDs(db)
 	prio := func(id string) float64 {
 		switch p := db[id]["priority"].(type) {
@@ -378,6 +405,9 @@ func byPriority(db map[string]issue) []string {
 			return -1
 		case pa > pb:
 			return 1
+		case newest:
+			// RFC 3339 in UTC: later sorts after.
+			return -strings.Compare(str(db[a], "created_at"), str(db[b], "created_at"))
 		}
 		return 0
 	})
@@ -507,6 +537,17 @@ func out(v any) {
 	fmt.Println(string(data))
 }
 
+// failJSON exits 1 with the JSON error on stdout and nothing more on
+// stderr (what bd said is there already).
+func failJSON(msg string) {
+	if os.Getenv("BD_JSON_ENVELOPE") == "1" {
+		out(map[string]any{"schema_version": 1, "data": map[string]any{"error": msg}})
+	} else {
+		out(map[string]any{"error": msg, "schema_version": 1})
+	}
+	os.Exit(1)
+}
+
 // fail exits 1 with msg on stderr, as bd does, and with --json the error
 // on stdout too. Deferred unlocks do not run: the lock goes with the
 // process.
@@ -580,28 +621,54 @@ func detailed(db map[string]issue, is issue) issue {
 	delete(shown, "dependents")
 	delete(shown, "comments")
 	deps, _ := is["dependencies"].([]any)
+	for _, d := range deps {
+		if did, typ, _ := dep(d); typ == "parent-child" {
+			shown["parent"] = did
+		}
+	}
 	shown["dependency_count"] = len(deps)
 	shown["dependent_count"] = len(dependents(db, is["id"].(string), ""))
 	shown["comment_count"] = 0
 	return shown
 }
 
-// withCounts is is as bd ready and bd list print it (types.IssueWithCounts):
-// no dependencies, but their counts, and its parent when it has one.
+// withCounts is is as bd ready, bd children and bd list print it
+// (types.IssueWithCounts, bd 1.0.5): its dependencies as the database's
+// edges ({issue_id, depends_on_id, type}, no status), its parent when it
+// has one, and the counts of its dependencies and dependents that are
+// not parent-child links.
 func withCounts(db map[string]issue, is issue) issue {
 	r := omitEmpty(is)
 	id := str(is, "id")
 	deps, _ := is["dependencies"].([]any)
+	edges := []any{}
+	links := 0
 	for _, d := range deps {
 		did, typ, _ := dep(d)
 		if typ == "parent-child" {
 			r["parent"] = did
+		} else {
+			links++
+		}
+		edges = append(edges, issue{"issue_id": id, "depends_on_id": did, "type": typ,
+			"created_at": str(is, "created_at"), "created_by": str(is, "created_by"), "metadata": "{}"})
+	}
+	delete(r, "dependencies")
+	if len(edges) > 0 {
+		r["dependencies"] = edges
+	}
+	dependents := 0
+	for _, other := range sortedIDs(db) {
+		odeps, _ := db[other]["dependencies"].([]any)
+		for _, d := range odeps {
+			if did, typ, _ := dep(d); did == id && typ != "parent-child" {
+				dependents++
+				break
+			}
 		}
 	}
-	// BEADS.md: bd ready --json printed no dependencies key.
-	delete(r, "dependencies")
-	r["dependency_count"] = len(deps)
-	r["dependent_count"] = len(dependents(db, id, ""))
+	r["dependency_count"] = links
+	r["dependent_count"] = dependents
 	r["comment_count"] = 0
 	return r
 }
@@ -614,7 +681,11 @@ func withCounts(db map[string]issue, is issue) issue {
 // its status.
 func update(db map[string]issue, args []string, status string) {
 	claim := slices.Contains(args, "--claim")
-	if status == "" && !claim {
+	assignee, assign := "", false
+	if v := values(args, "--assignee", "-a"); len(v) > 0 {
+		assignee, assign = v[len(v)-1], true
+	}
+	if status == "" && !claim && !assign {
 		fmt.Println("No updates specified")
 		return
 	}
@@ -641,6 +712,9 @@ func update(db map[string]issue, args []string, status string) {
 				fmt.Fprintf(os.Stderr, "Error claiming %s: issue not claimable: status %s\n", id, st)
 				continue
 			}
+		}
+		if assign {
+			is["assignee"] = assignee
 		}
 		if status != "" {
 			is["status"] = status
@@ -705,7 +779,9 @@ func closeIssues(db map[string]issue, args []string) {
 			reason = reasons[i]
 		}
 		is["status"], is["close_reason"] = "closed", reason
-		closed = append(closed, omitEmpty(is))
+		c := omitEmpty(is)
+		delete(c, "dependencies") // bd prints what it closed without them
+		closed = append(closed, c)
 		if !jsonOut {
 			fmt.Printf("✓ Closed %s: %s\n", id, reason)
 		}
