@@ -825,6 +825,7 @@ func epic(db map[string]issue, args []string) {
 			continue
 		}
 		st := status{Epic: omitEmpty(is), TotalChildren: len(children)}
+		delete(st.Epic, "dependencies") // bd 1.0.5 prints the epic without them
 		st.ClosedChildren = len(children) - len(openChildren(db, id))
 		st.Eligible = st.ClosedChildren == st.TotalChildren
 		if st.Eligible || !slices.Contains(args, "--eligible-only") {
