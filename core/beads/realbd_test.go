@@ -272,3 +272,32 @@ func TestBDNoticesAreKept(t *testing.T) {
 		t.Errorf("notices %q", got)
 	}
 }
+
+// bd 1.0.5 refuses a blocks dependency between an epic and a non-epic
+// (what an epic blocks is an epic); other kinds of link are not checked.
+func TestRealBDBlocksJoinsLikeKinds(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, []Bead{
+		fullBead("bd-1", map[string]any{"issue_type": "epic"}),
+		fullBead("bd-2", map[string]any{"issue_type": "epic"}),
+		fullBead("bd-3", map[string]any{"issue_type": "task"}),
+	})
+	c := ctx(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dep", "add", "bd-3", "bd-1"}, "tasks can only block other tasks, not epics"},
+		{[]string{"dep", "add", "bd-1", "bd-3"}, "epics can only block other epics, not tasks"},
+		{[]string{"dep", "add", "bd-2", "bd-1"}, ""},
+		{[]string{"dep", "add", "bd-3", "bd-1", "--type", "waits-for"}, ""},
+	} {
+		_, err := f.run(c, tc.args...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
