@@ -332,12 +332,10 @@ func TestACPParkThenResumeAllow(t *testing.T) {
 		}
 		s = w.only()
 		w.assertDone(s)
-		if agent == "gemini" {
-			// The resume finished, but not in the same session: say so.
-			if !strings.Contains(r.stderr, "the agent could not load its session "+firstSession) {
-				t.Errorf("gemini loaded its session after all: drop this skip\n%s", r.stderr)
-			}
-			t.Skip("gemini 0.61.0 keeps no session whose only turn was cancelled at its permission question " +
+		if agent == "gemini" && strings.Contains(r.stderr, "the agent could not load its session "+firstSession) {
+			// The resume finished, but not in the same session (gemini
+			// sometimes has not saved it by the time it exits): say so.
+			t.Skip("gemini 0.61.0 sometimes keeps no session whose only turn was cancelled at its permission question " +
 				"(session/load: \"No previous sessions found for this project\"): the resume runs in a fresh session with the task's prompt")
 		}
 		if got := s.Tasks["agent"].Agent; got == nil || got.SessionID != firstSession {
