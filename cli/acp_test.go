@@ -111,7 +111,7 @@ func TestACPTaskFails(t *testing.T) {
 		r := p.exec("run", "wf.yaml")
 		wantCode(t, r, 1)
 		rec := p.only().Tasks["t"]
-		if rec.Reason != c.reason || !strings.Contains(rec.Error, c.msg) {
+		if string(rec.Reason) != c.reason || !strings.Contains(rec.Error, c.msg) {
 			t.Errorf("%s: %q %q", c.turn, rec.Reason, rec.Error)
 		}
 	}

@@ -579,7 +579,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	}
 	switch out.Status {
 	case state.StatusBlocked:
-		b.Reason = sess.BlockedReason
+		b.Reason = string(sess.BlockedReason)
 		if c := firstLine(sess.BlockedContext); c != "" && sess.BlockedReason == core.BlockedGateRed {
 			// The gate's first failure line says what broke.
 			b.Reason += ": " + c
@@ -740,7 +740,7 @@ func backlogSummary(bl *state.Backlog, all bool) string {
 	for _, bd := range bl.Beads {
 		tokens += bd.Tokens
 		cost += bd.CostUSD
-		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
+		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", beadMark(bd.Status).glyph, fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
 			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
 		if bd.Reason != "" {
 			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 90))
@@ -777,21 +777,6 @@ func beadElapsed(b *state.BacklogBead, now time.Time) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
-}
-
-// beadGlyphStatus maps a bead's status to the board's glyph vocabulary.
-func beadGlyphStatus(status string) string {
-	switch status {
-	case string(state.StatusCompleted):
-		return "DONE"
-	case string(state.StatusFailed):
-		return "ERROR"
-	case string(state.StatusRunning), state.BeadStarting:
-		return "RUNNING"
-	case state.BeadSkipped, string(state.StatusCancelled):
-		return "PENDING"
-	}
-	return "WAITING_FOR_USER"
 }
 
 // writeEventLine writes e, tagged with its bead, as one JSONL line.

@@ -170,7 +170,7 @@ func (b *backlogBoard) event(bd *state.BacklogBead, e core.Event) {
 // beadEnded says how a bead's run ended.
 func (b *backlogBoard) beadEnded(bd *state.BacklogBead) {
 	b.mu.Lock()
-	msg := fmt.Sprintf("%s %s %s", glyphChar(beadGlyphStatus(bd.Status)), safe(bd.ID), safe(bd.Status))
+	msg := fmt.Sprintf("%s %s %s", beadMark(bd.Status).glyph, safe(bd.ID), safe(bd.Status))
 	if bd.Reason != "" {
 		msg += ": " + safe(firstLine(bd.Reason))
 	}
@@ -230,7 +230,7 @@ func (b *backlogBoard) rows(cols int) []string {
 		if bd.Status != string(state.StatusRunning) && bd.Status != state.BeadStarting {
 			step = ""
 		}
-		l := fmt.Sprintf("%s %-10s %-13s %-12s %7s %12s  %s", glyphChar(beadGlyphStatus(bd.Status)), fit(safe(bd.ID), 10), fit(safe(bd.Status), 13),
+		l := fmt.Sprintf("%s %-10s %-13s %-12s %7s %12s  %s", beadMark(bd.Status).glyph, fit(safe(bd.ID), 10), fit(safe(bd.Status), 13),
 			fit(safe(step), 12), beadElapsed(bd, now), spend(beadTokens, beadCost), safe(bd.Title))
 		lines = append(lines, fit(l, cols-1))
 	}

@@ -227,7 +227,7 @@ func (br *backlogRun) awaitOther(ctx context.Context, b *state.BacklogBead, othe
 	b.Status, b.Reason, b.Next = string(sess.Status), "", ""
 	if sess.Status != state.StatusCompleted {
 		b.Next = nextCommand(sess, false)
-		b.Reason = firstLine(sess.BlockedReason + "\n" + sess.Error)
+		b.Reason = firstLine(string(sess.BlockedReason) + "\n" + sess.Error)
 	}
 	t := sess.AgentTotals()
 	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD

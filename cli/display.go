@@ -17,6 +17,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -82,9 +83,10 @@ func (d *display) release() {
 const maxHeldLines = 2000
 
 type taskView struct {
-	id, name, adapter, status string
-	started, ended            time.Time
-	note                      string
+	id, name, adapter string
+	status            vocab.TaskStatus
+	started, ended    time.Time
+	note              string
 }
 
 func newDisplay(streams IO, verbose bool, events string) (*display, error) {
@@ -198,8 +200,8 @@ func (d *display) handle(e core.Event) {
 	case events.TaskEnd:
 		tv := d.view(e.Task)
 		tv.status, tv.ended = p.Status, e.Time
-		if p.Reason != "" && p.Reason != "exit" {
-			tv.note = p.Reason
+		if p.Reason != "" && p.Reason != vocab.ReasonExit {
+			tv.note = string(p.Reason)
 		}
 		msg := fmt.Sprintf("task %s %s", d.labelOf(e.Task), safe(tv.status))
 		if tv.note == "stopped" {
@@ -222,7 +224,7 @@ func (d *display) handle(e core.Event) {
 		if d.held && d.prompter != nil && tv.note != "stopped" {
 			// The board is hidden while a person is asked: the end of a
 			// sibling is said in one line instead.
-			d.prompter.note(glyphChar(tv.status)+" "+msg, false)
+			d.prompter.note(taskMark(tv.status).glyph+" "+msg, false)
 		}
 	case events.TaskOut:
 		if !d.verbose {
@@ -335,7 +337,7 @@ func taskRanks(def *workflow.Definition) map[string]int {
 func (d *display) view(id string) *taskView {
 	tv := d.tasks[id]
 	if tv == nil {
-		tv = &taskView{id: id, name: id, status: string(state.TaskPending)}
+		tv = &taskView{id: id, name: id, status: vocab.TaskPending}
 		d.tasks[id] = tv
 	}
 	found := false
@@ -411,6 +413,14 @@ func (d *display) stamp() string {
 	return time.Now().Format("15:04:05.000") + " "
 }
 
+// paintMark is a status's glyph in its colour.
+func (d *display) paintMark(m mark) string {
+	if m.colour == "" {
+		return m.glyph
+	}
+	return d.paint(m.colour, m.glyph)
+}
+
 func (d *display) paint(code, s string) string {
 	if !d.color {
 		return s
@@ -465,7 +475,7 @@ func (d *display) boardRowsLocked(cols int) []boardRow {
 	nameW, adW, statusW := 0, 0, 0
 	for _, id := range d.order {
 		tv := d.tasks[id]
-		c := cells{glyph: d.glyph(tv.status), name: taskLabel(tv.name, id), adapter: safe(tv.adapter), status: safe(tv.status)}
+		c := cells{glyph: d.paintMark(taskMark(tv.status)), name: taskLabel(tv.name, id), adapter: safe(tv.adapter), status: safe(tv.status)}
 		if !tv.started.IsZero() {
 			end := tv.ended
 			if end.IsZero() {
@@ -512,43 +522,14 @@ func (d *display) boardRowsLocked(cols int) []boardRow {
 	return rows
 }
 
-func (d *display) glyph(status string) string {
-	g := glyphChar(status)
-	switch state.TaskStatus(status) {
-	case state.TaskDone:
-		return d.paint("32", g)
-	case state.TaskError:
-		return d.paint("31", g)
-	case state.TaskWaitingForUser:
-		return d.paint("33", g)
-	case state.TaskRunning:
-		return d.paint("36", g)
-	}
-	return g
-}
-
-// glyphChar is a task status at a glance, one column wide.
-func glyphChar(status string) string {
-	switch state.TaskStatus(status) {
-	case state.TaskDone:
-		return "✓"
-	case state.TaskError:
-		return "✗"
-	case state.TaskWaitingForUser:
-		return "?"
-	case state.TaskRunning:
-		return "●"
-	}
-	return "·"
-}
-
 // safe makes text that comes from outside vibeteam — workflow files,
 // session files, agents — harmless to print: every non-printable rune is
 // shown escaped as Go quotes it (ESC as \x1b, BEL as \a, a right-to-left
 // override as \u202e), and so is each byte of invalid UTF-8. Printable
 // unicode is kept. Otherwise a task name could retitle or clear the
 // person's terminal, or hide text from them.
-func safe(s string) string {
+func safe[S ~string](text S) string {
+	s := string(text)
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])

@@ -405,7 +405,7 @@ steps:
 			r := p.exec("run", "g.yaml", "--grace", "500ms")
 			wantCode(t, r, 3)
 			s := p.only()
-			if s.Status != state.StatusBlocked || s.BlockedReason != tc.reason {
+			if s.Status != state.StatusBlocked || string(s.BlockedReason) != tc.reason {
 				t.Fatalf("status %s reason %q: %s", s.Status, s.BlockedReason, r.stderr)
 			}
 			if tc.reason == "step_failed" && !strings.Contains(s.Error, "timed out after 300ms") {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // logPoll is how often log --follow looks for new lines, and whether the
@@ -353,7 +354,7 @@ func (p *logPrinter) event(e state.Event) {
 	case events.SessionResume:
 		p.println(at + sessionLine(e.Session, "resumed", f.Workflow))
 	case events.SessionEnd:
-		msg := fmt.Sprintf("%s session %s finished: %s", logSessionGlyph(f.Status), safe(e.Session), safe(f.Status))
+		msg := fmt.Sprintf("%s session %s finished: %s", sessionMark(f.Status).glyph, safe(e.Session), safe(f.Status))
 		var why []string
 		if f.FailedTask != "" {
 			why = append(why, "task "+p.taskLabel(f.FailedTask))
@@ -411,7 +412,7 @@ func (p *logPrinter) event(e state.Event) {
 		}
 		p.println(at + in + msg)
 	case events.TaskEnd:
-		msg := fmt.Sprintf("%s task %s %s", glyphChar(f.Status), task, safe(f.Status))
+		msg := fmt.Sprintf("%s task %s %s", taskMark(f.Status).glyph, task, safe(f.Status))
 		if f.Reason == "stopped" {
 			msg = fmt.Sprintf("■ task %s stopped (it runs again on resume)", task)
 		}
@@ -606,7 +607,7 @@ func (p *logPrinter) nested() string {
 
 func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
 	in := logIndent(f.Address)
-	msg := logStepGlyph(f.Status) + " " + logStepName(f.Name, f.Address, f.Type)
+	msg := stepMark(f.Status).glyph + " " + logStepName(f.Name, f.Address, f.Type)
 	ran := f.Status == "done" || f.Status == "failed" || f.Status == "blocked" || f.Status == "stopped"
 	if ran {
 		msg += " " + logDuration(time.Duration(f.DurationMS)*time.Millisecond)
@@ -621,7 +622,7 @@ func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
 			msg += " — " + safe(logFirstLine(f.Summary))
 		}
 	case "failed", "blocked":
-		msg += " " + f.Status
+		msg += " " + string(f.Status)
 		if reason != "" {
 			msg += ": " + reason
 		}
@@ -674,7 +675,7 @@ func logIndent(addr string) string {
 	return "  " + strings.Repeat("    ", strings.Count(addr, "/"))
 }
 
-func logStepName(name, address, typ string) string {
+func logStepName(name, address string, typ vocab.StepType) string {
 	s := safe(name)
 	if s == "" {
 		s = "step " + safe(address)
@@ -683,38 +684,6 @@ func logStepName(name, address, typ string) string {
 		s += " (" + safe(typ) + ")"
 	}
 	return s
-}
-
-func logSessionGlyph(status string) string {
-	switch state.Status(status) {
-	case state.StatusCompleted:
-		return "✓"
-	case state.StatusFailed:
-		return "✗"
-	case state.StatusBlocked:
-		return "⊘"
-	case state.StatusCancelled:
-		return "■"
-	}
-	return "·"
-}
-
-func logStepGlyph(status string) string {
-	switch status {
-	case "done":
-		return "✓"
-	case "failed":
-		return "✗"
-	case "skipped":
-		return "–"
-	case "blocked":
-		return "⊘"
-	case "stopped":
-		return "■"
-	case "waiting":
-		return "…"
-	}
-	return "?"
 }
 
 // genericEvent is "name key=value ..." for an event this version does not

@@ -125,7 +125,7 @@ func sessionNotification(sess *state.Session, grimoire string) (notification, bo
 	case state.StatusBlocked:
 		p.Event, p.Next = notifyBlocked, "vibeteam resume "+id
 		if sess.BlockedReason != "" {
-			p.Reason = sess.BlockedReason
+			p.Reason = string(sess.BlockedReason)
 		}
 		if sess.BlockedReason == core.BlockedBudget {
 			p.Next = budgetNext(sess)

@@ -15,6 +15,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -284,11 +285,11 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 	pv.orig = map[*workflow.Step]*workflow.Step{}
 	steps := pv.dryCopy(def.Steps)
 	in := &flow.Interpreter{
-		Runners: map[string]flow.Runner{},
+		Runners: map[vocab.StepType]flow.Runner{},
 		Scope:   (*dryScope)(pv),
 		Store:   dryStore{},
 	}
-	for _, t := range []string{workflow.StepScript, workflow.StepAgent, workflow.StepStage, workflow.StepMerge} {
+	for _, t := range []vocab.StepType{workflow.StepScript, workflow.StepAgent, workflow.StepStage, workflow.StepMerge} {
 		in.Runners[t] = (*dryRunner)(pv)
 	}
 	if out := in.Run(context.Background(), steps); out.Status != flow.Done {

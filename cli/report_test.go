@@ -425,7 +425,7 @@ steps:
 		case events.StepStarted:
 			starts[f.Address] = e.Time
 		case events.StepCompleted:
-			st := map[string]string{"done": "running", "blocked": "blocked"}[f.Status]
+			st := map[string]string{"done": "running", "blocked": "blocked"}[string(f.Status)]
 			if f.Name == "attempt" {
 				n++
 			}

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -31,9 +32,9 @@ type sessionSummary struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	Running   bool      `json:"running"`
 	// A grimoire's bead and why it is blocked, if it is.
-	Bead          string `json:"bead,omitempty"`
-	Worktree      string `json:"worktree,omitempty"`
-	BlockedReason string `json:"blockedReason,omitempty"`
+	Bead          string       `json:"bead,omitempty"`
+	Worktree      string       `json:"worktree,omitempty"`
+	BlockedReason vocab.Reason `json:"blockedReason,omitempty"`
 	// Next is the command that moves the session on, for one that waits
 	// for a person (empty when it runs or is over).
 	Next string `json:"next,omitempty"`
@@ -157,9 +158,9 @@ func sessionsCommand(streams IO) *ucli.Command {
 					status += " (" + safe(r.BlockedReason) + ")"
 				}
 				switch {
-				case r.Running && r.Status != "running":
+				case r.Running && r.Status != string(vocab.SessionRunning):
 					status += " (running)"
-				case !r.Running && r.Status == "running":
+				case !r.Running && r.Status == string(vocab.SessionRunning):
 					status += " (no live process)"
 				}
 				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
@@ -221,7 +222,7 @@ func nextCommand(s *state.Session, running bool) string {
 	case state.StatusPendingMerge:
 		return "vibeteam resume " + s.ID + " --approve-merge (or --reject-merge)"
 	}
-	if s.BlockedReason == "merge_conflict" {
+	if s.BlockedReason == vocab.BlockedMergeConflict {
 		return "resolve the conflict in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
 	}
 	if s.BlockedReason == core.BlockedGateRed {

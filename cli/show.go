@@ -190,7 +190,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 	for _, k := range keys {
 		r := s.Runs[k]
 		indent := strings.Repeat("  ", strings.Count(k, "/"))
-		line := fmt.Sprintf("  %s%s %s (%s) %s", indent, glyphChar(stepGlyphStatus(r.Status)), safe(r.Name), safe(r.Type), safe(r.Status))
+		line := fmt.Sprintf("  %s%s %s (%s) %s", indent, stepRunMark(r.Status).glyph, safe(r.Name), safe(r.Type), safe(r.Status))
 		if r.Iteration > 0 {
 			line += fmt.Sprintf(" [iteration %d]", r.Iteration)
 		}
@@ -295,22 +295,6 @@ func resumeArgs(s *state.Session) string {
 		return s.ID + " --accept-damage"
 	}
 	return s.ID
-}
-
-// stepGlyphStatus maps a step run's status to the task status whose glyph
-// it shares.
-func stepGlyphStatus(status string) string {
-	switch status {
-	case "done":
-		return string(state.TaskDone)
-	case "failed", "blocked":
-		return string(state.TaskError)
-	case "running":
-		return string(state.TaskRunning)
-	case "waiting":
-		return string(state.TaskWaitingForUser)
-	}
-	return string(state.TaskPending)
 }
 
 // lastScreen renders the end of an interactive task's raw log: its last

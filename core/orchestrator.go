@@ -368,7 +368,7 @@ func (c *SessionController) Run(ctx context.Context) (engine.Outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	end := events.SessionEnd{Status: string(out.Status)}
+	end := events.SessionEnd{Status: out.Status}
 	if out.FailedTask != "" {
 		end.FailedTask, end.Reason = out.FailedTask, out.Reason
 	}

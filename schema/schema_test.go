@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/handlers"
 )
@@ -215,7 +216,7 @@ func TestWorkflowSchemaKnowsTheLoadersWords(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if got := doc.Definitions.Step.Properties.Type.Enum; !slices.Equal(got, workflow.StepTypes) {
+	if got := doc.Definitions.Step.Properties.Type.Enum; !slices.Equal(got, vocab.Strings(workflow.StepTypes)) {
 		t.Errorf("step types: schema %v, loader %v", got, workflow.StepTypes)
 	}
 	if got := doc.Definitions.ReservedName.Enum; !slices.Equal(got, workflow.ReservedNames) {

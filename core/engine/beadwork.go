@@ -167,7 +167,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	if step.Merge.GateDefault && step.Merge.Gate == "" {
 		// gate: true, and the project's default could not be read when the
 		// grimoire was loaded.
-		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed + ": gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged"}
+		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed.Because("gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged")}
 	}
 	host.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
 	req := MergeRequest{
@@ -220,7 +220,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 		return res
 	case out.Moving != "":
-		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving + ": " + out.Moving}
+		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving.Because(out.Moving)}
 	case out.UpToDate && !underWay:
 		// The base had the branch already, and no merge of this session
 		// was under way to have put it there: there was nothing to bring.
@@ -247,7 +247,7 @@ func nothingToMerge(step *workflow.Step, ws Workspace, session string) flow.Resu
 	if step.Merge.AllowEmpty {
 		return flow.Result{Status: flow.Done, Summary: what + " (allow_empty)"}
 	}
-	return flow.Result{Status: flow.Blocked, Output: what, Reason: BlockedNothingToMerge + ": " + what +
+	return flow.Result{Status: flow.Blocked, Output: what, Reason: BlockedNothingToMerge.Because(what) +
 		"; the steps before it committed no work. Commit the work in " + ws.Dir() + " and vibeteam resume " + session +
 		", or write allow_empty: true on the merge step when an empty merge is a success"}
 }

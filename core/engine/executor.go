@@ -20,15 +20,16 @@ import (
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/taskrun"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // Overall session states derived from the tasks.
 const (
-	OverallRunning  = "RUNNING"
-	OverallAwaiting = "AWAITING_INTERACTION"
-	OverallIdle     = "IDLE"
-	OverallError    = "ERROR"
+	OverallRunning  = vocab.StateRunning
+	OverallAwaiting = vocab.StateAwaiting
+	OverallIdle     = vocab.StateIdle
+	OverallError    = vocab.StateError
 )
 
 // defaultTailLines is how many clean output lines a session keeps per task.
@@ -332,7 +333,7 @@ func (x *Executor) finish(status state.Status, failedTask, reason string) Outcom
 }
 
 // Overall returns the current derived session state.
-func (x *Executor) Overall() string {
+func (x *Executor) Overall() vocab.SessionState {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.deriveLocked()

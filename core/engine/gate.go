@@ -14,13 +14,14 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
 // Reasons a merge step blocks because of its gate (Session.BlockedReason).
 const (
-	BlockedGateRed     = "merge_gate_red"    // the gate failed on the merged result; the base did not move
-	BlockedMergeMoving = "merge_base_moving" // the base moved during every run of the gate
+	BlockedGateRed     = vocab.BlockedGateRed
+	BlockedMergeMoving = vocab.BlockedMergeMoving
 )
 
 // MergeRequest is what a merge step asks of its Workspace.

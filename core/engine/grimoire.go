@@ -16,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -23,19 +24,21 @@ import (
 // has passed: the step running then is stopped and the workflow blocks.
 var errWorkflowTimeout = fmt.Errorf("%w: the workflow ran longer than its timeout", flow.ErrTimeout)
 
-// Reasons a grimoire blocks (Session.BlockedReason, workflow.blocked).
+// Reasons a grimoire blocks (Session.BlockedReason, workflow.blocked):
+// vocab's, under the names the engine's code uses. A step run's Reason is
+// prose that starts with one of them and ": " where it has one.
 const (
-	BlockedTimeout       = "timeout"
-	BlockedStepFailed    = "step_failed"
-	BlockedMaxIterations = "max_iterations"
-	BlockedTemplate      = "template" // a when, input or command that cannot be rendered
-	BlockedMergeConflict = "merge_conflict"
-	BlockedMergeRefused  = "merge_refused"  // git would overwrite local changes in the base checkout
-	BlockedMergeRejected = "merge_rejected" // a person rejected the merge
+	BlockedTimeout       = vocab.ReasonTimeout
+	BlockedStepFailed    = vocab.BlockedStepFailed
+	BlockedMaxIterations = vocab.BlockedMaxIterations
+	BlockedTemplate      = vocab.BlockedTemplate
+	BlockedMergeConflict = vocab.BlockedMergeConflict
+	BlockedMergeRefused  = vocab.BlockedMergeRefused
+	BlockedMergeRejected = vocab.BlockedMergeRejected
 	// BlockedNothingToMerge: a merge step found no commit to bring (and
 	// did not say allow_empty).
-	BlockedNothingToMerge = "nothing_to_merge"
-	BlockedBudget         = "budget" // a budget was spent: the agent was stopped, or not started
+	BlockedNothingToMerge = vocab.BlockedNothingToMerge
+	BlockedBudget         = vocab.ReasonBudget
 )
 
 // grimoire is one run of a grimoire as its step runners see it: the scope
@@ -122,7 +125,7 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	start := time.Now()
 	store := &runStore{x: x, def: def}
 	in := &flow.Interpreter{
-		Runners: map[string]flow.Runner{
+		Runners: map[vocab.StepType]flow.Runner{
 			workflow.StepScript: scriptRunner{g},
 			workflow.StepAgent:  agentRunner{g},
 			workflow.StepStage:  grimoireStageRunner{g},
@@ -234,12 +237,10 @@ func (x *Executor) block(out flow.Outcome) Outcome {
 	case strings.HasPrefix(out.Reason, "template: "):
 		reason, why = BlockedTemplate, strings.TrimPrefix(out.Reason, "template: ")
 	case strings.Contains(out.Reason, sandbox.RefusedReason+": "):
-		reason = sandbox.RefusedReason
-	case strings.HasPrefix(out.Reason, BlockedGateRed+": "), strings.HasPrefix(out.Reason, BlockedMergeMoving+": "):
-		reason, why, _ = strings.Cut(out.Reason, ": ")
+		reason = vocab.ReasonSandboxRefused
 	default:
-		for _, r := range []string{BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget, BlockedNothingToMerge} {
-			if rest, ok := strings.CutPrefix(out.Reason, r+": "); ok {
+		for _, r := range []vocab.Reason{BlockedGateRed, BlockedMergeMoving, BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget, BlockedNothingToMerge} {
+			if rest, ok := strings.CutPrefix(out.Reason, string(r)+": "); ok {
 				reason, why = r, rest
 			}
 		}
@@ -262,7 +263,7 @@ func (x *Executor) block(out flow.Outcome) Outcome {
 		flow.SortKeys(keys)
 		pick := ""
 		for i := len(keys) - 1; i >= 0; i-- {
-			if x.sess.Runs[keys[i]].Status == string(flow.Failed) {
+			if x.sess.Runs[keys[i]].Status == flow.Failed {
 				pick = keys[i]
 				break
 			}
@@ -335,11 +336,11 @@ func runTotals(runs map[string]*state.StepRun) (steps, skipped int, failed []str
 		r := runs[k]
 		switch {
 		case r.Type == workflow.StepLoop:
-		case r.Status == string(flow.Skipped):
+		case r.Status == flow.Skipped:
 			skipped++
-		case r.Status == string(flow.Done):
+		case r.Status == flow.Done:
 			steps++
-		case r.Status == string(flow.Failed):
+		case r.Status == flow.Failed:
 			steps++
 			failed = append(failed, fmt.Sprintf("%s (%s)", r.Name, k))
 		}
@@ -405,8 +406,8 @@ func iterationSummaries(def *workflow.Definition, runs map[string]*state.StepRun
 			order = append(order, it)
 		}
 		r := runs[k]
-		desc := r.Name + " " + r.Status
-		if r.Type == workflow.StepScript && (r.Status == string(flow.Failed) || r.Status == string(flow.Blocked)) {
+		desc := r.Name + " " + string(r.Status)
+		if r.Type == workflow.StepScript && (r.Status == flow.Failed || r.Status == flow.Blocked) {
 			desc += fmt.Sprintf(" (exit %d)", r.ExitCode)
 		}
 		it.steps = append(it.steps, desc)
@@ -670,7 +671,7 @@ func (s *runStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	if r.Duration == 0 && run.StartedAt != nil {
 		r.Duration = now.Sub(*run.StartedAt) // a loop: all its iterations
 	}
-	run.Status = string(r.Status)
+	run.Status = r.Status
 	run.Output, run.Outputs, run.Summary = output, r.Outputs, r.Summary
 	run.ExitCode, run.ExitLoop, run.ChangedFiles = r.ExitCode, r.ExitLoop, r.ChangedFiles
 	run.Reason, run.LogPath, run.DurationMS = r.Reason, r.LogPath, r.Duration.Milliseconds()
@@ -694,7 +695,7 @@ func (s *runStore) Ended(at flow.Addr, step *workflow.Step, r flow.Result) {
 	}
 	ev := events.StepCompleted{
 		Name: step.Label(), Type: step.Type, Address: key, Iteration: iterationOf(at),
-		Status: string(r.Status), Success: r.Status == flow.Done, ExitCode: r.ExitCode,
+		Status: r.Status, Success: r.Status == flow.Done, ExitCode: r.ExitCode,
 		Summary: r.Summary, Reason: r.Reason, LogPath: r.LogPath, DurationMS: r.Duration.Milliseconds(),
 	}
 	ev.Output = r.Output

@@ -4,6 +4,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/taskrun"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -135,7 +136,7 @@ type stepHost interface {
 	setIntent(in *state.GitIntent)
 	merged(commit string)
 	addGateRun(run state.GateRun)
-	setBlockedReason(reason string)
+	setBlockedReason(reason vocab.Reason)
 }
 
 func (x *Executor) awaitReview() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -159,7 +160,7 @@ func TestMergeReviewedAtTerminal(t *testing.T) {
 	for _, tc := range []struct {
 		decision, reason string
 		status           state.Status
-		blocked          string
+		blocked          vocab.Reason
 	}{
 		{ReviewApprove, "", state.StatusCompleted, ""},
 		{ReviewReject, "not what was asked", state.StatusBlocked, BlockedMergeRejected},
@@ -191,13 +192,13 @@ func TestMergeConflictAndRefusalBlock(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		outcome MergeOutcome
-		reason  string
+		reason  vocab.Reason
 		context string
 	}{
 		{MergeOutcome{Conflicts: []MergeConflict{{Path: "a.go", Hunks: "<<<<<<< main\nx\n=======\ny\n>>>>>>> vibeteam/bd-1"}}}, BlockedMergeConflict, "<<<<<<< main"},
 		{MergeOutcome{Refused: "error: Your local changes to the following files would be overwritten by merge:\n\ta.go"}, BlockedMergeRefused, "would be overwritten"},
 	} {
-		t.Run(tc.reason, func(t *testing.T) {
+		t.Run(string(tc.reason), func(t *testing.T) {
 			t.Parallel()
 			ws := &fakeWorkspace{outcome: tc.outcome}
 			beads := &fakeBeads{fail: true} // a bd failure is a warning, never the outcome

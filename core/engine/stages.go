@@ -9,6 +9,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -105,7 +106,7 @@ func (h lastOfStage) setStatus(taskID string, st state.TaskStatus, ev events.Tas
 }
 
 // taskReason is why a task ended, as its record says.
-func taskReason(host stepHost, id string) string {
+func taskReason(host stepHost, id string) vocab.Reason {
 	if rec := host.taskRecord(id); rec != nil {
 		return rec.Reason
 	}
@@ -122,7 +123,7 @@ func (x *Executor) runStages(ctx context.Context, prompts map[string]string) Out
 	store := &runStore{x: x, def: def, stages: true}
 	g := &grimoire{host: x, def: def, scope: render.NewScope(def.Goal, x.sess.Vars)}
 	in := &flow.Interpreter{
-		Runners: map[string]flow.Runner{workflow.StepStage: stages},
+		Runners: map[vocab.StepType]flow.Runner{workflow.StepStage: stages},
 		Scope:   &stepScope{g: g, store: store},
 		Store:   store,
 	}

@@ -326,7 +326,7 @@ func (r agentRunner) result(ctx context.Context, taskID, prompt string, out *tai
 	case !ok && ctx.Err() != nil:
 		return stopped(ctx, res)
 	case !ok && rec != nil && rec.Reason == BudgetReason:
-		res.Status, res.Reason = flow.Blocked, BlockedBudget+": "+why
+		res.Status, res.Reason = flow.Blocked, BlockedBudget.Because(why)
 		return res
 	case !ok:
 		res.Status, res.Reason = flow.Failed, why

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -21,7 +22,7 @@ type sessionStore struct {
 	manager *state.Manager
 	emitTo  func(state.Event) // Options.Emit
 	events  *eventQueue       // to emitTo
-	overall string
+	overall vocab.SessionState
 	journal *state.Journal // while Run runs: changes are appended here
 	// writeErr is a write of the session that failed, journal line and
 	// whole snapshot alike: the run stops (cancelRun), and ends failed
@@ -223,7 +224,7 @@ func (s *sessionStore) addGateRun(run state.GateRun) {
 	s.checkpointLocked(state.Change{}, true)
 }
 
-func (s *sessionStore) setBlockedReason(reason string) {
+func (s *sessionStore) setBlockedReason(reason vocab.Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sess.BlockedReason = reason
@@ -288,7 +289,7 @@ func (s *sessionStore) setTaskStatus(taskID string, st state.TaskStatus, ev even
 	changed := overall != s.overall
 	s.overall = overall
 	s.mu.Unlock()
-	ev.Status = string(st)
+	ev.Status = st
 	s.emit(taskID, ev)
 	if changed {
 		s.emit("", events.SessionStateChange{State: overall})
@@ -296,7 +297,7 @@ func (s *sessionStore) setTaskStatus(taskID string, st state.TaskStatus, ev even
 }
 
 // deriveLocked computes the overall state from the task statuses.
-func (s *sessionStore) deriveLocked() string {
+func (s *sessionStore) deriveLocked() vocab.SessionState {
 	var running, waiting, failed bool
 	see := func(st state.TaskStatus) {
 		switch st {

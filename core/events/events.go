@@ -11,6 +11,8 @@
 // ignore keys they do not know: fields are added, never renamed.
 package events
 
+import "github.com/vibeteam/vibeteam/core/vocab"
+
 // Session events.
 const (
 	SessionStarted  = "session_started"  // workflow, goal, stage, pid
@@ -94,24 +96,24 @@ type StepStarted struct {
 	Inputs    map[string]string `json:"inputs,omitempty"`    // rendered: an agent's input, a script's command
 	Iteration int               `json:"iteration,omitempty"` // of the innermost loop, from 1
 	Name      string            `json:"name"`
-	Type      string            `json:"type"`
+	Type      vocab.StepType    `json:"type"`
 }
 
 // StepCompleted is workflow.step.completed.
 type StepCompleted struct {
-	Address    string `json:"address"`
-	DurationMS int64  `json:"duration_ms"`
-	ExitCode   int    `json:"exit_code"`
-	Iteration  int    `json:"iteration,omitempty"`
-	LogPath    string `json:"log_path,omitempty"`
-	Name       string `json:"name"`
-	Output     string `json:"output,omitempty"` // at most OutputLimit bytes, the end of it
-	Reason     string `json:"reason,omitempty"`
-	Status     string `json:"status"` // done | failed | skipped | blocked | stopped | waiting
-	Success    bool   `json:"success"`
-	Summary    string `json:"summary,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Type       string `json:"type"`
+	Address    string           `json:"address"`
+	DurationMS int64            `json:"duration_ms"`
+	ExitCode   int              `json:"exit_code"`
+	Iteration  int              `json:"iteration,omitempty"`
+	LogPath    string           `json:"log_path,omitempty"`
+	Name       string           `json:"name"`
+	Output     string           `json:"output,omitempty"` // at most OutputLimit bytes, the end of it
+	Reason     string           `json:"reason,omitempty"`
+	Status     vocab.StepStatus `json:"status"`
+	Success    bool             `json:"success"`
+	Summary    string           `json:"summary,omitempty"`
+	Truncated  bool             `json:"truncated,omitempty"`
+	Type       vocab.StepType   `json:"type"`
 }
 
 // Iteration is loop.iteration: a loop starts its n-th iteration.
@@ -124,10 +126,10 @@ type Iteration struct {
 
 // Blocked is workflow.blocked.
 type Blocked struct {
-	Address string `json:"address"` // the address of the step it is blocked at
-	Context string `json:"context"` // the failing step's output tail
-	Reason  string `json:"reason"`  // e.g. timeout, step_failed, max_iterations, condition
-	Step    string `json:"step"`    // the step it is blocked at
+	Address string       `json:"address"` // the address of the step it is blocked at
+	Context string       `json:"context"` // the failing step's output tail
+	Reason  vocab.Reason `json:"reason"`
+	Step    string       `json:"step"` // the step it is blocked at
 }
 
 // Completed is workflow.completed.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // Payload is what one event says: one Go type per event kind. The type's
@@ -35,16 +36,16 @@ type AgentTotals struct {
 
 // SessionEnd is session_finished.
 type SessionEnd struct {
-	Agents     *AgentTotals `json:"agents,omitempty"` // when an agent reported
-	FailedTask string       `json:"failedTask,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
-	Status     string       `json:"status"`
+	Agents     *AgentTotals        `json:"agents,omitempty"` // when an agent reported
+	FailedTask string              `json:"failedTask,omitempty"`
+	Reason     string              `json:"reason,omitempty"`
+	Status     vocab.SessionStatus `json:"status"`
 }
 
 // SessionStateChange is session_state: the state derived from the tasks'
 // statuses changed.
 type SessionStateChange struct {
-	State string `json:"state"` // RUNNING | AWAITING_INTERACTION | IDLE | ERROR
+	State vocab.SessionState `json:"state"`
 }
 
 // RunError is error: something vibeteam could not do (save a checkpoint, …).
@@ -91,24 +92,24 @@ type TaskIn struct {
 
 // TaskStatusChange is task_status.
 type TaskStatusChange struct {
-	Error    string `json:"error,omitempty"`
-	Evidence string `json:"evidence,omitempty"` // what a DONE by the idle rule rested on
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Signal   string `json:"signal,omitempty"`
-	State    string `json:"state,omitempty"` // WAITING_FOR_USER: the screen's state
-	Status   string `json:"status"`
-	Why      string `json:"why,omitempty"` // WAITING_FOR_USER: why a person is needed
+	Error    string           `json:"error,omitempty"`
+	Evidence string           `json:"evidence,omitempty"` // what a DONE by the idle rule rested on
+	ExitCode *int             `json:"exit_code,omitempty"`
+	Reason   vocab.Reason     `json:"reason,omitempty"`
+	Signal   string           `json:"signal,omitempty"`
+	State    string           `json:"state,omitempty"` // WAITING_FOR_USER: the screen's state
+	Status   vocab.TaskStatus `json:"status"`
+	Why      string           `json:"why,omitempty"` // WAITING_FOR_USER: why a person is needed
 }
 
 // TaskEnd is task_finished.
 type TaskEnd struct {
-	Error    string `json:"error,omitempty"`
-	Evidence string `json:"evidence,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Signal   string `json:"signal,omitempty"`
-	Status   string `json:"status"`
+	Error    string           `json:"error,omitempty"`
+	Evidence string           `json:"evidence,omitempty"`
+	ExitCode *int             `json:"exit_code,omitempty"`
+	Reason   vocab.Reason     `json:"reason,omitempty"`
+	Signal   string           `json:"signal,omitempty"`
+	Status   vocab.TaskStatus `json:"status"`
 }
 
 // UnmarshalJSON also reads the exit code under "exitCode", as logs of

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -126,17 +127,17 @@ func WithTimeout(ctx context.Context, s *workflow.Step) (context.Context, contex
 	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w: %s %q ran longer than its %s", ErrTimeout, s.Type, s.Label(), d))
 }
 
-// Status of one step run.
-type Status string
+// Status of one step run (vocab's; see vocab.StepStatus for each).
+type Status = vocab.StepStatus
 
 const (
-	Done    Status = "done"
-	Failed  Status = "failed"
-	Skipped Status = "skipped" // its when was false
-	Blocked Status = "blocked" // the workflow cannot go on without a person
-	Stopped Status = "stopped" // interrupted; runs again on resume
-	Waiting Status = "waiting" // parked for a person; runs again on resume
-	Limited Status = "limited" // its agent stopped on a usage limit; runs again (continuing the agent's session) on resume
+	Done    = vocab.StepDone
+	Failed  = vocab.StepFailed
+	Skipped = vocab.StepSkipped
+	Blocked = vocab.StepBlocked
+	Stopped = vocab.StepStopped
+	Waiting = vocab.StepWaiting
+	Limited = vocab.StepLimited
 )
 
 // Result is how one step run ended.
@@ -208,7 +209,7 @@ type Outcome struct {
 
 // Interpreter walks steps.
 type Interpreter struct {
-	Runners map[string]Runner
+	Runners map[vocab.StepType]Runner
 	Scope   Scope
 	Store   Store
 	// Blocks decides what a failed run of a step does: true blocks the

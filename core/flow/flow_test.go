@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -83,7 +84,7 @@ func newInterp(results func(string, Addr, int) Result) (*Interpreter, *fakeRunne
 	sc := &fakeScope{when: map[string]string{}}
 	st := &memStore{runs: map[string]Result{}}
 	in := &Interpreter{
-		Runners: map[string]Runner{workflow.StepScript: r},
+		Runners: map[vocab.StepType]Runner{workflow.StepScript: r},
 		Scope:   sc, Store: st,
 		Blocks: func(s *workflow.Step) bool { return s.Script != nil && s.Script.OnFail == workflow.OnFailBlock },
 	}

@@ -233,7 +233,7 @@ func sessionReason(s *state.Session) string {
 	case s.Status == state.StatusCompleted:
 		return ""
 	case s.BlockedReason != "":
-		return s.BlockedReason
+		return string(s.BlockedReason)
 	case s.Limit != nil:
 		return "usage limit of " + s.Limit.Adapter + ": " + s.Limit.Message
 	}

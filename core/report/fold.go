@@ -6,6 +6,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // folder turns one session's events into its rows' tracks: the session's
@@ -116,7 +117,7 @@ func (f *folder) event(e state.Event) {
 	case events.StepStarted:
 		f.stepStart[p.Address] = at
 		t := f.row(p.Address, "")
-		f.label(p.Address, p.Name, p.Type)
+		f.label(p.Address, p.Name, string(p.Type))
 		if t != f.session {
 			t.begin(Running, at)
 		}
@@ -134,7 +135,7 @@ func (f *folder) event(e state.Event) {
 		}
 	case events.TaskStatusChange:
 		t := f.row("", e.Task)
-		if p.Status == string(state.TaskWaitingForUser) {
+		if p.Status == state.TaskWaitingForUser {
 			t.begin(Waiting, at)
 		} else {
 			t.end(Waiting, at)
@@ -215,7 +216,7 @@ func (f *folder) sessionEnd(p events.SessionEnd, at time.Time) {
 
 func (f *folder) stepCompleted(p events.StepCompleted, at time.Time) {
 	t := f.row(p.Address, "")
-	f.label(p.Address, p.Name, p.Type)
+	f.label(p.Address, p.Name, string(p.Type))
 	if t != f.session {
 		for _, s := range []State{Running, Waiting, Queued, Merged} {
 			t.end(s, at)
@@ -230,13 +231,13 @@ func (f *folder) stepCompleted(p events.StepCompleted, at time.Time) {
 	// session's end says how it ended.
 	switch {
 	case t == f.session:
-	case p.Status == "failed":
+	case p.Status == vocab.StepFailed:
 		t.add(Failed, start, at)
-	case p.Status == "blocked":
+	case p.Status == vocab.StepBlocked:
 		t.add(Blocked, start, at)
 	}
 	t.seen(at)
-	if p.Status != "skipped" && p.Type != "loop" && p.Type != "stage" {
+	if p.Status != vocab.StepSkipped && p.Type != vocab.StepLoop && p.Type != vocab.StepStage {
 		f.steps = append(f.steps, Slow{What: "step", Name: p.Name, Duration: time.Duration(p.DurationMS) * time.Millisecond})
 	}
 }
@@ -251,7 +252,7 @@ func (f *folder) taskEnd(task string, p events.TaskEnd, at time.Time) {
 	// A stage's task: its row is its own.
 	t.end(Running, at)
 	if start, ok := f.taskStart[task]; ok {
-		if p.Status == string(state.TaskError) {
+		if p.Status == state.TaskError {
 			t.add(Failed, start, at)
 		}
 		f.steps = append(f.steps, Slow{What: "task", Name: f.labels["task:"+task].label, Duration: at.Sub(start)})

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // DamagedError is a session file that cannot be read as a session: empty,
@@ -75,7 +77,7 @@ func (d *JournalDamage) LostText() string {
 func unended(s *Session) []string {
 	var keys, out []string
 	for k, r := range s.Runs {
-		if r.Status == "running" || r.Status == "" {
+		if r.Status == vocab.StepRunning || r.Status == "" {
 			keys = append(keys, k)
 		}
 	}
@@ -114,7 +116,7 @@ func lostChanges(rest []byte, seq uint64) (n int, names, withStatus []string) {
 		n++
 		switch {
 		case c.Run != nil:
-			note(fmt.Sprintf("%s (%s)", c.Run.Name, c.RunKey), c.Run.Status)
+			note(fmt.Sprintf("%s (%s)", c.Run.Name, c.RunKey), string(c.Run.Status))
 		case c.Task != "" && c.Status != "":
 			note("task "+c.Task, string(c.Status))
 		case c.Task != "" && c.Record != nil:

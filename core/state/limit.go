@@ -1,15 +1,19 @@
 package state
 
-import "time"
+import (
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
+)
 
 // StatusLimited: an agent CLI reported a usage or rate limit and the
 // session stopped on it (Session.Limit says which and until when); resume
 // continues the agent's own session, as after an answer.
-const StatusLimited Status = "limited"
+const StatusLimited = vocab.SessionLimited
 
 // TaskLimited: the task's agent stopped on a usage or rate limit; it runs
 // again (continuing its agent's session) on resume.
-const TaskLimited TaskStatus = "LIMITED"
+const TaskLimited = vocab.TaskLimited
 
 // Limit is the usage or rate limit a session stopped on (or waits out).
 type Limit struct {

@@ -14,32 +14,34 @@ import (
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/sandbox"
+	"github.com/vibeteam/vibeteam/core/vocab"
 
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
-// Status is a session's overall status.
-type Status string
+// Status is a session's overall status: vocab's word, under the name the
+// session's code has always used for it.
+type Status = vocab.SessionStatus
 
 const (
-	StatusRunning      Status = "running"
-	StatusWaiting      Status = "waiting"
-	StatusCompleted    Status = "completed"
-	StatusFailed       Status = "failed"
-	StatusCancelled    Status = "cancelled"
-	StatusPendingMerge Status = "pending_merge"
-	StatusBlocked      Status = "blocked"
+	StatusRunning      = vocab.SessionRunning
+	StatusWaiting      = vocab.SessionWaiting
+	StatusCompleted    = vocab.SessionCompleted
+	StatusFailed       = vocab.SessionFailed
+	StatusCancelled    = vocab.SessionCancelled
+	StatusPendingMerge = vocab.SessionPendingMerge
+	StatusBlocked      = vocab.SessionBlocked
 )
 
-// TaskStatus is one task's status.
-type TaskStatus string
+// TaskStatus is one task's status (vocab's).
+type TaskStatus = vocab.TaskStatus
 
 const (
-	TaskPending        TaskStatus = "PENDING"
-	TaskRunning        TaskStatus = "RUNNING"
-	TaskWaitingForUser TaskStatus = "WAITING_FOR_USER"
-	TaskDone           TaskStatus = "DONE"
-	TaskError          TaskStatus = "ERROR"
+	TaskPending        = vocab.TaskPending
+	TaskRunning        = vocab.TaskRunning
+	TaskWaitingForUser = vocab.TaskWaitingForUser
+	TaskDone           = vocab.TaskDone
+	TaskError          = vocab.TaskError
 )
 
 // HistoryEntry records something that happened in the session, such as a
@@ -56,22 +58,22 @@ type TaskRecord struct {
 	// Status is the task's status in a record a step run holds (an agent
 	// step's); a stage's tasks keep theirs in the session's TaskStatus.
 	// Session.Task and AllTasks give it whichever holds it.
-	Status        TaskStatus `json:"status,omitempty"`
-	Adapter       string     `json:"adapter"`
-	Mode          string     `json:"mode"`
-	Argv          []string   `json:"argv,omitempty"`
-	Pid           int        `json:"pid,omitempty"`
-	PidStart      uint64     `json:"pidStart,omitempty"` // the pid's start time, to recognise it after a crash
-	ExitCode      *int       `json:"exitCode,omitempty"`
-	Reason        string     `json:"reason,omitempty"` // exit | signal | timeout | start_failed | cancelled | ...
-	Error         string     `json:"error,omitempty"`
-	StartedAt     *time.Time `json:"startedAt,omitempty"`
-	EndedAt       *time.Time `json:"endedAt,omitempty"`
-	OutputTail    []string   `json:"outputTail,omitempty"` // bounded tail of clean output lines
-	LogPath       string     `json:"logPath,omitempty"`
-	PendingInputs []string   `json:"pendingInputs,omitempty"` // inputs not yet sent
-	Excerpt       string     `json:"excerpt,omitempty"`       // the screen when it last needed a person
-	Attempts      int        `json:"attempts,omitempty"`
+	Status        TaskStatus   `json:"status,omitempty"`
+	Adapter       string       `json:"adapter"`
+	Mode          string       `json:"mode"`
+	Argv          []string     `json:"argv,omitempty"`
+	Pid           int          `json:"pid,omitempty"`
+	PidStart      uint64       `json:"pidStart,omitempty"` // the pid's start time, to recognise it after a crash
+	ExitCode      *int         `json:"exitCode,omitempty"`
+	Reason        vocab.Reason `json:"reason,omitempty"`
+	Error         string       `json:"error,omitempty"`
+	StartedAt     *time.Time   `json:"startedAt,omitempty"`
+	EndedAt       *time.Time   `json:"endedAt,omitempty"`
+	OutputTail    []string     `json:"outputTail,omitempty"` // bounded tail of clean output lines
+	LogPath       string       `json:"logPath,omitempty"`
+	PendingInputs []string     `json:"pendingInputs,omitempty"` // inputs not yet sent
+	Excerpt       string       `json:"excerpt,omitempty"`       // the screen when it last needed a person
+	Attempts      int          `json:"attempts,omitempty"`
 	// SandboxRefused says which write the sandbox refused the task's
 	// process, and the sandbox: entry that would allow it ("" for none).
 	SandboxRefused string `json:"sandboxRefused,omitempty"`
@@ -177,7 +179,7 @@ func (s *Session) AllTasks() iter.Seq[TaskRef] {
 
 // WaitingFor are the ids of the tasks that wait for a person for reason (a
 // denied tool call, a question), sorted.
-func (s *Session) WaitingFor(reason string) []string {
+func (s *Session) WaitingFor(reason vocab.Reason) []string {
 	var ids []string
 	for t := range s.AllTasks() {
 		if t.Record != nil && t.Record.Reason == reason && t.Status == TaskWaitingForUser {
@@ -218,10 +220,10 @@ const FormatVersion = 3
 // loop runs once per iteration, each at its own address). A finished run is
 // what a resume replays instead of running the step again.
 type StepRun struct {
-	Name      string `json:"name"`
-	Type      string `json:"type"`
-	Status    string `json:"status"` // running | done | failed | skipped | blocked | stopped | waiting
-	Iteration int    `json:"iteration,omitempty"`
+	Name      string           `json:"name"`
+	Type      vocab.StepType   `json:"type"`
+	Status    vocab.StepStatus `json:"status"`
+	Iteration int              `json:"iteration,omitempty"`
 	// The result, as templates read it ({{.tests.output}}): the output is
 	// bounded (StepOutputLimit, the end of it); the whole is in LogPath.
 	Output       string         `json:"output,omitempty"`
@@ -346,7 +348,7 @@ func (s *Session) upgradeStageRuns() {
 		if s.Runs == nil {
 			s.Runs = map[string]*StepRun{}
 		}
-		s.Runs[key] = &StepRun{Name: st.Label(), Type: st.Type, Status: "done"}
+		s.Runs[key] = &StepRun{Name: st.Label(), Type: st.Type, Status: vocab.StepDone}
 	}
 }
 
@@ -409,11 +411,11 @@ type Session struct {
 	Gates []GateRun `json:"gates,omitempty"`
 	// A blocked grimoire says why, with the failing step's output tail,
 	// one line per loop iteration, and where it ran.
-	BlockedReason      string   `json:"blocked_reason,omitempty"`
-	BlockedStep        string   `json:"blocked_step,omitempty"`
-	BlockedContext     string   `json:"blocked_context,omitempty"`
-	IterationSummaries []string `json:"iteration_summaries,omitempty"`
-	WorkDir            string   `json:"work_dir,omitempty"`
+	BlockedReason      vocab.Reason `json:"blocked_reason,omitempty"`
+	BlockedStep        string       `json:"blocked_step,omitempty"`
+	BlockedContext     string       `json:"blocked_context,omitempty"`
+	IterationSummaries []string     `json:"iteration_summaries,omitempty"`
+	WorkDir            string       `json:"work_dir,omitempty"`
 	// FailedSteps lists the step runs that failed while the grimoire went
 	// on by design (on_fail: continue), as "name (address)".
 	FailedSteps []string               `json:"failed_steps,omitempty"`

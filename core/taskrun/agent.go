@@ -16,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // agentResultLimit bounds the final message kept in a task's record: its
@@ -288,10 +289,10 @@ func denialText(ds []agentstream.Denial) string {
 
 // Reasons a structured report fails or parks a task that exited.
 const (
-	agentErrorReason = "agent_error"       // the agent said its run failed (is_error, turn.failed, status error)
-	DeniedReason     = "permission_denied" // the agent was refused a tool call: the task waits for a person
-	QuestionReason   = "question"          // the agent's final message asks the person something
-	UnreadableReason = "unreadable_output" // a line of the agent's stream could not be read, even cut
+	agentErrorReason = vocab.ReasonAgentError
+	DeniedReason     = vocab.ReasonDenied
+	QuestionReason   = vocab.ReasonQuestion
+	UnreadableReason = vocab.ReasonUnreadable
 )
 
 // judgeAgent reads what the agent's stream said once its process is gone:
@@ -299,7 +300,7 @@ const (
 // failed, or one with a tool call it was refused, is not DONE whatever the
 // exit code. judged is false when the exit code decides (the agent said
 // nothing against it).
-func (tr *Attempt) judgeAgent(res runner.Result) (st state.TaskStatus, reason, msg string, judged bool) {
+func (tr *Attempt) judgeAgent(res runner.Result) (st state.TaskStatus, reason vocab.Reason, msg string, judged bool) {
 	host, t := tr.host, tr.task
 	sum, text := tr.stream.finish()
 	if text != "" && tr.log != nil {
@@ -375,7 +376,7 @@ func (tr *Attempt) judgeAgent(res runner.Result) (st state.TaskStatus, reason, m
 // judgeQuestion asks the person the question the agent's final message
 // ends with, if it ends with one: the run stopped to ask, it is not done.
 // A message that reports the step's JSON result answers for itself.
-func (tr *Attempt) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
+func (tr *Attempt) judgeQuestion(sum agentstream.Summary) (st state.TaskStatus, reason vocab.Reason, msg string, judged bool) {
 	host, t := tr.host, tr.task
 	if !sum.HasResult || sum.SessionID == "" || strings.Contains(sum.Result, "```json") {
 		return "", "", "", false

@@ -9,11 +9,12 @@ import (
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // BudgetReason is why a task ended when a budget was spent: its agent was
 // stopped, or not started (TaskRecord.Reason).
-const BudgetReason = "budget"
+const BudgetReason = vocab.ReasonBudget
 
 // The meter a task's spend is added to travels with the context: the
 // session's, under it a step's when the step has a budget of its own.

@@ -8,6 +8,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // outcome is how an attempt ended: the status the task ends in (done,
@@ -15,13 +16,13 @@ import (
 // record's Reason), what to tell, and its process's result when it ran.
 type outcome struct {
 	status state.TaskStatus
-	reason string
+	reason vocab.Reason
 	msg    string
 	res    *runner.Result
 }
 
 // doneWith is a DONE outcome.
-func doneWith(reason string, res runner.Result) outcome {
+func doneWith(reason vocab.Reason, res runner.Result) outcome {
 	return outcome{status: state.TaskDone, reason: reason, res: &res}
 }
 
@@ -32,12 +33,12 @@ func stoppedWith(res runner.Result) outcome {
 }
 
 // waitingWith is the outcome of a task that waits for a person.
-func waitingWith(reason, msg string, res runner.Result) outcome {
+func waitingWith(reason vocab.Reason, msg string, res runner.Result) outcome {
 	return outcome{status: state.TaskWaitingForUser, reason: reason, msg: msg, res: &res}
 }
 
 // failedWith is a failed outcome.
-func failedWith(reason, msg string, res runner.Result) outcome {
+func failedWith(reason vocab.Reason, msg string, res runner.Result) outcome {
 	return outcome{status: state.TaskError, reason: reason, msg: msg, res: &res}
 }
 
@@ -76,7 +77,7 @@ func (a *Attempt) end(o outcome) (bool, string) {
 		}
 	})
 	ev := events.TaskStatusChange{Reason: o.reason, Error: o.msg}
-	if o.status == state.TaskDone && o.reason == "idle" {
+	if o.status == state.TaskDone && o.reason == vocab.ReasonIdle {
 		// A DONE that rested on the fallback rule says so.
 		ev.Evidence = a.evidence
 	}
@@ -88,7 +89,7 @@ func (a *Attempt) end(o outcome) (bool, string) {
 	if tr := a.cfg.Tracer; tr != nil {
 		tr.TaskEnded(t.ID, host.ReadRecord(t.ID))
 	}
-	host.Emit(t.ID, events.TaskEnd{Status: string(o.status), Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
+	host.Emit(t.ID, events.TaskEnd{Status: o.status, Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
 	return o.status == state.TaskDone, o.msg
 }
 

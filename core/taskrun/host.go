@@ -15,6 +15,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // Host is all that one task's run needs from whoever runs it: the
@@ -132,15 +133,15 @@ const (
 
 // Why a task ended, as recorded in its TaskRecord.Reason.
 const (
-	stoppedReason     = "stopped"
-	timeoutReason     = "timeout"
-	startFailedReason = "start_failed"
-	exitReason        = "exit"
-	signalReason      = "signal"
-	inactivityReason  = "inactivity_timeout"
-	completedByUser   = "completed_by_user"
-	interactionParked = "interaction_parked"
-	unsentReason      = "inputs_unsent"
+	stoppedReason     = vocab.ReasonStopped
+	timeoutReason     = vocab.ReasonTimeout
+	startFailedReason = vocab.ReasonStartFailed
+	exitReason        = vocab.ReasonExit
+	signalReason      = vocab.ReasonSignal
+	inactivityReason  = vocab.ReasonInactivity
+	completedByUser   = vocab.ReasonCompletedByUser
+	interactionParked = vocab.ReasonParked
+	unsentReason      = vocab.ReasonInputsUnsent
 )
 
 // WatchHere watches proc, started with runner.Spec.WatchHere, on this

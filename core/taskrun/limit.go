@@ -8,11 +8,12 @@ import (
 	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // LimitReason: the task's agent stopped on a usage or rate limit its CLI
 // reported; the task continues its agent's own session once it resets.
-const LimitReason = "usage_limit"
+const LimitReason = vocab.ReasonUsageLimit
 
 // Waiting for a limit whose reset time the CLI did not give: the first
 // wait, doubled each time the limit is still there, never longer than
@@ -64,7 +65,7 @@ func limitWait(lim *agentstream.Limit, now time.Time, bound, waited time.Duratio
 // judgeLimit handles a run that stopped on a usage or rate limit: the
 // task waits it out and continues its agent's session (--wait-limits),
 // or the session stops as limited, to be resumed after the reset.
-func (tr *Attempt) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, reason, msg string, judged bool) {
+func (tr *Attempt) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, reason vocab.Reason, msg string, judged bool) {
 	host, t, lim := tr.host, tr.task, sum.Limit
 	var waited time.Duration
 	tries := 0

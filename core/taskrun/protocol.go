@@ -16,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // Reasons of an ACP turn's end, besides the protocol's stop reasons.
@@ -333,7 +334,7 @@ func (p *protocol) judge(res runner.Result) (outcome, bool) {
 	if out.Reason == acpErrorReason && !res.Success() && res.Err == nil {
 		msg += fmt.Sprintf(" (the agent exited: %s)", exitText(res))
 	}
-	return failedWith(out.Reason, msg, res), true
+	return failedWith(vocab.Reason(out.Reason), msg, res), true
 }
 
 // park ends a turn cancelled for a permission no one here could answer:

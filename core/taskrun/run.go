@@ -15,6 +15,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -43,7 +44,7 @@ type Attempt struct {
 	// its process to exit (manual completion, or idle with an empty queue).
 	completed     chan struct{}
 	completeOnce  sync.Once
-	completeCause string
+	completeCause vocab.Reason
 
 	lastOutput chan struct{} // pinged on every output chunk (inactivity timeout)
 	overBudget chan string   // what was spent, once a budget is: the agent is stopped
@@ -155,7 +156,7 @@ func modeOf(t workflow.Task, cfg Settings) adapters.Mode {
 // prepare makes the launch: the agent session it continues, its MCP
 // servers, the adapter's launch config and the driver it calls for, and
 // the files it needs. reason says why it cannot start, with err.
-func (a *Attempt) prepare(prompt string) (l *launch, reason string, err error) {
+func (a *Attempt) prepare(prompt string) (l *launch, reason vocab.Reason, err error) {
 	t, cfg := a.task, a.cfg
 	l = &launch{mode: modeOf(t, cfg), prompt: prompt, first: prompt, cleanup: func() {}}
 	l.prev = a.host.ReadRecord(t.ID)
@@ -304,14 +305,14 @@ func (a *Attempt) start(l *launch) error {
 }
 
 // failStart ends an attempt whose process did not start.
-func (a *Attempt) failStart(reason string, err error) (bool, string, *followUp) {
+func (a *Attempt) failStart(reason vocab.Reason, err error) (bool, string, *followUp) {
 	msg, t := err.Error(), a.task
 	now := time.Now()
 	a.host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
 		rec.Reason, rec.Error, rec.EndedAt = reason, msg, &now
 	})
 	a.host.SetStatus(t.ID, state.TaskError, events.TaskStatusChange{Reason: reason, Error: msg})
-	a.host.Emit(t.ID, events.TaskEnd{Status: string(state.TaskError), Reason: reason, Error: msg})
+	a.host.Emit(t.ID, events.TaskEnd{Status: state.TaskError, Reason: reason, Error: msg})
 	return false, msg, nil
 }
 
@@ -390,7 +391,7 @@ func (a *Attempt) unsent() int {
 }
 
 // completeWith declares the task DONE without waiting for its process.
-func (a *Attempt) completeWith(cause string) {
+func (a *Attempt) completeWith(cause vocab.Reason) {
 	a.completeOnce.Do(func() {
 		a.completeCause = cause
 		close(a.completed)

@@ -12,6 +12,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/handlers"
 )
 
@@ -853,7 +854,7 @@ func (ts *terminal) askPerson(d runner.Detection, why string) {
 	ts.asked = d
 	excerpt := Excerpt(d.Screen, excerptLines)
 	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
-		rec.Reason = "waiting:" + d.State
+		rec.Reason = vocab.WaitingOn(d.State)
 		rec.Excerpt = excerpt
 	})
 	host.SetStatus(t.ID, state.TaskWaitingForUser, events.TaskStatusChange{State: d.State, Why: why})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // limits are an attempt's time limits: its timeout and its inactivity
@@ -140,7 +141,7 @@ func (a *Attempt) onCompleted() outcome {
 
 // stopFailing stops the process for a limit reached: the task fails, and
 // is named its stage's failure before its process is gone.
-func (a *Attempt) stopFailing(reason, msg string) outcome {
+func (a *Attempt) stopFailing(reason vocab.Reason, msg string) outcome {
 	a.failing(msg)
 	a.proc.Stop(a.cfg.Grace)
 	return failedWith(reason, msg, a.proc.Result())

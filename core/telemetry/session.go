@@ -14,6 +14,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // Session follows one run of one session: Observe takes its events, and
@@ -162,11 +163,11 @@ func (s *Session) observeStep(e state.Event) {
 	switch p := e.Payload.(type) {
 	case events.StepStarted:
 		name := SpanStep
-		if p.Type == "merge" {
+		if p.Type == vocab.StepMerge {
 			name = SpanMerge
 		}
 		s.steps[p.Address] = &span{name: name, id: newSpanID(), parent: s.stepParent(p.Address), start: e.Time, attrs: []attribute.KeyValue{
-			attribute.String("vibeteam.step", p.Name), attribute.String("vibeteam.step.type", p.Type), attribute.String("vibeteam.address", p.Address),
+			attribute.String("vibeteam.step", p.Name), attribute.String("vibeteam.step.type", string(p.Type)), attribute.String("vibeteam.address", p.Address),
 			attribute.Int("vibeteam.iteration", p.Iteration),
 		}}
 	case events.StepCompleted:
@@ -176,14 +177,14 @@ func (s *Session) observeStep(e state.Event) {
 		if sp == nil {
 			return
 		}
-		sp.attrs = append(sp.attrs, attribute.String("vibeteam.status", p.Status), attribute.Int("vibeteam.exit_code", p.ExitCode))
+		sp.attrs = append(sp.attrs, attribute.String("vibeteam.status", string(p.Status)), attribute.Int("vibeteam.exit_code", p.ExitCode))
 		code, desc := codes.Ok, ""
 		if !p.Success {
-			code, desc = codes.Error, p.Status
+			code, desc = codes.Error, string(p.Status)
 		}
 		if p.Reason != "" {
 			sp.attrs = append(sp.attrs, attribute.String("vibeteam.reason", p.Reason))
-			desc = p.Status + ": " + p.Reason
+			desc = string(p.Status) + ": " + p.Reason
 		}
 		s.finish(sp, e.Time, code, desc)
 	case events.MergeQueue:
@@ -272,12 +273,12 @@ func (s *Session) task(id string, at time.Time) *span {
 }
 
 func (s *Session) endTask(sp *span, at time.Time, p events.TaskEnd) {
-	sp.attrs = append(sp.attrs, attribute.String("vibeteam.status", p.Status))
+	sp.attrs = append(sp.attrs, attribute.String("vibeteam.status", string(p.Status)))
 	if p.ExitCode != nil {
 		sp.attrs = append(sp.attrs, attribute.Int("vibeteam.exit_code", *p.ExitCode))
 	}
 	if p.Reason != "" {
-		sp.attrs = append(sp.attrs, attribute.String("vibeteam.reason", p.Reason))
+		sp.attrs = append(sp.attrs, attribute.String("vibeteam.reason", string(p.Reason)))
 	}
 	if rec := sp.record; rec != nil {
 		if rec.Adapter != "" {
@@ -291,8 +292,8 @@ func (s *Session) endTask(sp *span, at time.Time, p events.TaskEnd) {
 		}
 	}
 	code, desc := codes.Ok, ""
-	if p.Status != string(state.TaskDone) {
-		code, desc = codes.Error, p.Status
+	if p.Status != state.TaskDone {
+		code, desc = codes.Error, string(p.Status)
 		if p.Error != "" {
 			desc += ": " + p.Error
 		}
@@ -344,15 +345,15 @@ func (s *Session) stepParent(address string) trace.SpanID {
 func (s *Session) endSession(at time.Time, p events.SessionEnd) {
 	for _, open := range []map[string]*span{s.tasks, s.queues, s.gates, s.steps} {
 		for k, sp := range open {
-			s.finish(sp, at, codes.Error, "unfinished when the run ended ("+p.Status+")")
+			s.finish(sp, at, codes.Error, "unfinished when the run ended ("+string(p.Status)+")")
 			delete(open, k)
 		}
 	}
 	for k, sp := range s.stages {
-		s.finish(sp, at, codes.Error, "unfinished when the run ended ("+p.Status+")")
+		s.finish(sp, at, codes.Error, "unfinished when the run ended ("+string(p.Status)+")")
 		delete(s.stages, k)
 	}
-	s.root.attrs = append(s.root.attrs, attribute.String("vibeteam.status", p.Status))
+	s.root.attrs = append(s.root.attrs, attribute.String("vibeteam.status", string(p.Status)))
 	if p.Reason != "" {
 		s.root.attrs = append(s.root.attrs, attribute.String("vibeteam.reason", p.Reason))
 	}
@@ -362,8 +363,8 @@ func (s *Session) endSession(at time.Time, p events.SessionEnd) {
 			attribute.Float64("vibeteam.cost_usd", a.CostUSD))
 	}
 	code, desc := codes.Ok, ""
-	if p.Status != string(state.StatusCompleted) {
-		code, desc = codes.Error, p.Status
+	if p.Status != state.StatusCompleted {
+		code, desc = codes.Error, string(p.Status)
 		if p.Reason != "" {
 			desc += ": " + p.Reason
 		}
@@ -371,7 +372,7 @@ func (s *Session) endSession(at time.Time, p events.SessionEnd) {
 	s.finish(s.root, at, code, desc)
 	s.ended = true
 	if s.bead != "" && s.t.metrics != nil {
-		s.t.ins.beads.Add(context.Background(), 1, metric.WithAttributes(attribute.String("vibeteam.outcome", p.Status)))
+		s.t.ins.beads.Add(context.Background(), 1, metric.WithAttributes(attribute.String("vibeteam.outcome", string(p.Status))))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vibeteam/vibeteam/core/render"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
@@ -29,7 +30,7 @@ import (
 var (
 	grimoireKeys   = []string{"name", "description", "timeout", "steps", "mcp", "secrets", "budget", "sandbox"}
 	commonStepKeys = []string{"name", "type", "when", "timeout", "output", "sandbox"}
-	stepTypeKeys   = map[string][]string{
+	stepTypeKeys   = map[StepType][]string{
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
@@ -129,7 +130,7 @@ func (p *parser) step(n *yaml.Node, field string) Step {
 	// The type first: which other keys the step may have depends on it.
 	for _, kv := range pairs {
 		if kv.Key.Value == "type" {
-			s.Type = p.text(kv.Val, field+".type")
+			s.Type = StepType(p.text(kv.Val, field+".type"))
 		}
 	}
 	allowed, typed := stepTypeKeys[s.Type]
@@ -181,7 +182,7 @@ func (p *parser) step(n *yaml.Node, field string) Step {
 
 // typedKey reads a key that belongs to the step's type.
 func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
-	switch s.Type + "." + key {
+	switch string(s.Type) + "." + key {
 	case "agent.spell":
 		s.Agent.Spell = p.text(val, f)
 	case "agent.input":
@@ -281,8 +282,8 @@ func (p *parser) inputs(n *yaml.Node, field string, s *Step) []Input {
 }
 
 // ownersOf lists the step types a key belongs to.
-func ownersOf(key string) []string {
-	var out []string
+func ownersOf(key string) []StepType {
+	var out []StepType
 	for _, t := range StepTypes {
 		if slices.Contains(stepTypeKeys[t], key) {
 			out = append(out, t)
@@ -293,7 +294,7 @@ func ownersOf(key string) []string {
 
 // unknownStepKey rejects a key a step of its type does not have: one of
 // another type says whose it is; any other gets the nearest key of this type.
-func (p *parser) unknownStepKey(k *yaml.Node, field, typ string, typed bool) {
+func (p *parser) unknownStepKey(k *yaml.Node, field string, typ StepType, typed bool) {
 	known := slices.Concat(commonStepKeys, stepTypeKeys[typ])
 	if !typed {
 		known = slices.Clone(commonStepKeys)
@@ -306,7 +307,7 @@ func (p *parser) unknownStepKey(k *yaml.Node, field, typ string, typed bool) {
 		if typ == StepAgent {
 			art = "an"
 		}
-		p.Errorf(k, field, "unknown key %q for %s %s step (it is a key of %s steps)", k.Value, art, typ, strings.Join(owners, " and "))
+		p.Errorf(k, field, "unknown key %q for %s %s step (it is a key of %s steps)", k.Value, art, typ, strings.Join(vocab.Strings(owners), " and "))
 		return
 	}
 	p.unknownGrimoireKey(k, field, known)
@@ -397,7 +398,7 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 	case s.Type == "":
 		c.missing(sf, "type", spos)
 	case !slices.Contains(StepTypes, s.Type):
-		c.add(c.at(tf, spos), tf, fmt.Sprintf("unknown step type %q%s", s.Type, yamlnode.Hint(s.Type, StepTypes)))
+		c.add(c.at(tf, spos), tf, fmt.Sprintf("unknown step type %q%s", s.Type, yamlnode.Hint(string(s.Type), vocab.Strings(StepTypes))))
 	default:
 		typed = true
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/sandbox"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/internal/yamlnode"
 )
 
@@ -25,15 +26,18 @@ const (
 
 // Step types. A stage workflow has only stage steps; a grimoire may have all.
 const (
-	StepStage  = "stage"  // tasks that run in parallel
-	StepAgent  = "agent"  // one agent run on a rendered spell
-	StepScript = "script" // one shell command
-	StepLoop   = "loop"   // nested steps, repeated
-	StepMerge  = "merge"  // the worktree merged back (not runnable yet)
+	StepStage  = vocab.StepStage
+	StepAgent  = vocab.StepAgent
+	StepScript = vocab.StepScript
+	StepLoop   = vocab.StepLoop
+	StepMerge  = vocab.StepMerge
 )
 
+// StepType is what a step is (vocab's).
+type StepType = vocab.StepType
+
 // StepTypes are the step types of a grimoire, in the order messages list them.
-var StepTypes = []string{StepAgent, StepScript, StepLoop, StepMerge, StepStage}
+var StepTypes = vocab.StepTypes
 
 // What a grimoire step does on failure or success (on_fail, on_success,
 // on_max_iterations).
@@ -122,7 +126,7 @@ func (d *Definition) IsSecret(name string) bool {
 // type-specific parts is set: Tasks for a stage, else the pointer of the same
 // name (Agent, Script, Loop, Merge).
 type Step struct {
-	Type string `json:"type"`
+	Type vocab.StepType `json:"type"`
 	// ID names a stage of a stage workflow; Name names a grimoire step (a
 	// grimoire's stage steps included). Label returns whichever is set.
 	ID   string `json:"id,omitempty"`
