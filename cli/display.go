@@ -281,7 +281,7 @@ func (d *display) handle(e core.Event) {
 		d.printLocked(d.stamp() + "warning: " + safe(p.Warning))
 	case events.StepStarted:
 		d.order = nil // the board shows the tasks of this step only
-		if p.Type == "agent" || p.Type == "stage" {
+		if p.Type == vocab.StepAgent || p.Type == vocab.StepStage {
 			d.printLocked(fmt.Sprintf("%s%s▸ %s (%s)", d.stamp(), indentOf(p.Address), safe(p.Name), p.Type))
 		}
 	case events.Iteration:
@@ -308,15 +308,15 @@ func (d *display) stepLine(p events.StepCompleted) string {
 	took := time.Duration(p.DurationMS) * time.Millisecond
 	reason := safe(p.Reason)
 	switch p.Status {
-	case "done":
+	case vocab.StepDone:
 		line := fmt.Sprintf("%s %s (%s) %s", d.paint("32", "✓"), name, typ, took)
 		if p.Summary != "" {
 			line += ": " + safe(p.Summary)
 		}
 		return line
-	case "skipped":
+	case vocab.StepSkipped:
 		return fmt.Sprintf("– %s (%s) skipped", name, typ)
-	case "failed":
+	case vocab.StepFailed:
 		return fmt.Sprintf("%s %s (%s) failed after %s: %s", d.paint("31", "✗"), name, typ, took, reason)
 	default:
 		return fmt.Sprintf("%s %s (%s) %s: %s", d.paint("33", "■"), name, typ, p.Status, reason)

@@ -402,7 +402,7 @@ func (p *logPrinter) event(e state.Event) {
 				return
 			}
 		case state.TaskPending:
-			if f.Reason == "stopped" {
+			if f.Reason == vocab.ReasonStopped {
 				return
 			}
 		}
@@ -413,17 +413,17 @@ func (p *logPrinter) event(e state.Event) {
 		p.println(at + in + msg)
 	case events.TaskEnd:
 		msg := fmt.Sprintf("%s task %s %s", taskMark(f.Status).glyph, task, safe(f.Status))
-		if f.Reason == "stopped" {
+		if f.Reason == vocab.ReasonStopped {
 			msg = fmt.Sprintf("■ task %s stopped (it runs again on resume)", task)
 		}
 		var about []string
-		if f.ExitCode != nil && *f.ExitCode != -1 && f.Reason != "stopped" {
+		if f.ExitCode != nil && *f.ExitCode != -1 && f.Reason != vocab.ReasonStopped {
 			about = append(about, fmt.Sprintf("exit %d", *f.ExitCode))
 		}
 		if f.Signal != "" {
 			about = append(about, safe(f.Signal))
 		}
-		if f.Reason != "" && f.Reason != "exit" && f.Reason != "stopped" {
+		if f.Reason != "" && f.Reason != vocab.ReasonExit && f.Reason != vocab.ReasonStopped {
 			about = append(about, safe(f.Reason))
 		}
 		if len(about) > 0 {
@@ -608,32 +608,32 @@ func (p *logPrinter) nested() string {
 func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
 	in := logIndent(f.Address)
 	msg := stepMark(f.Status).glyph + " " + logStepName(f.Name, f.Address, f.Type)
-	ran := f.Status == "done" || f.Status == "failed" || f.Status == "blocked" || f.Status == "stopped"
+	ran := f.Status == vocab.StepDone || f.Status == vocab.StepFailed || f.Status == vocab.StepBlocked || f.Status == vocab.StepStopped
 	if ran {
 		msg += " " + logDuration(time.Duration(f.DurationMS)*time.Millisecond)
 	}
-	if ran && (f.Type == "script" || f.ExitCode != 0) {
+	if ran && (f.Type == vocab.StepScript || f.ExitCode != 0) {
 		msg += fmt.Sprintf(" exit %d", f.ExitCode)
 	}
 	reason := safe(logFirstLine(f.Reason))
 	switch f.Status {
-	case "done":
+	case vocab.StepDone:
 		if f.Summary != "" {
 			msg += " — " + safe(logFirstLine(f.Summary))
 		}
-	case "failed", "blocked":
+	case vocab.StepFailed, vocab.StepBlocked:
 		msg += " " + string(f.Status)
 		if reason != "" {
 			msg += ": " + reason
 		}
-	case "skipped":
+	case vocab.StepSkipped:
 		msg += " skipped"
 		if reason != "" {
 			msg += " (" + reason + ")"
 		}
-	case "stopped":
+	case vocab.StepStopped:
 		msg += " stopped (it runs again on resume)"
-	case "waiting":
+	case vocab.StepWaiting:
 		msg += " waiting for a person"
 	default:
 		msg += " " + safe(f.Status)
@@ -642,7 +642,7 @@ func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
 		}
 	}
 	p.println(logStamp(t) + in + msg)
-	if f.Status != "failed" {
+	if f.Status != vocab.StepFailed {
 		return
 	}
 	for _, l := range logTail(f.Output, logFailTail) {

@@ -19,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // detachKey ends :attach (Ctrl-]).
@@ -84,7 +85,7 @@ type questionAsk struct {
 // (core.Options.Question). "" is no answer: later.
 func (p *prompter) question(ctx context.Context, req core.QuestionRequest) string {
 	ask := &questionAsk{req: req, answer: make(chan string, 1)}
-	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: "question", question: ask}, ask.answer, "")
+	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: string(vocab.ReasonQuestion), question: ask}, ask.answer, "")
 }
 
 // askQuestion shows the agent's question and its suggested answers and

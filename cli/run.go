@@ -17,6 +17,7 @@ import (
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -577,14 +578,14 @@ func failureReport(sess *state.Session, taskID string) string {
 	var b strings.Builder
 	how := rec.Error
 	switch {
-	case rec.ExitCode != nil && rec.Reason == "agent_error":
+	case rec.ExitCode != nil && rec.Reason == vocab.ReasonAgentError:
 		// What the agent said is the news; its exit code is a detail.
 		how = rec.Error + " (exit code " + strconv.Itoa(*rec.ExitCode) + ")"
 	case rec.ExitCode != nil:
 		how = "exit code " + strconv.Itoa(*rec.ExitCode)
 	}
 	fmt.Fprintf(&b, "task %s failed: %s", label, safe(how))
-	if rec.Reason != "" && rec.Reason != "exit" {
+	if rec.Reason != "" && rec.Reason != vocab.ReasonExit {
 		fmt.Fprintf(&b, " (%s)", safe(rec.Reason))
 	}
 	if len(rec.OutputTail) > 0 {

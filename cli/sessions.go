@@ -104,7 +104,7 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 				continue
 			}
 			sum.Tasks++
-			if r.Status == "done" {
+			if r.Status == vocab.StepDone {
 				sum.Done++
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -109,7 +110,7 @@ func showCommand(streams IO) *ucli.Command {
 						if rec.ExitCode != nil {
 							line += fmt.Sprintf(" exit %d", *rec.ExitCode)
 						}
-						if rec.Reason != "" && rec.Reason != "exit" {
+						if rec.Reason != "" && rec.Reason != vocab.ReasonExit {
 							line += " (" + safe(rec.Reason) + ")"
 						}
 						if rec.StartedAt != nil && rec.EndedAt != nil {
@@ -194,7 +195,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		if r.Iteration > 0 {
 			line += fmt.Sprintf(" [iteration %d]", r.Iteration)
 		}
-		if r.Type == workflow.StepScript && r.Status != "skipped" && r.Status != "running" {
+		if r.Type == workflow.StepScript && r.Status != vocab.StepSkipped && r.Status != vocab.StepRunning {
 			line += fmt.Sprintf(" exit %d", r.ExitCode)
 		}
 		if r.DurationMS > 0 {
@@ -202,7 +203,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 		}
 		line += "  @" + k
 		fmt.Fprintln(out, line)
-		if r.Reason != "" && r.Status != "done" {
+		if r.Reason != "" && r.Status != vocab.StepDone {
 			fmt.Fprintf(out, "  %s    reason: %s\n", indent, safe(r.Reason))
 		}
 		if r.Summary != "" {
@@ -256,7 +257,7 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			fmt.Fprintf(out, "  (make the gate pass in %s first: the context above is its output)\n", safe(s.Worktree))
 			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  merge and run the gate again\n", s.ID)
 		}
-		if s.BlockedReason == "merge_conflict" {
+		if s.BlockedReason == vocab.BlockedMergeConflict {
 			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
 			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
 		}

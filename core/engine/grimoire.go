@@ -618,7 +618,7 @@ func (s *runStore) Started(at flow.Addr, step *workflow.Step) {
 			task = old.Task
 		}
 	}
-	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: "running", Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned, Task: task}
+	run := &state.StepRun{Name: step.Label(), Type: step.Type, Status: vocab.StepRunning, Iteration: iterationOf(at), StartedAt: &now, Attempts: attempts + 1, PrunedThrough: pruned, Task: task}
 	x.sess.Runs[key] = run
 	x.sess.Cursor = key
 	x.mergedLast = false

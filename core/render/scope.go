@@ -35,12 +35,12 @@ func (r StepResult) Map() map[string]any {
 	if files == nil {
 		files = []string{}
 	}
-	status := "failed"
+	verdict := "failed"
 	if r.Success {
-		status = "success"
+		verdict = "success"
 	}
 	return map[string]any{
-		"status":        status,
+		"status":        verdict,
 		"output":        r.Output,
 		"success":       r.Success,
 		"failed":        r.Failed,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/budget"
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // State is what a row was doing during a bar.
@@ -16,14 +17,14 @@ type State string
 
 // The states a bar may have, in the order the legend shows them.
 const (
-	Running State = "running" // an agent, a script, a step at work
-	Waiting State = "waiting" // for a person: a question, a denial, a review
-	Limited State = "limited" // an agent CLI's usage limit
-	Queued  State = "queued"  // for the repository's merge queue
-	Gating  State = "gating"  // the merge gate runs on the merge commit
-	Merged  State = "merged"  // landed; the run tidies up
-	Failed  State = "failed"
-	Blocked State = "blocked"
+	Running       = State(vocab.StepRunning) // an agent, a script, a step at work
+	Waiting       = State(vocab.StepWaiting) // for a person: a question, a denial, a review
+	Limited       = State(vocab.StepLimited) // an agent CLI's usage limit
+	Queued  State = "queued"                 // for the repository's merge queue
+	Gating  State = "gating"                 // the merge gate runs on the merge commit
+	Merged  State = "merged"                 // landed; the run tidies up
+	Failed        = State(vocab.StepFailed)
+	Blocked       = State(vocab.StepBlocked)
 )
 
 // States lists every state, in legend order.

@@ -209,8 +209,8 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 }
 
 // planMark shows a plan entry's status.
-func planMark(status string) string {
-	switch status {
+func planMark(progress string) string {
+	switch progress {
 	case "completed":
 		return "[x]"
 	case "in_progress":
