@@ -37,14 +37,11 @@ type display struct {
 	events      io.Writer
 	eventsClose func() error
 
-	mu       sync.Mutex
-	stage    string
-	stageIdx int
-	stageN   int
+	mu     sync.Mutex
+	stageN int
 	// rank is each stage task's place in the file: the board follows it,
 	// not the order the tasks happened to start in.
 	rank      map[string]int
-	stageAt   time.Time
 	tasks     map[string]*taskView
 	order     []string // tasks of the current stage, in declared order
 	drawn     []int    // display width of each board line on screen
@@ -53,6 +50,9 @@ type display struct {
 	tickStop  chan struct{}
 	tickDone  chan struct{}
 	sessionID string
+
+	// text says what an event means, as `vibeteam log` says it.
+	text *eventText
 
 	held     bool     // a prompt owns the terminal: no redraws, lines wait
 	heldOut  []string // lines printed while held
@@ -98,6 +98,7 @@ func newDisplay(streams IO, verbose bool, events string) (*display, error) {
 		partial: map[string]string{},
 	}
 	d.width = stderrWidth(streams)
+	d.text = newEventText(d.paintMark)
 	var err error
 	if d.events, d.eventsClose, err = openEvents(streams, events); err != nil {
 		return nil, err
@@ -111,6 +112,7 @@ func (d *display) attach(ctrl *core.SessionController) {
 	sess := ctrl.Session()
 	d.sessionID = sess.ID
 	d.stageN = len(sess.WorkflowDefinition.Stages())
+	d.text.stages = d.stageN
 	d.rank = taskRanks(sess.WorkflowDefinition)
 	d.mu.Unlock()
 	if d.streams.ErrTTY {
@@ -160,22 +162,50 @@ func (d *display) note(msg string) {
 func (d *display) handle(e core.Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.events != nil {
-		if b, err := json.Marshal(e); err == nil {
-			// As the event log: secrets as ***.
-			_, _ = d.events.Write(append(state.RedactJSON(b), '\n'))
+	d.writeEventLocked(e)
+	if p, ok := e.Payload.(events.TaskOut); ok {
+		if !d.verbose {
+			// Nothing to show: no redraw either. A busy agent's output
+			// comes in thousands of pieces, and a redraw of the board for
+			// each filled the terminal with copies of it.
+			return
 		}
+		d.mirrorLocked(e.Task, p.Text)
+		d.redrawLocked()
+		return
 	}
+	board := d.boardLocked(e)
+	if _, piece := e.Payload.(events.AgentSaid); !piece && d.verbose {
+		d.printLinesLocked("", d.text.flush())
+	}
+	shown := d.shows(e)
+	if shown {
+		d.printLinesLocked(d.indentLocked(e), d.text.lines(e))
+	} else {
+		d.text.see(e)
+	}
+	if board || shown {
+		d.redrawLocked()
+	}
+}
+
+// writeEventLocked writes e to the --events file, as the event log has
+// it: secrets as ***.
+func (d *display) writeEventLocked(e core.Event) {
+	if d.events == nil {
+		return
+	}
+	if b, err := json.Marshal(e); err == nil {
+		_, _ = d.events.Write(append(state.RedactJSON(b), '\n'))
+	}
+}
+
+// boardLocked follows the event on the board (its stage, its tasks), and
+// reports whether the board changed.
+func (d *display) boardLocked(e core.Event) bool {
 	switch p := e.Payload.(type) {
-	case events.SessionStart:
-		d.printLocked(fmt.Sprintf("%ssession %s started: workflow %s", d.stamp(), safe(e.Session), safe(p.Workflow)))
-	case events.SessionResume:
-		d.printLocked(fmt.Sprintf("%ssession %s resumed: workflow %s", d.stamp(), safe(e.Session), safe(p.Workflow)))
 	case events.StageStart:
-		d.stage, d.stageAt = p.Stage, e.Time
-		d.stageIdx = p.Index
 		d.order = nil
-		d.printLocked(fmt.Sprintf("%sstage %d/%d %s: %d task(s)", d.stamp(), d.stageIdx+1, d.stageN, safe(d.stage), p.Tasks))
 	case events.StageEnd:
 		if d.streams.ErrTTY {
 			// The stage's final board stays on screen above the next one.
@@ -185,142 +215,95 @@ func (d *display) handle(e core.Event) {
 				d.printLocked(r.text)
 			}
 		}
-		d.printLocked(fmt.Sprintf("%s%s stage %s done (%s)", d.stamp(), d.paint("32", "✓"), safe(p.Stage), e.Time.Sub(d.stageAt).Round(10*time.Millisecond)))
 		d.order = nil
 	case events.TaskStart:
 		tv := d.view(e.Task)
 		tv.name, tv.adapter = p.Name, p.Adapter
 		tv.started, tv.ended, tv.note = e.Time, time.Time{}, ""
-		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s started (%s, %s, pid %d)", d.stamp(), d.labelOf(e.Task), safe(tv.adapter), safe(p.Mode), p.Pid))
-		}
 	case events.TaskStatusChange:
-		tv := d.view(e.Task)
-		tv.status = p.Status
+		d.view(e.Task).status = p.Status
 	case events.TaskEnd:
-		tv := d.view(e.Task)
-		tv.status, tv.ended = p.Status, e.Time
-		if p.Reason != "" && p.Reason != vocab.ReasonExit {
-			tv.note = string(p.Reason)
-		}
-		msg := fmt.Sprintf("task %s %s", d.labelOf(e.Task), safe(tv.status))
-		if tv.note == "stopped" {
-			msg = fmt.Sprintf("task %s stopped (it runs again on resume)", d.labelOf(e.Task))
-		} else if p.ExitCode != nil && *p.ExitCode != -1 {
-			msg += fmt.Sprintf(" (exit %d", *p.ExitCode)
-			if tv.note != "" {
-				msg += ", " + safe(tv.note)
-			}
-			msg += ")"
-		} else if tv.note != "" {
-			msg += " (" + safe(tv.note) + ")"
-		}
-		if !tv.started.IsZero() {
-			msg += " after " + e.Time.Sub(tv.started).Round(10*time.Millisecond).String()
-		}
-		if !d.streams.ErrTTY {
-			d.printLocked(d.stamp() + msg)
-		}
-		if d.held && d.prompter != nil && tv.note != "stopped" {
-			// The board is hidden while a person is asked: the end of a
-			// sibling is said in one line instead.
-			d.prompter.note(taskMark(tv.status).glyph+" "+msg, false)
-		}
-	case events.TaskOut:
-		if !d.verbose {
-			// Nothing to show: no redraw either. A busy agent's output
-			// comes in thousands of pieces, and a redraw of the board for
-			// each filled the terminal with copies of it.
-			return
-		}
-		d.mirrorLocked(e.Task, p.Text)
+		d.taskEndLocked(e, p)
+	case events.KeepAlive:
+		d.view(e.Task).note = fmt.Sprintf("kept alive, pid %d", p.Pid)
+	case events.StepStarted:
+		d.order = nil // the board shows the tasks of this step only
+	default:
+		return false
+	}
+	return true
+}
+
+// taskEndLocked ends a task on the board; while a person is asked (the
+// board hidden), the end of a sibling is said in one line instead.
+func (d *display) taskEndLocked(e core.Event, p events.TaskEnd) {
+	tv := d.view(e.Task)
+	tv.status, tv.ended = p.Status, e.Time
+	if p.Reason != "" && p.Reason != vocab.ReasonExit {
+		tv.note = string(p.Reason)
+	}
+	if d.held && d.prompter != nil && p.Reason != vocab.ReasonStopped {
+		d.prompter.note(d.text.taskEndLine(e, p), false)
+	}
+}
+
+// shows reports whether the display prints lines for e. On a terminal
+// the board shows the tasks: their starts and ends get no line of their
+// own. An agent's doings are shown with --verbose.
+func (d *display) shows(e core.Event) bool {
+	switch p := e.Payload.(type) {
+	case events.TaskStart, events.TaskEnd, events.KeepAlive:
+		return !d.streams.ErrTTY
+	case events.StepStarted:
+		return p.Type == vocab.StepAgent || p.Type == vocab.StepStage || p.Type == vocab.StepLoop
 	case events.InteractionNeeded:
 		if d.prompter != nil {
 			d.prompter.enqueue(e, p, d.labelOf(e.Task))
-			break
+			return false
 		}
-		what := safe(p.State)
-		if p.Why != "" {
-			what += ": " + safe(p.Why)
-		}
-		msg := fmt.Sprintf("%stask %s needs a person (%s); its screen:", d.stamp(), d.labelOf(e.Task), what)
-		for _, l := range strings.Split(p.Excerpt, "\n") {
-			msg += "\n  | " + safeLine(l)
-		}
-		d.printLocked(msg)
-	case events.KeepAlive:
-		tv := d.view(e.Task)
-		tv.note = fmt.Sprintf("kept alive, pid %d", p.Pid)
-		if !d.streams.ErrTTY {
-			d.printLocked(fmt.Sprintf("%stask %s DONE, process kept alive (pid %d)", d.stamp(), d.labelOf(e.Task), p.Pid))
-		}
-	case events.RunError:
-		d.printLocked(d.stamp() + "error: " + safe(p.Error))
-	case events.Limited:
-		d.printLocked(d.stamp() + d.paint("33", "■") + " " + limitEventLine(p, time.Now()))
-	case events.LimitResume:
-		d.printLocked(fmt.Sprintf("%s%s usage limit reset: the agent's session continues", d.stamp(), safe(p.Adapter)))
-	case events.Warn:
-		d.printLocked(d.stamp() + "warning: " + safe(p.Warning))
-	case events.MergeWait:
-		d.printLocked(fmt.Sprintf("%s%s merge of %s into %s waits for a review", d.stamp(), d.paint("33", "■"), safe(p.Branch), safe(p.Base)))
-	case events.MergeDone:
-		d.printLocked(fmt.Sprintf("%s%s merged %s into %s (%s)", d.stamp(), d.paint("32", "✓"), safe(p.Branch), safe(p.Base), safe(p.Commit)))
-	case events.MergeQueue:
-		d.printLocked(d.stamp() + d.paint("33", "■") + " " + queuedLine(p))
-	case events.GateStart:
-		d.printLocked(d.stamp() + "▸ " + gateStartLine(p))
-	case events.GateEnd:
-		line, green := gateEndLine(p)
-		glyph := d.paint("31", "✗")
-		if green {
-			glyph = d.paint("32", "✓")
-		}
-		d.printLocked(d.stamp() + glyph + " " + line)
-	case events.TemplateWarning:
-		d.printLocked(d.stamp() + "warning: " + safe(p.Warning))
-	case events.StepStarted:
-		d.order = nil // the board shows the tasks of this step only
-		if p.Type == vocab.StepAgent || p.Type == vocab.StepStage {
-			d.printLocked(fmt.Sprintf("%s%s▸ %s (%s)", d.stamp(), indentOf(p.Address), safe(p.Name), p.Type))
-		}
-	case events.Iteration:
-		d.printLocked(fmt.Sprintf("%s%s%s: iteration %d/%d", d.stamp(), indentOf(p.Address), safe(p.Loop), p.Iteration, p.Max))
-	case events.StepCompleted:
-		d.printLocked(d.stamp() + indentOf(p.Address) + d.stepLine(p))
-	case events.Blocked:
-		d.printLocked(fmt.Sprintf("%s%s blocked at %s (%s)", d.stamp(), d.paint("31", "■"), safe(p.Step), safe(p.Reason)))
-	default:
-		return // the board shows nothing of it
+		return true
+	case events.SessionStart, events.SessionResume, events.StageStart, events.StageEnd, events.RunError,
+		events.Limited, events.LimitResume, events.Warn, events.TemplateWarning, events.Budget,
+		events.MergeWait, events.MergeDone, events.MergeQueue, events.GateStart, events.GateEnd,
+		events.Iteration, events.StepCompleted, events.Blocked:
+		return true
+	case events.AgentStart, events.AgentSaid, events.AgentThought, events.ToolCall, events.ToolResult,
+		events.Plan, events.Usage, events.AgentFailure, events.Denial, events.Question:
+		return d.verbose
 	}
-	d.redrawLocked()
+	return false
+}
+
+// indentLocked indents a grimoire step's lines by their depth in loops,
+// and the lines of an event inside a step under it.
+func (d *display) indentLocked(e core.Event) string {
+	switch p := e.Payload.(type) {
+	case events.StepStarted:
+		return indentOf(p.Address)
+	case events.StepCompleted:
+		return indentOf(p.Address)
+	case events.Iteration:
+		return indentOf(p.Address) + "  "
+	}
+	return ""
+}
+
+// printLinesLocked prints an event's lines as one message: the first
+// after the time stamp and indent, the ones under it after the indent.
+func (d *display) printLinesLocked(indent string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	msg := d.stamp() + indent + lines[0]
+	for _, l := range lines[1:] {
+		msg += "\n" + indent + l
+	}
+	d.printLocked(msg)
 }
 
 // indentOf indents a grimoire step's line by its depth in loops.
 func indentOf(addr string) string {
 	return strings.Repeat("  ", strings.Count(addr, "/"))
-}
-
-// stepLine is one finished grimoire step: "✓ tests (script) 1.2s",
-// "✗ tests (script) exit code 1", "– check skipped".
-func (d *display) stepLine(p events.StepCompleted) string {
-	name, typ := safe(p.Name), p.Type
-	took := time.Duration(p.DurationMS) * time.Millisecond
-	reason := safe(p.Reason)
-	switch p.Status {
-	case vocab.StepDone:
-		line := fmt.Sprintf("%s %s (%s) %s", d.paint("32", "✓"), name, typ, took)
-		if p.Summary != "" {
-			line += ": " + safe(p.Summary)
-		}
-		return line
-	case vocab.StepSkipped:
-		return fmt.Sprintf("– %s (%s) skipped", name, typ)
-	case vocab.StepFailed:
-		return fmt.Sprintf("%s %s (%s) failed after %s: %s", d.paint("31", "✗"), name, typ, took, reason)
-	default:
-		return fmt.Sprintf("%s %s (%s) %s: %s", d.paint("33", "■"), name, typ, p.Status, reason)
-	}
 }
 
 // taskRanks is each stage task's place in its stage, as the file has it.

@@ -269,7 +269,7 @@ type logPrinter struct {
 	w     *bufio.Writer
 	err   error
 	ended bool // the last event was session_finished
-	tasks map[string]*logTask
+	text  *eventText
 	// pending is a step start not printed yet: when its completion comes
 	// next, the step gets one line instead of two.
 	pending *pendingStep
@@ -278,13 +278,8 @@ type logPrinter struct {
 	open []string
 }
 
-type logTask struct {
-	name    string
-	started time.Time
-}
-
 func newLogPrinter(w *bufio.Writer) *logPrinter {
-	return &logPrinter{w: w, tasks: map[string]*logTask{}}
+	return &logPrinter{w: w, text: newEventText(plainMark)}
 }
 
 func (p *logPrinter) finished() bool { return p.ended }
@@ -299,11 +294,7 @@ func (p *logPrinter) idle() {
 	}
 }
 
-const (
-	logNoStamp   = "         " // as wide as a stamp
-	logFailTail  = 3           // output lines shown under a failed step
-	logBlockTail = 20          // context lines shown under a blocked workflow
-)
+const logNoStamp = "         " // as wide as a stamp
 
 func logStamp(t time.Time) string {
 	if t.IsZero() {
@@ -344,230 +335,43 @@ func (p *logPrinter) event(e state.Event) {
 	} else {
 		p.flushPending("")
 	}
+	if _, piece := e.Payload.(events.AgentSaid); !piece {
+		p.print(e.Time, p.nested(), p.text.flush())
+	}
 	_, p.ended = e.Payload.(events.SessionEnd)
-	at := logStamp(e.Time)
 	in := p.nested()
-	task := p.taskLabel(e.Task)
 	switch f := e.Payload.(type) {
-	case events.SessionStart:
-		p.println(at + sessionLine(e.Session, "started", f.Workflow))
-	case events.SessionResume:
-		p.println(at + sessionLine(e.Session, "resumed", f.Workflow))
-	case events.SessionEnd:
-		msg := fmt.Sprintf("%s session %s finished: %s", sessionMark(f.Status).glyph, safe(e.Session), safe(f.Status))
-		var why []string
-		if f.FailedTask != "" {
-			why = append(why, "task "+p.taskLabel(f.FailedTask))
-		}
-		if f.Reason != "" {
-			why = append(why, safe(f.Reason))
-		}
-		if len(why) > 0 {
-			msg += " (" + strings.Join(why, ": ") + ")"
-		}
-		p.println(at + msg)
-	case events.SessionStateChange:
-		// Derived from the task statuses, which are shown: it would say
-		// IDLE while a task still runs (--json keeps it).
-	case events.RunError:
-		p.println(at + in + "error: " + safe(f.Error))
-	case events.StageStart:
-		p.println(at + in + fmt.Sprintf("stage %d %s: %d task(s)", f.Index+1, safe(f.Stage), f.Tasks))
-	case events.StageEnd:
-		p.println(at + in + "✓ stage " + safe(f.Stage) + " done")
-	case events.TaskStart:
-		t := p.task(e.Task)
-		if f.Name != "" {
-			t.name = f.Name
-		}
-		t.started = e.Time
-		var about []string
-		for _, v := range []string{f.Adapter, f.Mode} {
-			if v != "" {
-				about = append(about, safe(v))
-			}
-		}
-		about = append(about, fmt.Sprintf("pid %d", f.Pid))
-		p.println(at + in + "task " + p.taskLabel(e.Task) + " started (" + strings.Join(about, ", ") + ")")
-	case events.TaskStatusChange:
-		// The end of a run (DONE, ERROR, back to PENDING when stopped) is
-		// said by the task_finished that always follows, and a plain
-		// RUNNING by task_started: only the changes in between (waiting
-		// for a person, answered) get a line of their own.
-		switch state.TaskStatus(f.Status) {
-		case state.TaskDone, state.TaskError:
-			return
-		case state.TaskRunning:
-			if f.Reason == "" {
-				return
-			}
-		case state.TaskPending:
-			if f.Reason == vocab.ReasonStopped {
-				return
-			}
-		}
-		msg := "task " + task + ": " + safe(f.Status)
-		if f.Reason != "" {
-			msg += " (" + safe(f.Reason) + ")"
-		}
-		p.println(at + in + msg)
-	case events.TaskEnd:
-		msg := fmt.Sprintf("%s task %s %s", taskMark(f.Status).glyph, task, safe(f.Status))
-		if f.Reason == vocab.ReasonStopped {
-			msg = fmt.Sprintf("■ task %s stopped (it runs again on resume)", task)
-		}
-		var about []string
-		if f.ExitCode != nil && *f.ExitCode != -1 && f.Reason != vocab.ReasonStopped {
-			about = append(about, fmt.Sprintf("exit %d", *f.ExitCode))
-		}
-		if f.Signal != "" {
-			about = append(about, safe(f.Signal))
-		}
-		if f.Reason != "" && f.Reason != vocab.ReasonExit && f.Reason != vocab.ReasonStopped {
-			about = append(about, safe(f.Reason))
-		}
-		if len(about) > 0 {
-			msg += " (" + strings.Join(about, ", ") + ")"
-		}
-		if t := p.tasks[e.Task]; t != nil && !t.started.IsZero() && !e.Time.IsZero() {
-			msg += " after " + logDuration(e.Time.Sub(t.started))
-		}
-		if f.Error != "" {
-			msg += ": " + safe(f.Error)
-		}
-		p.println(at + in + msg)
-	case events.TaskIn:
-		msg := "task " + task + " ← "
-		if f.Source != "" {
-			msg += safe(f.Source) + ": "
-		}
-		p.println(at + in + msg + safe(f.Text))
-	case events.TaskOut:
-		for _, l := range strings.Split(strings.TrimSuffix(f.Text, "\n"), "\n") {
-			p.println(at + in + "task " + task + " | " + safeLine(l))
-		}
-	case events.InteractionNeeded:
-		what := safe(f.State)
-		if f.Why != "" {
-			what += ": " + safe(f.Why)
-		}
-		p.println(at + in + "task " + task + " needs a person (" + what + ")")
-		if f.Excerpt != "" {
-			for _, l := range strings.Split(f.Excerpt, "\n") {
-				p.println(logNoStamp + in + "  | " + safeLine(l))
-			}
-		}
-	case events.AutoAct:
-		msg := "task " + task + ": auto-approve answered " + safe(f.State)
-		if f.Action != "" {
-			msg += " with " + safe(f.Action)
-		}
-		p.println(at + in + msg)
-	case events.StateMatch:
-		// A screen no state of the adapter matches has no name: nothing to say.
-		if f.State != "" {
-			p.println(at + in + "task " + task + ": screen state " + safe(f.State))
-		}
-	case events.QueueSend:
-		p.println(at + in + fmt.Sprintf("task %s: sent a queued input (%d left)", task, f.Remaining))
-	case events.KeepAlive:
-		p.println(at + in + fmt.Sprintf("task %s DONE, process kept alive (pid %d)", task, f.Pid))
-	case events.OrphanStop:
-		p.println(at + in + fmt.Sprintf("task %s: stopped a process left running (pid %d)", task, f.Pid))
-	case events.TemplateWarning:
-		msg := "warning"
-		if f.Step != "" {
-			msg += " (" + safe(f.Step) + ")"
-		}
-		p.println(at + in + msg + ": " + safe(f.Warning))
-	case events.Started:
-		verb := "started"
-		if f.Resumed {
-			verb = "resumed"
-		}
-		msg := "grimoire " + safe(f.Grimoire) + " " + verb
-		if f.Source != "" {
-			msg += " (" + safe(f.Source) + ")"
-		}
-		if f.Bead != "" {
-			msg += ", bead " + safe(f.Bead)
-		}
-		p.println(at + msg)
+	case events.SessionStart, events.SessionResume, events.SessionEnd, events.Started, events.Completed, events.Blocked:
+		in = "" // the session's own lines: at the left
 	case events.StepStarted:
 		p.open = append(p.open, f.Address)
 		p.pending = &pendingStep{StepStarted: f, at: e.Time}
+		return
 	case events.StepCompleted:
 		p.closeStep(f.Address)
-		p.stepCompleted(e.Time, f)
+		in = logIndent(f.Address)
 	case events.Iteration:
-		msg := "iteration " + strconv.Itoa(f.Iteration)
-		if f.Max > 0 {
-			msg += fmt.Sprintf("/%d", f.Max)
+		in = logIndent(f.Address) + "  "
+	case events.TaskOut:
+		// Each line of output is an event's line, with its time.
+		for _, l := range p.text.lines(e) {
+			p.print(e.Time, in, []string{l})
 		}
-		p.println(at + logIndent(f.Address) + "  " + msg)
-	case events.Blocked:
-		msg := "⊘ workflow blocked"
-		if f.Step != "" {
-			msg += " at " + safe(f.Step)
-			if f.Address != "" {
-				msg += " (" + safe(f.Address) + ")"
-			}
-		}
-		if f.Reason != "" {
-			msg += ": " + safe(f.Reason)
-		}
-		p.println(at + msg)
-		for _, l := range logTail(f.Context, logBlockTail) {
-			p.println(logNoStamp + "  | " + safeLine(l))
-		}
-	case events.MergeQueue:
-		p.println(at + in + "■ " + queuedLine(f))
-	case events.GateStart:
-		p.println(at + in + "▸ " + gateStartLine(f))
-	case events.GateEnd:
-		line, green := gateEndLine(f)
-		glyph := "✗ "
-		if green {
-			glyph = "✓ "
-		}
-		p.println(at + in + glyph + line)
-		if f.LogPath != "" && !green {
-			p.println(logNoStamp + in + "    log: " + safe(f.LogPath))
-		}
-	case events.Completed:
-		stats := []string{fmt.Sprintf("%d step(s)", f.Steps)}
-		if f.Skipped > 0 {
-			stats = append(stats, fmt.Sprintf("%d skipped", f.Skipped))
-		}
-		stats = append(stats, logDuration(time.Duration(f.DurationMS)*time.Millisecond))
-		names := make([]string, 0, len(f.FailedSteps))
-		for _, v := range f.FailedSteps {
-			names = append(names, safe(v))
-		}
-		nfailed := max(f.Failed, len(names))
-		var msg string
-		if nfailed > 0 {
-			// The workflow went on past these by design; it still is not
-			// a clean success.
-			msg = fmt.Sprintf("! workflow completed with %d failed step(s)", nfailed)
-			if len(names) > 0 {
-				msg += ": " + strings.Join(names, ", ")
-			}
-		} else {
-			msg = "✓ workflow completed"
-		}
-		p.println(at + msg + " (" + strings.Join(stats, ", ") + ")")
-	default:
-		p.println(at + in + logGeneric(e))
+		return
 	}
+	p.print(e.Time, in, p.text.lines(e))
 }
 
-func sessionLine(id, verb, workflow string) string {
-	msg := fmt.Sprintf("session %s %s", safe(id), verb)
-	if workflow != "" {
-		msg += ": workflow " + safe(workflow)
+// print writes an event's lines: the first after the time column and
+// indent, the ones under it after an empty time column.
+func (p *logPrinter) print(at time.Time, indent string, lines []string) {
+	for i, l := range lines {
+		stamp := logNoStamp
+		if i == 0 {
+			stamp = logStamp(at)
+		}
+		p.println(stamp + indent + l)
 	}
-	return msg
 }
 
 // pendingStep is a step start held back, and when it was.
@@ -603,70 +407,6 @@ func (p *logPrinter) nested() string {
 		return ""
 	}
 	return logIndent(p.open[len(p.open)-1]) + "  "
-}
-
-func (p *logPrinter) stepCompleted(t time.Time, f events.StepCompleted) {
-	in := logIndent(f.Address)
-	msg := stepMark(f.Status).glyph + " " + logStepName(f.Name, f.Address, f.Type)
-	ran := f.Status == vocab.StepDone || f.Status == vocab.StepFailed || f.Status == vocab.StepBlocked || f.Status == vocab.StepStopped
-	if ran {
-		msg += " " + logDuration(time.Duration(f.DurationMS)*time.Millisecond)
-	}
-	if ran && (f.Type == vocab.StepScript || f.ExitCode != 0) {
-		msg += fmt.Sprintf(" exit %d", f.ExitCode)
-	}
-	reason := safe(logFirstLine(f.Reason))
-	switch f.Status {
-	case vocab.StepDone:
-		if f.Summary != "" {
-			msg += " — " + safe(logFirstLine(f.Summary))
-		}
-	case vocab.StepFailed, vocab.StepBlocked:
-		msg += " " + string(f.Status)
-		if reason != "" {
-			msg += ": " + reason
-		}
-	case vocab.StepSkipped:
-		msg += " skipped"
-		if reason != "" {
-			msg += " (" + reason + ")"
-		}
-	case vocab.StepStopped:
-		msg += " stopped (it runs again on resume)"
-	case vocab.StepWaiting:
-		msg += " waiting for a person"
-	default:
-		msg += " " + safe(f.Status)
-		if reason != "" {
-			msg += ": " + reason
-		}
-	}
-	p.println(logStamp(t) + in + msg)
-	if f.Status != vocab.StepFailed {
-		return
-	}
-	for _, l := range logTail(f.Output, logFailTail) {
-		p.println(logNoStamp + in + "    | " + safeLine(l))
-	}
-	if f.LogPath != "" {
-		p.println(logNoStamp + in + "    log: " + safe(f.LogPath))
-	}
-}
-
-func (p *logPrinter) task(id string) *logTask {
-	t := p.tasks[id]
-	if t == nil {
-		t = &logTask{}
-		p.tasks[id] = t
-	}
-	return t
-}
-
-func (p *logPrinter) taskLabel(id string) string {
-	if t := p.tasks[id]; t != nil {
-		return taskLabel(t.name, id)
-	}
-	return safe(id)
 }
 
 // treeIndent is the indent of a step at addr: two columns, then four more
