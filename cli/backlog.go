@@ -27,6 +27,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/core/worktree"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // backlogFlags are run's flags for a whole backlog at once.
@@ -580,13 +581,13 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	switch out.Status {
 	case state.StatusBlocked:
 		b.Reason = string(sess.BlockedReason)
-		if c := firstLine(sess.BlockedContext); c != "" && sess.BlockedReason == core.BlockedGateRed {
+		if c := strings.TrimSpace(excerpt.FirstLine(sess.BlockedContext)); c != "" && sess.BlockedReason == core.BlockedGateRed {
 			// The gate's first failure line says what broke.
 			b.Reason += ": " + c
 		}
 	case state.StatusFailed:
 		if b.Reason == "" {
-			b.Reason = firstLine(sess.Error)
+			b.Reason = strings.TrimSpace(excerpt.FirstLine(sess.Error))
 		}
 		if b.Reason == "" && out.FailedTask != "" {
 			b.Reason = "task " + out.FailedTask + " failed"
@@ -682,11 +683,6 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	return orch.Start(def, opts)
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
-}
-
 // exitMessage is an error's message without the exit code it carries.
 func exitMessage(err error) string {
 	var ee *exitError
@@ -743,7 +739,7 @@ func backlogSummary(bl *state.Backlog, all bool) string {
 		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", beadMark(bd.Status).glyph, fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
 			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
 		if bd.Reason != "" {
-			fmt.Fprintf(&b, "      %s\n", fit(safe(firstLine(bd.Reason)), 90))
+			fmt.Fprintf(&b, "      %s\n", fit(safe(strings.TrimSpace(excerpt.FirstLine(bd.Reason))), 90))
 		} else if bd.LimitedUntil != nil {
 			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // backlogBoard shows a backlog run: at a terminal, one line per bead (id,
@@ -172,7 +173,7 @@ func (b *backlogBoard) beadEnded(bd *state.BacklogBead) {
 	b.mu.Lock()
 	msg := fmt.Sprintf("%s %s %s", beadMark(bd.Status).glyph, safe(bd.ID), safe(bd.Status))
 	if bd.Reason != "" {
-		msg += ": " + safe(firstLine(bd.Reason))
+		msg += ": " + safe(strings.TrimSpace(excerpt.FirstLine(bd.Reason)))
 	}
 	if bd.StartedAt != nil {
 		msg += " after " + beadElapsed(bd, time.Now())

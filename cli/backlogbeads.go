@@ -11,6 +11,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // closeDelay is how long a completed bead of a --ready run may wait for
@@ -227,7 +228,7 @@ func (br *backlogRun) awaitOther(ctx context.Context, b *state.BacklogBead, othe
 	b.Status, b.Reason, b.Next = string(sess.Status), "", ""
 	if sess.Status != state.StatusCompleted {
 		b.Next = nextCommand(sess, false)
-		b.Reason = firstLine(string(sess.BlockedReason) + "\n" + sess.Error)
+		b.Reason = strings.TrimSpace(excerpt.FirstLine(string(sess.BlockedReason) + "\n" + sess.Error))
 	}
 	t := sess.AgentTotals()
 	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD

@@ -11,6 +11,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 const (
@@ -58,7 +59,7 @@ func (x *eventText) stepLines(e state.Event) ([]string, bool) {
 			msg += ": " + safe(p.Reason)
 		}
 		out := []string{msg}
-		for _, l := range logTail(p.Context, logBlockTail) {
+		for _, l := range excerpt.LastLines(p.Context, logBlockTail) {
 			out = append(out, "  | "+safeLine(l))
 		}
 		return out, true
@@ -80,11 +81,11 @@ func (x *eventText) stepCompletedLines(p events.StepCompleted) []string {
 	if ran && (p.Type == vocab.StepScript || p.ExitCode != 0) {
 		msg += fmt.Sprintf(" exit %d", p.ExitCode)
 	}
-	reason := safe(logFirstLine(p.Reason))
+	reason := safe(excerpt.FirstLineMarked(p.Reason))
 	switch p.Status {
 	case vocab.StepDone:
 		if p.Summary != "" {
-			msg += " — " + safe(logFirstLine(p.Summary))
+			msg += " — " + safe(excerpt.FirstLineMarked(p.Summary))
 		}
 	case vocab.StepSkipped:
 		msg += " skipped"
@@ -105,7 +106,7 @@ func (x *eventText) stepCompletedLines(p events.StepCompleted) []string {
 	if p.Status != vocab.StepFailed {
 		return out
 	}
-	for _, l := range logTail(p.Output, logFailTail) {
+	for _, l := range excerpt.LastLines(p.Output, logFailTail) {
 		out = append(out, "    | "+safeLine(l))
 	}
 	if p.LogPath != "" {
@@ -166,7 +167,7 @@ func (x *eventText) agentLines(e state.Event) ([]string, bool) {
 		}
 		return agentSays(task, p.Text), true
 	case events.AgentThought:
-		return []string{"task " + task + " thinks: " + safe(logFirstLine(p.Text))}, true
+		return []string{"task " + task + " thinks: " + safe(excerpt.FirstLineMarked(p.Text))}, true
 	case events.ToolCall:
 		msg := "task " + task + " ▸ " + safe(p.Tool)
 		if in := compactJSON(p.Input); in != "" {
@@ -184,25 +185,25 @@ func (x *eventText) agentLines(e state.Event) ([]string, bool) {
 		if p.DurationMS > 0 {
 			msg += " after " + logDuration(time.Duration(p.DurationMS)*time.Millisecond)
 		}
-		if out := logFirstLine(p.Output); out != "" {
+		if out := excerpt.FirstLineMarked(p.Output); out != "" {
 			msg += ": " + fit(safe(out), 120)
 		}
 		return []string{msg}, true
 	case events.Plan:
 		out := []string{"task " + task + " plan:"}
 		for _, en := range p.Entries {
-			out = append(out, "  "+planMark(en.Status)+" "+safe(logFirstLine(en.Content)))
+			out = append(out, "  "+en.Mark()+" "+safe(excerpt.FirstLineMarked(en.Content)))
 		}
 		return out, true
 	case events.Usage:
 		return []string{fmt.Sprintf("task %s used %d input and %d output tokens (cache: %d read, %d written)",
 			task, p.InputTokens, p.OutputTokens, p.CacheReadTokens, p.CacheWriteTokens)}, true
 	case events.AgentFailure:
-		return []string{"task " + task + ": the agent reported an error: " + safe(logFirstLine(p.Error))}, true
+		return []string{"task " + task + ": the agent reported an error: " + safe(excerpt.FirstLineMarked(p.Error))}, true
 	case events.Denial:
-		return []string{"task " + task + " was denied " + safe(p.Tool) + ": " + safe(logFirstLine(p.Message))}, true
+		return []string{"task " + task + " was denied " + safe(p.Tool) + ": " + safe(excerpt.FirstLineMarked(p.Message))}, true
 	case events.Question:
-		return []string{"task " + task + " asks: " + safe(logFirstLine(p.Text))}, true
+		return []string{"task " + task + " asks: " + safe(excerpt.FirstLineMarked(p.Text))}, true
 	}
 	return nil, false
 }
@@ -230,18 +231,6 @@ func agentSays(task, text string) []string {
 	return out
 }
 
-// planMark shows a plan entry's progress, as the agent reports it (ACP:
-// pending, in_progress, completed).
-func planMark(progress string) string {
-	switch progress {
-	case "completed":
-		return "[x]"
-	case "in_progress":
-		return "[~]"
-	}
-	return "[ ]"
-}
-
 // compactJSON is a tool's JSON input on one line; "" for none.
 func compactJSON(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -249,7 +238,7 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return oneLineText(string(raw))
+		return excerpt.OneLine(string(raw), 0)
 	}
 	return b.String()
 }

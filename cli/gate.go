@@ -7,6 +7,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // projectGate is the default merge gate of the project at base
@@ -27,7 +28,7 @@ func queuedLine(p events.MergeQueue) string {
 }
 
 func gateStartLine(p events.GateStart) string {
-	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(logFirstLine(p.Command)),
+	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(excerpt.FirstLineMarked(p.Command)),
 		safe(p.Branch), safe(p.Base), shortCommit(p.Commit))
 	if p.Attempt > 1 {
 		msg += fmt.Sprintf(" (try %d: %s moved during the last)", p.Attempt, safe(p.Base))

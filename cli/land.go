@@ -17,6 +17,7 @@ import (
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/worktree"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 func landCommand(streams IO) *ucli.Command {
@@ -136,7 +137,7 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 	l.logDir = "land-" + time.Now().UTC().Format("20060102-150405")
 	out := l.streams.Out
 	if gate != "" {
-		fmt.Fprintf(out, "landing %d branch(es) on %s, each checked by: %s\n", len(refs), safe(onto), safe(logFirstLine(gate)))
+		fmt.Fprintf(out, "landing %d branch(es) on %s, each checked by: %s\n", len(refs), safe(onto), safe(excerpt.FirstLineMarked(gate)))
 	} else {
 		fmt.Fprintf(out, "landing %d branch(es) on %s, without a gate\n", len(refs), safe(onto))
 	}
@@ -201,7 +202,7 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 			fmt.Fprintf(out, "✗ %s: not landed: it conflicts with %s in %s\n", safe(name), safe(onto), safe(strings.Join(paths, ", ")))
 		case res.Refused != "":
 			code = ExitParked
-			fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", safe(name), safe(logFirstLine(res.Refused)))
+			fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", safe(name), safe(excerpt.FirstLineMarked(res.Refused)))
 		case res.Moving != "":
 			code = ExitParked
 			fmt.Fprintf(out, "✗ %s: not landed: %s\n", safe(name), safe(res.Moving))

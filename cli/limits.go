@@ -9,6 +9,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // defaultWaitLimits is how long a bare --wait-limits waits for usage
@@ -69,7 +70,7 @@ func limitLine(l *state.Limit, now time.Time) string {
 func limitedReport(sess *state.Session) string {
 	var b strings.Builder
 	if l := sess.Limit; l != nil {
-		fmt.Fprintf(&b, "limited: %s\n  %s says: %s\n", limitLine(l, time.Now()), safe(l.Adapter), safe(oneLineText(l.Message)))
+		fmt.Fprintf(&b, "limited: %s\n  %s says: %s\n", limitLine(l, time.Now()), safe(l.Adapter), safe(excerpt.OneLine(l.Message, 0)))
 	}
 	fmt.Fprintf(&b, "session %s is limited; after the reset: vibeteam resume %s (the agent's session continues), or wait for it: vibeteam resume %s --wait-limits", sess.ID, sess.ID, sess.ID)
 	return b.String()
@@ -100,5 +101,3 @@ func limitEventLine(p events.Limited, now time.Time) string {
 	}
 	return line
 }
-
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }

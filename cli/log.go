@@ -471,30 +471,6 @@ func logValue(v any) string {
 	return safe(string(b))
 }
 
-func logFirstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return strings.TrimSpace(s[:i]) + " …"
-	}
-	return s
-}
-
-// tailLines is the last n non-blank lines of s, after a line that says how
-// many came before when there were more.
-func logTail(s string, n int) []string {
-	var lines []string
-	for _, l := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
-		if strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) <= n {
-		return lines
-	}
-	more := len(lines) - n
-	return append([]string{fmt.Sprintf("… (%d line(s) before)", more)}, lines[more:]...)
-}
-
 func logDuration(d time.Duration) string {
 	switch {
 	case d < time.Second:

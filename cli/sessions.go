@@ -13,6 +13,8 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"strings"
 )
 
 // sessionSummary is one row of `vibeteam sessions --json`.
@@ -84,7 +86,7 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 		if s.Status == state.StatusFailed && s.Error != "" {
 			// Why it failed (bd not set up, ...); with no bead taken there
 			// is nothing for a resume to continue.
-			sum.Goal = "failed: " + firstLine(s.Error)
+			sum.Goal = "failed: " + strings.TrimSpace(excerpt.FirstLine(s.Error))
 			if len(bl.Beads) == 0 {
 				sum.Next = ""
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 func showCommand(streams IO) *ucli.Command {
@@ -84,7 +85,7 @@ func showCommand(streams IO) *ucli.Command {
 				fmt.Fprintf(out, "%s %s\n", label, safe(s.Error))
 			}
 			if s.Limit != nil && (s.Status == state.StatusLimited || sum.Running) {
-				fmt.Fprintf(out, "limited   %s\n          %s says: %s\n", limitLine(s.Limit, time.Now()), safe(s.Limit.Adapter), safe(oneLineText(s.Limit.Message)))
+				fmt.Fprintf(out, "limited   %s\n          %s says: %s\n", limitLine(s.Limit, time.Now()), safe(s.Limit.Adapter), safe(excerpt.OneLine(s.Limit.Message, 0)))
 			}
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
 			if t := s.AgentTotals(); t.Runs > 0 {

@@ -59,6 +59,18 @@ type PlanEntry struct {
 	Status   string `json:"status,omitempty"`   // pending | in_progress | completed
 }
 
+// Mark shows the entry's progress at a glance: [x] completed, [~] in
+// progress, [ ] pending.
+func (e PlanEntry) Mark() string {
+	switch e.Status {
+	case "completed":
+		return "[x]"
+	case "in_progress":
+		return "[~]"
+	}
+	return "[ ]"
+}
+
 // MCPServer is an MCP server the agent reports, with its status
 // ("connected", "failed", ...).
 type MCPServer struct {

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // claudeParser reads claude -p --output-format stream-json --verbose.
@@ -356,14 +357,7 @@ func unmarshalObjectLine(line []byte, v any) bool {
 
 // boundToolOutput keeps events small: a tool may print megabytes.
 func boundToolOutput(s string) string {
-	if len(s) <= OutputLimit {
-		return s
-	}
-	cut := OutputLimit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return excerpt.Head(s, OutputLimit)
 }
 
 // normToolInput gives a tool's input as raw JSON of its own: compact (so

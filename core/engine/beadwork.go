@@ -11,6 +11,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // BeadTracker updates the bead a grimoire works on (bd). A failed update is
@@ -200,7 +201,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		fmt.Fprintf(&b, "\nResolve it in the worktree %s (git rebase %s, or git merge %s, then commit), then: vibeteam resume %s --approve-merge", ws.Dir(), ws.Base(), ws.Base(), g.cfg.SessionID)
 		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: fmt.Sprintf("merge_conflict: %s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts))}
 	case out.Refused != "":
-		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: "merge_refused: git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + firstLine(out.Refused)}
+		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: BlockedMergeRefused.Because("git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + excerpt.FirstLine(out.Refused))}
 	case out.GateRed:
 		res := flow.Result{Status: flow.Blocked, ExitCode: -1}
 		why := "it did not run"
@@ -213,7 +214,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 			why += " after " + last.Duration.Round(time.Millisecond).String()
 		}
 		res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
-			BlockedGateRed, firstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), g.cfg.SessionID)
+			BlockedGateRed, excerpt.FirstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), g.cfg.SessionID)
 		if last := gate.lastRun(); last != nil && last.Refused != "" {
 			// Red because its sandbox refused a write: that is the cause.
 			res.Reason = fmt.Sprintf("%s: %s; the merge step's sandbox: block is the gate's (%s)", sandbox.RefusedReason, last.Refused, res.Reason)

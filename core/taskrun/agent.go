@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/agentstream"
@@ -17,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // agentResultLimit bounds the final message kept in a task's record: its
@@ -92,7 +92,7 @@ func (s *agentStream) feedLocked(ln agentstream.Line, text *strings.Builder) {
 	line := ln.Text
 	if ln.Lost {
 		if s.lost == nil {
-			s.lost = &agentstream.Line{Len: ln.Len, Text: []byte(oneLine(string(line), 80))}
+			s.lost = &agentstream.Line{Len: ln.Len, Text: []byte(excerpt.OneLine(string(line), 80))}
 		}
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· a line of %s could not be read: %s\n", sizeMB(ln.Len), s.lost.Text)
@@ -151,7 +151,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 	case agentstream.Thinking:
 		host.Emit(id, events.AgentThought{Text: ev.Text})
 		s.breakDeltaLocked(text)
-		fmt.Fprintf(text, "· thinking: %s\n", oneLine(ev.Text, 200))
+		fmt.Fprintf(text, "· thinking: %s\n", excerpt.OneLine(ev.Text, 200))
 	case agentstream.ToolCall:
 		host.Emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input), Status: ev.Status})
 		if ev.ToolID != "" && s.shownTools[ev.ToolID] {
@@ -164,13 +164,13 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 			s.shownTools[ev.ToolID] = true
 		}
 		s.breakDeltaLocked(text)
-		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, oneLine(string(ev.Input), 300))
+		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, excerpt.OneLine(string(ev.Input), 300))
 	case agentstream.Plan:
 		host.Emit(id, events.Plan{Entries: ev.Plan})
 		s.breakDeltaLocked(text)
 		text.WriteString("· plan:\n")
 		for _, e := range ev.Plan {
-			fmt.Fprintf(text, "  %s %s\n", planMark(e.Status), oneLine(e.Content, 200))
+			fmt.Fprintf(text, "  %s %s\n", e.Mark(), excerpt.OneLine(e.Content, 200))
 		}
 	case agentstream.ToolResult:
 		host.Emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
@@ -185,9 +185,9 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		}
 		for i, l := range out {
 			if i == 0 {
-				fmt.Fprintf(text, "  %s %s\n", mark, oneLine(l, 300))
+				fmt.Fprintf(text, "  %s %s\n", mark, excerpt.OneLine(l, 300))
 			} else {
-				fmt.Fprintf(text, "    %s\n", oneLine(l, 300))
+				fmt.Fprintf(text, "    %s\n", excerpt.OneLine(l, 300))
 			}
 		}
 	case agentstream.Usage:
@@ -200,23 +200,12 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 	case agentstream.Error:
 		host.Emit(id, events.AgentFailure{Error: ev.Text})
 		s.breakDeltaLocked(text)
-		fmt.Fprintf(text, "· error: %s\n", oneLine(ev.Text, 500))
+		fmt.Fprintf(text, "· error: %s\n", excerpt.OneLine(ev.Text, 500))
 	case agentstream.Warning:
 		host.Emit(id, events.Warn{Warning: "task " + id + ": " + ev.Text})
 		s.breakDeltaLocked(text)
-		fmt.Fprintf(text, "· warning: %s\n", oneLine(ev.Text, 500))
+		fmt.Fprintf(text, "· warning: %s\n", excerpt.OneLine(ev.Text, 500))
 	}
-}
-
-// planMark shows a plan entry's status.
-func planMark(progress string) string {
-	switch progress {
-	case "completed":
-		return "[x]"
-	case "in_progress":
-		return "[~]"
-	}
-	return "[ ]"
 }
 
 // sizeMB is a line's length for a person, in MB.
@@ -236,19 +225,6 @@ func (s *agentStream) unreadable() *string {
 	return &msg
 }
 
-// oneLine is s on one line, at most n bytes (cut on a rune).
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 func rawOrNull(r json.RawMessage) json.RawMessage {
 	if len(r) == 0 || !json.Valid(r) {
 		return json.RawMessage("null") // as it reads back
@@ -259,13 +235,7 @@ func rawOrNull(r json.RawMessage) json.RawMessage {
 // recordSummary is the summary as a task's record keeps it: the final
 // message's end only.
 func recordSummary(sum agentstream.Summary) *agentstream.Summary {
-	if len(sum.Result) > agentResultLimit {
-		cut := len(sum.Result) - agentResultLimit
-		for cut < len(sum.Result) && !utf8.RuneStart(sum.Result[cut]) {
-			cut++
-		}
-		sum.Result = sum.Result[cut:]
-	}
+	sum.Result = excerpt.Tail(sum.Result, agentResultLimit)
 	return &sum
 }
 
@@ -278,10 +248,10 @@ func denialText(ds []agentstream.Denial) string {
 		}
 		b.WriteString(d.Tool)
 		if len(d.Input) > 0 {
-			b.WriteString(" " + oneLine(string(d.Input), 200))
+			b.WriteString(" " + excerpt.OneLine(string(d.Input), 200))
 		}
 		if d.Message != "" {
-			b.WriteString(" (" + oneLine(d.Message, 200) + ")")
+			b.WriteString(" (" + excerpt.OneLine(d.Message, 200) + ")")
 		}
 	}
 	return b.String()
@@ -323,7 +293,7 @@ func (tr *Attempt) judgeAgent(res runner.Result) (st state.TaskStatus, reason vo
 		if msg == "" {
 			msg = "no message"
 		}
-		return state.TaskError, agentErrorReason, fmt.Sprintf("the agent reported an error: %s", oneLine(msg, 1000)), true
+		return state.TaskError, agentErrorReason, fmt.Sprintf("the agent reported an error: %s", excerpt.OneLine(msg, 1000)), true
 	}
 	if msg := tr.stream.unreadable(); msg != nil {
 		// A DONE needs a result that was read: this line may have been

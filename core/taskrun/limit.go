@@ -9,6 +9,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // LimitReason: the task's agent stopped on a usage or rate limit its CLI
@@ -92,7 +93,7 @@ func (tr *Attempt) judgeLimit(sum agentstream.Summary) (st state.TaskStatus, rea
 	} else {
 		ev.Reason = why
 	}
-	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = "limited: " + oneLine(lim.Message, 300) })
+	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) { rec.Excerpt = "limited: " + excerpt.OneLine(lim.Message, 300) })
 	host.SetLimit(&state.Limit{Adapter: t.Adapter, TaskID: t.ID, ResetAt: lim.ResetAt, Message: lim.Message, Waiting: wait > 0})
 	host.Emit(t.ID, ev)
 	if wait == 0 {

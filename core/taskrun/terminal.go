@@ -14,6 +14,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/handlers"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // How a task's turn was shown to have run (the evidence field of its
@@ -778,7 +779,7 @@ func (ts *terminal) turnEvidence(d runner.Detection, idleAt int) string {
 // shows what was submitted. An empty text (a bare Enter) cannot be looked
 // for: any output then counts.
 func shownOutside(d runner.Detection, idleAt int, text string) bool {
-	want := strings.Join(strings.Fields(firstLine(text)), " ")
+	want := excerpt.OneLine(excerpt.FirstLine(text), 0)
 	if want == "" {
 		return true
 	}
@@ -792,15 +793,6 @@ func shownOutside(d runner.Detection, idleAt int, text string) bool {
 		}
 	}
 	return false
-}
-
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			return l
-		}
-	}
-	return ""
 }
 
 // idleWithoutEvidence waits on an idle screen whose turn shows no sign of
