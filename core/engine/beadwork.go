@@ -163,7 +163,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		if reason != "" {
 			why += ": " + reason
 		}
-		return flow.Result{Status: flow.Blocked, Reason: "merge_rejected: " + why + " (nothing was discarded: the worktree " + ws.Dir() + " and branch " + ws.Branch() + " are kept)"}
+		return flow.Result{Status: flow.Blocked, Reason: BlockedMergeRejected.Because(why + " (nothing was discarded: the worktree " + ws.Dir() + " and branch " + ws.Branch() + " are kept)")}
 	}
 	if step.Merge.GateDefault && step.Merge.Gate == "" {
 		// gate: true, and the project's default could not be read when the
@@ -199,7 +199,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 			fmt.Fprintf(&b, "\n%s\n%s\n", c.Path, c.Hunks)
 		}
 		fmt.Fprintf(&b, "\nResolve it in the worktree %s (git rebase %s, or git merge %s, then commit), then: vibeteam resume %s --approve-merge", ws.Dir(), ws.Base(), ws.Base(), g.cfg.SessionID)
-		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: fmt.Sprintf("merge_conflict: %s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts))}
+		return flow.Result{Status: flow.Blocked, Output: b.String(), Reason: BlockedMergeConflict.Because(fmt.Sprintf("%s conflicts with %s in %s", ws.Branch(), ws.Base(), conflictPaths(out.Conflicts)))}
 	case out.Refused != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: BlockedMergeRefused.Because("git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + excerpt.FirstLine(out.Refused))}
 	case out.GateRed:

@@ -81,6 +81,17 @@ func statusLiterals(t *testing.T, path, rel string, known map[string]bool) []str
 		t.Fatal(err)
 	}
 	var out []string
+	// A reason's word at the head of prose ("merge_refused: git refused
+	// …") is Reason.Because, wherever it stands.
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			v, _ := strconv.Unquote(lit.Value)
+			if word, _, ok := strings.Cut(v, ": "); ok && strings.Contains(word, "_") && known[word] {
+				out = append(out, rel+":"+strconv.Itoa(fset.Position(lit.Pos()).Line)+": "+lit.Value)
+			}
+		}
+		return true
+	})
 	flag := func(e ast.Expr) {
 		lit, ok := e.(*ast.BasicLit)
 		if !ok || lit.Kind != token.STRING {
