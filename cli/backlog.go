@@ -292,11 +292,38 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		_ = br.mgr.Save(br.sess)
 		return exitf(interruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
+	br.meterBeads(again)
+	br.board.start(br.sess)
+	err := br.schedule(sigs, again)
+	sig := sigs.got()
+
+	br.mu.Lock()
+	n := tallyBeads(br.sess.Backlog)
+	// A spent budget stops the backlog: what is still ready waits for a
+	// person to raise it (resume --max-cost …).
+	spent, _ := br.meter.Exceeded()
+	saveErr := br.endSession(n, sig, err, spent)
+	summary := backlogSummary(br.sess.Backlog, false)
+	br.mu.Unlock()
+
+	fmt.Fprint(br.streams.Err, summary)
+	if sig == nil && err == nil {
+		if lines := br.stillBlocked(); len(lines) > 0 {
+			fmt.Fprintf(br.streams.Err, "still blocked (bd blocked), not taken:\n%s\n", strings.Join(lines, "\n"))
+		}
+	}
+	if keep := br.c.Int("keep-sessions"); keep > 0 {
+		_ = br.mgr.Prune(max(keep, len(br.sess.Backlog.Beads)+1))
+	}
+	return br.exitFor(n, sig, err, saveErr, spent)
+}
+
+// meterBeads sets up the backlog's meter: what the beads that will not run
+// again spent counts; the others' sessions add theirs as they resume.
+func (br *backlogRun) meterBeads(again []*state.BacklogBead) {
 	bl := br.sess.Backlog
 	br.meter = budget.NewMeter(budget.Limit{Tokens: bl.MaxTokens, CostUSD: bl.MaxCostUSD}, nil).Named("the backlog's --max-cost/--max-tokens")
 	for _, b := range bl.Beads {
-		// What the beads that will not run again spent counts; the
-		// others' sessions add theirs as they resume.
 		if !slices.Contains(again, b) {
 			br.meter.Add(b.Tokens, b.CostUSD)
 		}
@@ -310,7 +337,12 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		tokens, usd := m.(*budget.Meter).Spent()
 		return tokens, usd, true
 	}
-	br.board.start(br.sess)
+}
+
+// schedule runs the beads until every ready one has run, the budget is
+// spent or an interrupt stops them, then closes what completed.
+func (br *backlogRun) schedule(sigs *interrupts, again []*state.BacklogBead) error {
+	bl := br.sess.Backlog
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopWatch := sigs.watch(func(s os.Signal) {
@@ -356,36 +388,43 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		<-promptDone
 	}
 	br.board.finish()
+	return err
+}
 
-	br.mu.Lock()
-	failed, parked, completed := 0, 0, 0
+// beadTally counts the beads of a backlog by how they ended.
+type beadTally struct{ failed, parked, completed int }
+
+func tallyBeads(bl *state.Backlog) beadTally {
+	var n beadTally
 	for _, b := range bl.Beads {
 		switch b.Status {
 		case string(state.StatusCompleted):
-			completed++
+			n.completed++
 		case string(state.StatusFailed):
-			failed++
+			n.failed++
 		case state.BeadSkipped:
 		case string(state.StatusCancelled), string(state.StatusRunning), state.BeadStarting:
 		default:
-			parked++
+			n.parked++
 		}
 	}
-	// A spent budget stops the backlog: what is still ready waits for a
-	// person to raise it (resume --max-cost …).
-	spent, _ := br.meter.Exceeded()
+	return n
+}
+
+// endSession saves the backlog's session with the status its beads, an
+// interrupt or an error give it.
+func (br *backlogRun) endSession(n beadTally, sig os.Signal, err error, spent string) error {
 	now := time.Now()
 	sess := br.sess
 	sess.EndTime = &now
-	sig := sigs.got()
 	switch {
 	case sig != nil:
 		sess.Status = state.StatusCancelled
 	case err != nil:
 		sess.Status, sess.Error = state.StatusFailed, err.Error()
-	case failed > 0:
+	case n.failed > 0:
 		sess.Status = state.StatusFailed
-	case parked > 0 || spent != "":
+	case n.parked > 0 || spent != "":
 		sess.Status = state.StatusWaiting
 	default:
 		sess.Status = state.StatusCompleted
@@ -394,19 +433,13 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	if saveErr == nil {
 		saveErr = br.saveErr
 	}
-	summary := backlogSummary(bl, false)
-	br.mu.Unlock()
+	return saveErr
+}
 
-	fmt.Fprint(br.streams.Err, summary)
-	if sig == nil && err == nil {
-		if lines := br.stillBlocked(); len(lines) > 0 {
-			fmt.Fprintf(br.streams.Err, "still blocked (bd blocked), not taken:\n%s\n", strings.Join(lines, "\n"))
-		}
-	}
-	if keep := br.c.Int("keep-sessions"); keep > 0 {
-		_ = br.mgr.Prune(max(keep, len(bl.Beads)+1))
-	}
-	id := sess.ID
+// exitFor is how the backlog's run ends for the shell: its exit code and
+// what to do next.
+func (br *backlogRun) exitFor(n beadTally, sig os.Signal, err, saveErr error, spent string) error {
+	id, beads := br.sess.ID, len(br.sess.Backlog.Beads)
 	switch {
 	case saveErr != nil:
 		return exitf(ExitFailed, "backlog %s: %v", id, saveErr)
@@ -414,17 +447,17 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		return exitf(interruptCode(sig), "interrupted; backlog %s saved, continue with: vibeteam resume %s", id, id)
 	case err != nil:
 		return exitf(ExitFailed, "backlog %s: %v", id, err)
-	case len(bl.Beads) == 0:
+	case beads == 0:
 		fmt.Fprintf(br.streams.Err, "no bead is ready; backlog %s completed\n", id)
 		return nil
-	case failed > 0:
-		return exitf(ExitFailed, "backlog %s: %d of %d bead(s) failed; details: vibeteam show %s", id, failed, len(bl.Beads), id)
-	case parked > 0:
-		return exitf(ExitParked, "backlog %s: %d bead(s) wait for a person (blocked, a review, a question or a usage limit); see vibeteam show %s, then vibeteam resume %s", id, parked, id, id)
+	case n.failed > 0:
+		return exitf(ExitFailed, "backlog %s: %d of %d bead(s) failed; details: vibeteam show %s", id, n.failed, beads, id)
+	case n.parked > 0:
+		return exitf(ExitParked, "backlog %s: %d bead(s) wait for a person (blocked, a review, a question or a usage limit); see vibeteam show %s, then vibeteam resume %s", id, n.parked, id, id)
 	case spent != "":
 		return exitf(ExitParked, "backlog %s: its budget is spent (%s), so no more bead was taken; to go on: vibeteam resume %s --max-cost USD | --max-tokens N", id, spent, id)
 	}
-	fmt.Fprintf(br.streams.Err, "backlog %s completed: %d bead(s) (%s); details: vibeteam show %s\n", id, completed, time.Since(sess.StartTime).Round(10*time.Millisecond), id)
+	fmt.Fprintf(br.streams.Err, "backlog %s completed: %d bead(s) (%s); details: vibeteam show %s\n", id, n.completed, time.Since(br.sess.StartTime).Round(10*time.Millisecond), id)
 	return nil
 }
 

@@ -370,24 +370,11 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	}
 	defer disp.close()
 
-	// Who answers a task that needs a person: the terminal, if there is one.
-	var prompt *prompter
-	switch mode := c.String("on-interaction"); mode {
-	case core.InteractionAsk:
-		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
-			defer tty.Close()
-			prompt = newPrompter(tty, disp)
-			disp.prompter = prompt
-			opts.Review = prompt.review
-			opts.Permission = prompt.permission
-			opts.Question = prompt.question
-		} else {
-			opts.Interaction = core.InteractionPark
-		}
-	case core.InteractionPark, core.InteractionFail:
-	default:
-		return exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
+	prompt, closeTTY, err := askAt(c, streams, disp, &opts)
+	if err != nil {
+		return err
 	}
+	defer closeTTY()
 
 	if s := sigs.attach(); s != nil {
 		return exitf(interruptCode(s), "interrupted before the session started; nothing to resume")
@@ -395,22 +382,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	orch := core.NewOrchestrator(reg, disp.handle)
 	ctrl, err := start(orch, opts)
 	if err != nil {
-		var locked *state.LockedError
-		if errors.As(err, &locked) {
-			return exitf(ExitUsage, "%v", err)
-		}
-		if errors.Is(err, core.ErrAlreadyCompleted) {
-			fmt.Fprintln(streams.Err, err)
-			return nil
-		}
-		var nf *state.NotFoundError
-		if errors.As(err, &nf) {
-			return sessionLoadError(err)
-		}
-		if errors.As(err, new(*core.DamagedJournalError)) {
-			return exitf(ExitUsage, "%v", err)
-		}
-		return exitf(ExitFailed, "%v", err)
+		return startError(streams, err)
 	}
 	disp.attach(ctrl)
 
@@ -441,14 +413,63 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
-	sess := ctrl.Session()
-	if sig := sigs.got(); sig != nil && out.Status != state.StatusCompleted && out.Status != state.StatusCancelled {
+	return sessionExit(streams, sigs, notify, ctrl.Session(), out.Status, out.FailedTask)
+}
+
+// askAt sets up who answers a task that needs a person: the terminal, if
+// there is one (--on-interaction=ask); else the session parks. closeTTY
+// closes the terminal it opened.
+func askAt(c *ucli.Context, streams IO, disp *display, opts *core.RunOptions) (prompt *prompter, closeTTY func(), err error) {
+	closeTTY = func() {}
+	switch mode := c.String("on-interaction"); mode {
+	case core.InteractionAsk:
+		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
+			closeTTY = func() { _ = tty.Close() }
+			prompt = newPrompter(tty, disp)
+			disp.prompter = prompt
+			opts.Review = prompt.review
+			opts.Permission = prompt.permission
+			opts.Question = prompt.question
+		} else {
+			opts.Interaction = core.InteractionPark
+		}
+	case core.InteractionPark, core.InteractionFail:
+	default:
+		return nil, closeTTY, exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
+	}
+	return prompt, closeTTY, nil
+}
+
+// startError is the exit of a session that could not start or resume.
+func startError(streams IO, err error) error {
+	var locked *state.LockedError
+	if errors.As(err, &locked) {
+		return exitf(ExitUsage, "%v", err)
+	}
+	if errors.Is(err, core.ErrAlreadyCompleted) {
+		fmt.Fprintln(streams.Err, err)
+		return nil
+	}
+	var nf *state.NotFoundError
+	if errors.As(err, &nf) {
+		return sessionLoadError(err)
+	}
+	if errors.As(err, new(*core.DamagedJournalError)) {
+		return exitf(ExitUsage, "%v", err)
+	}
+	return exitf(ExitFailed, "%v", err)
+}
+
+// sessionExit is how a run that ended ends for the shell: its exit code,
+// and what to do next.
+func sessionExit(streams IO, sigs *interrupts, notify *notifier, sess *state.Session, status vocab.SessionStatus, failedTask string) error {
+	if sig := sigs.got(); sig != nil && status != state.StatusCompleted && status != state.StatusCancelled {
 		// A signal at a prompt (a merge review, a question) parks the
 		// session; the exit says it was the signal, as at any other moment.
-		return exitf(interruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
+		return exitf(interruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, status, sess.ID)
 	}
 	notify.session(sess, "")
-	switch out.Status {
+	switch status {
 	case state.StatusCompleted:
 		took := time.Since(sess.StartTime).Round(10 * time.Millisecond)
 		if n := len(sess.FailedSteps); n > 0 {
@@ -473,9 +494,9 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		if denied := waitingReport(sess); denied != "" {
 			return exitf(ExitParked, "%s\nsession %s is waiting", denied, sess.ID)
 		}
-		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, out.Status, sess.ID)
+		return exitf(ExitParked, "session %s is %s; continue with: vibeteam resume %s", sess.ID, status, sess.ID)
 	default:
-		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, out.FailedTask), sess.ID, resumeHint(sess))
+		return exitf(ExitFailed, "%s\nsession %s failed; %s", failureReport(sess, failedTask), sess.ID, resumeHint(sess))
 	}
 }
 

@@ -165,6 +165,21 @@ func showCommand(streams IO) *ucli.Command {
 // showGrimoire prints a grimoire session's step runs, in walk order and
 // indented by loop depth, then what is failed or blocked and what to do.
 func showGrimoire(out io.Writer, s *state.Session, running bool) {
+	showWhere(out, s)
+	showStepRuns(out, s)
+	showHowItStopped(out, s)
+	if !running && s.Status == state.StatusPendingMerge {
+		showReview(out, s)
+		return
+	}
+	if !running && s.Status != state.StatusCompleted {
+		showActions(out, s)
+	}
+}
+
+// showWhere is where a grimoire session works: its bead, its worktree, its
+// merge and the gates it ran.
+func showWhere(out io.Writer, s *state.Session) {
 	if id, _ := s.Bead["id"].(string); id != "" {
 		title, _ := s.Bead["title"].(string)
 		fmt.Fprintf(out, "bead      %s: %s (%s)\n", safe(id), safe(title), safe(s.BeadSource))
@@ -183,6 +198,10 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			fmt.Fprintf(out, "          log: %s\n", safe(g.LogPath))
 		}
 	}
+}
+
+// showStepRuns is each step run, in walk order, indented by loop depth.
+func showStepRuns(out io.Writer, s *state.Session) {
 	keys := make([]string, 0, len(s.Runs))
 	for k := range s.Runs {
 		keys = append(keys, k)
@@ -217,6 +236,11 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			fmt.Fprintf(out, "  %s    log: %s\n", indent, safe(r.LogPath))
 		}
 	}
+}
+
+// showHowItStopped is what failed, what each iteration did, and where and
+// why the grimoire blocked.
+func showHowItStopped(out io.Writer, s *state.Session) {
 	if len(s.FailedSteps) > 0 {
 		fmt.Fprintf(out, "\nfailed steps (the grimoire went on by design): %s\n", safe(strings.Join(s.FailedSteps, ", ")))
 	}
@@ -235,46 +259,49 @@ func showGrimoire(out io.Writer, s *state.Session, running bool) {
 			}
 		}
 	}
-	if !running && s.Status == state.StatusPendingMerge {
-		fmt.Fprintln(out, "\nthe merge waits for your review")
-		fmt.Fprintf(out, "  git -C %s diff %s...%s      the changes\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.Branch))
-		fmt.Fprintf(out, "  vibeteam resume %s --approve-merge            merge, and go on\n", s.ID)
-		fmt.Fprintf(out, "  vibeteam resume %s --reject-merge --reason …  block it (nothing is discarded)\n", s.ID)
-		fmt.Fprintf(out, "  vibeteam cancel %s [--clean]                 give the bead up\n", s.ID)
-		return
+}
+
+// showReview is what a person can do about a merge that waits for them.
+func showReview(out io.Writer, s *state.Session) {
+	fmt.Fprintln(out, "\nthe merge waits for your review")
+	fmt.Fprintf(out, "  git -C %s diff %s...%s      the changes\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.Branch))
+	fmt.Fprintf(out, "  vibeteam resume %s --approve-merge            merge, and go on\n", s.ID)
+	fmt.Fprintf(out, "  vibeteam resume %s --reject-merge --reason …  block it (nothing is discarded)\n", s.ID)
+	fmt.Fprintf(out, "  vibeteam cancel %s [--clean]                 give the bead up\n", s.ID)
+}
+
+// showActions is what a person can do to move a stopped session on.
+func showActions(out io.Writer, s *state.Session) {
+	fmt.Fprintln(out, "\nactions")
+	if r := s.Runs[s.Cursor]; r != nil && r.Status == vocab.StepDone {
+		// A step that ended (a merge that landed) does not run again.
+		fmt.Fprintf(out, "  resume  vibeteam resume %s                 go on after the step at %s (it ended %s)\n", resumeArgs(s), safe(s.Cursor), safe(r.Status))
+	} else if s.Cursor != "" {
+		fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", resumeArgs(s), safe(s.Cursor))
+	} else {
+		fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", resumeArgs(s))
 	}
-	if !running && s.Status != state.StatusCompleted {
-		fmt.Fprintln(out, "\nactions")
-		if r := s.Runs[s.Cursor]; r != nil && r.Status == "done" {
-			// A step that ended (a merge that landed) does not run again.
-			fmt.Fprintf(out, "  resume  vibeteam resume %s                 go on after the step at %s (it ended %s)\n", resumeArgs(s), safe(s.Cursor), safe(r.Status))
-		} else if s.Cursor != "" {
-			fmt.Fprintf(out, "  retry   vibeteam resume %s                 run the step at %s again and go on\n", resumeArgs(s), safe(s.Cursor))
-		} else {
-			fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", resumeArgs(s))
-		}
-		fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
-		if s.BlockedReason == core.BlockedGateRed {
-			fmt.Fprintf(out, "  (make the gate pass in %s first: the context above is its output)\n", safe(s.Worktree))
-			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  merge and run the gate again\n", s.ID)
-		}
-		if s.BlockedReason == vocab.BlockedMergeConflict {
-			fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
-			fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
-		}
-		switch {
-		case s.Status == state.StatusCancelled && s.Worktree != "":
-			fmt.Fprintf(out, "  clean   vibeteam cancel %s --clean         it is cancelled: remove its worktree and branch\n", s.ID)
-		case s.Status == state.StatusCancelled:
-		case s.Bead != nil && s.Merged != "":
-			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: its merge landed (%s), so the bead is closed\n", s.ID, safe(s.Merged))
-		case s.Bead != nil:
-			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: the bead goes back to open (--clean also removes its worktree)\n", s.ID)
-		default:
-			fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up\n", s.ID)
-		}
-		fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)
+	fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
+	if s.BlockedReason == core.BlockedGateRed {
+		fmt.Fprintf(out, "  (make the gate pass in %s first: the context above is its output)\n", safe(s.Worktree))
+		fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  merge and run the gate again\n", s.ID)
 	}
+	if s.BlockedReason == vocab.BlockedMergeConflict {
+		fmt.Fprintf(out, "  (resolve the conflict in %s first: git rebase %s, or git merge %s, then commit)\n", safe(s.Worktree), safe(s.BaseBranch), safe(s.BaseBranch))
+		fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  retry the merge\n", s.ID)
+	}
+	switch {
+	case s.Status == state.StatusCancelled && s.Worktree != "":
+		fmt.Fprintf(out, "  clean   vibeteam cancel %s --clean         it is cancelled: remove its worktree and branch\n", s.ID)
+	case s.Status == state.StatusCancelled:
+	case s.Bead != nil && s.Merged != "":
+		fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: its merge landed (%s), so the bead is closed\n", s.ID, safe(s.Merged))
+	case s.Bead != nil:
+		fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up: the bead goes back to open (--clean also removes its worktree)\n", s.ID)
+	default:
+		fmt.Fprintf(out, "  cancel  vibeteam cancel %s                 give it up\n", s.ID)
+	}
+	fmt.Fprintf(out, "  see     vibeteam log %s                    the step tree with outputs\n", s.ID)
 }
 
 // worktreeLine says where a session's worktree is, or that it is gone (a
