@@ -160,6 +160,14 @@ func (d *display) note(msg string) {
 }
 
 func (d *display) handle(e core.Event) {
+	// What the prompter is told is told after d.mu is let go: no UI lock
+	// is held while another is taken.
+	var tell func()
+	defer func() {
+		if tell != nil {
+			tell()
+		}
+	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.writeEventLocked(e)
@@ -174,9 +182,14 @@ func (d *display) handle(e core.Event) {
 		d.redrawLocked()
 		return
 	}
-	board := d.boardLocked(e)
+	board, toldEnd := d.boardLocked(e)
+	tell = toldEnd
 	if _, piece := e.Payload.(events.AgentSaid); !piece && d.verbose {
 		d.printLinesLocked("", d.text.flush())
+	}
+	if p, ok := e.Payload.(events.InteractionNeeded); ok && d.prompter != nil {
+		prompter, label := d.prompter, d.labelOf(e.Task)
+		tell = func() { prompter.enqueue(e, p, label) }
 	}
 	shown := d.shows(e)
 	if shown {
@@ -201,8 +214,8 @@ func (d *display) writeEventLocked(e core.Event) {
 }
 
 // boardLocked follows the event on the board (its stage, its tasks), and
-// reports whether the board changed.
-func (d *display) boardLocked(e core.Event) bool {
+// reports whether the board changed, and what to tell the prompter.
+func (d *display) boardLocked(e core.Event) (changed bool, tell func()) {
 	switch p := e.Payload.(type) {
 	case events.StageStart:
 		d.order = nil
@@ -223,28 +236,31 @@ func (d *display) boardLocked(e core.Event) bool {
 	case events.TaskStatusChange:
 		d.view(e.Task).status = p.Status
 	case events.TaskEnd:
-		d.taskEndLocked(e, p)
+		tell = d.taskEndLocked(e, p)
 	case events.KeepAlive:
 		d.view(e.Task).note = fmt.Sprintf("kept alive, pid %d", p.Pid)
 	case events.StepStarted:
 		d.order = nil // the board shows the tasks of this step only
 	default:
-		return false
+		return false, nil
 	}
-	return true
+	return true, tell
 }
 
 // taskEndLocked ends a task on the board; while a person is asked (the
-// board hidden), the end of a sibling is said in one line instead.
-func (d *display) taskEndLocked(e core.Event, p events.TaskEnd) {
+// board hidden), the end of a sibling is said in one line instead: tell
+// says it.
+func (d *display) taskEndLocked(e core.Event, p events.TaskEnd) (tell func()) {
 	tv := d.view(e.Task)
 	tv.status, tv.ended = p.Status, e.Time
 	if p.Reason != "" && p.Reason != vocab.ReasonExit {
 		tv.note = string(p.Reason)
 	}
 	if d.held && d.prompter != nil && p.Reason != vocab.ReasonStopped {
-		d.prompter.note(d.text.taskEndLine(e, p), false)
+		prompter, line := d.prompter, d.text.taskEndLine(e, p)
+		return func() { prompter.note(line, false) }
 	}
+	return nil
 }
 
 // shows reports whether the display prints lines for e. On a terminal
@@ -257,11 +273,7 @@ func (d *display) shows(e core.Event) bool {
 	case events.StepStarted:
 		return p.Type == vocab.StepAgent || p.Type == vocab.StepStage || p.Type == vocab.StepLoop
 	case events.InteractionNeeded:
-		if d.prompter != nil {
-			d.prompter.enqueue(e, p, d.labelOf(e.Task))
-			return false
-		}
-		return true
+		return d.prompter == nil // else the prompter asks
 	case events.SessionStart, events.SessionResume, events.StageStart, events.StageEnd, events.RunError,
 		events.Limited, events.LimitResume, events.Warn, events.TemplateWarning, events.Budget,
 		events.MergeWait, events.MergeDone, events.MergeQueue, events.GateStart, events.GateEnd,
