@@ -14,6 +14,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/core/worktree"
 )
@@ -206,7 +207,7 @@ func mergeUnderWay(sess *state.Session) bool {
 		return true
 	}
 	r := sess.Runs[sess.Cursor]
-	return r != nil && r.Type == workflow.StepMerge && r.Status == "done"
+	return r != nil && r.Type == workflow.StepMerge && r.Status == vocab.StepDone
 }
 
 // stepsAfter are the names of the steps of the grimoire after the one at

@@ -506,7 +506,7 @@ func cancelledHint(sess *state.Session) string {
 	where := "the interrupted tasks of its stage run again"
 	if sess.WorkflowDefinition != nil && sess.WorkflowDefinition.Kind == workflow.KindGrimoire {
 		where = "the interrupted step runs again"
-		if r := sess.Runs[sess.Cursor]; r != nil && r.Status == "done" {
+		if r := sess.Runs[sess.Cursor]; r != nil && r.Status == vocab.StepDone {
 			// It ended (a merge that landed): what follows it runs.
 			where = fmt.Sprintf("step %q ended; what follows it runs", safe(r.Name))
 		} else if r != nil {
