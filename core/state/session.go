@@ -372,6 +372,12 @@ func (s *Session) RewindStages(i int) {
 const StepOutputLimit = 256 << 10
 
 // Session is the checkpoint written to .vibeteam/sessions/<id>.json.
+//
+// Its keys are in two cases on purpose: the stage workflow's fields came
+// first, in camelCase as the stage format spells its keys; the grimoire's
+// (blocked_reason, blocked_step, …) came with the coven format, in its
+// snake_case. Sessions on disk carry both, so both keep their names: a
+// rename would leave every saved session unreadable on resume.
 type Session struct {
 	Version  int    `json:"version"`
 	ID       string `json:"id"`
