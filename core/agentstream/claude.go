@@ -32,8 +32,12 @@ type claudeParser struct {
 }
 
 type claudeLine struct {
-	Type       string            `json:"type"`
-	Subtype    string            `json:"subtype"`
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	// session_writes_lost (2.1.332+): why the transcript was not saved
+	// (ENOSPC, EDQUOT) and how much of it was lost.
+	ErrorCode  string            `json:"error_code"`
+	Lost       json.RawMessage   `json:"lost"`
 	SessionID  string            `json:"session_id"`
 	Model      string            `json:"model"`
 	MCPServers []json.RawMessage `json:"mcp_servers"`
@@ -103,6 +107,9 @@ func (p *claudeParser) Feed(line []byte) []Event {
 	}
 	switch l.Type {
 	case "system":
+		if l.Subtype == "session_writes_lost" {
+			return p.writesLost(l)
+		}
 		if l.Subtype != "init" {
 			return nil
 		}
@@ -212,6 +219,27 @@ func claudeResultText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// writesLost: claude could not save the session's transcript (a full
+// disk or quota), and says so as it exits, however the run went. The work
+// may be done, but the session cannot be continued (--resume would find
+// it incomplete or missing): a warning, and the summary remembers it.
+func (p *claudeParser) writesLost(l claudeLine) []Event {
+	why := l.ErrorCode
+	if why == "" {
+		why = "unknown error"
+	}
+	msg := "claude could not save its session transcript (" + why + ")"
+	if lost := strings.TrimSpace(string(l.Lost)); lost != "" && lost != "null" {
+		if len(lost) > 120 {
+			lost = strings.ToValidUTF8(lost[:120], "") + "…"
+		}
+		msg += ", lost: " + strings.Join(strings.Fields(lost), " ")
+	}
+	msg += ": the session cannot be continued"
+	p.sum.SessionLost = msg
+	return []Event{{Kind: Warning, Text: msg}}
 }
 
 func (p *claudeParser) result(l claudeLine) []Event {
