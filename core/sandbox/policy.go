@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ const InstallHint = "install it: apt-get install bubblewrap (Debian, Ubuntu), dn
 
 // Find is the path of the bwrap program on PATH.
 func Find() (string, error) {
+	if runtime.GOOS != "linux" {
+		// bubblewrap is Linux's; a bwrap elsewhere would not sandbox.
+		return "", fmt.Errorf("%w: the sandbox is Linux-only (bubblewrap); on %s run with --no-sandbox", ErrNoBwrap, runtime.GOOS)
+	}
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", ErrNoBwrap, InstallHint)
