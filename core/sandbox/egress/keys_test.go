@@ -170,9 +170,9 @@ func TestStreamingIsNotBuffered(t *testing.T) {
 				t.Fatal("the first chunk did not arrive before the last was sent: the proxy buffers")
 			}
 			close(release)
-			rest, _ := io.ReadAll(br)
+			rest, err := io.ReadAll(br)
 			if string(rest) != "\ndata: last\n\n" {
-				t.Errorf("rest %q", rest)
+				t.Errorf("rest %q (%v)", rest, err)
 			}
 		})
 	}
