@@ -367,6 +367,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.connect(w, r)
 		return
 	}
+	// The upstream's answer may start before the request's body has all
+	// gone out (a model API answers as soon as it has read it, while the
+	// transport still waits for the body's EOF): without full duplex, the
+	// server closes the body as the answer's headers go, the transport's
+	// write fails, and it drops the upstream connection mid-stream.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	if rp := p.routeFor(r); rp != nil {
 		rp.ServeHTTP(w, r)
 		return
