@@ -300,26 +300,7 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 		return nil, err
 	}
 	c.stopEgress = stopEgress
-	c.Executor = engine.New(sess, engine.Options{
-		Sandbox:       policy,
-		Beads:         opts.Beads,
-		Workspace:     ws,
-		Review:        opts.Review,
-		Permission:    opts.Permission,
-		Question:      opts.Question,
-		Registry:      o.registry,
-		Manager:       mgr,
-		AutoApprove:   opts.AutoApprove,
-		ForceHeadless: opts.ForceHeadless,
-		Grace:         opts.Grace,
-		Interaction:   opts.Interaction,
-		KeepGoing:     opts.KeepGoing,
-		Strict:        opts.Strict,
-		WaitLimits:    opts.WaitLimits,
-		Budget:        opts.Budget,
-		Emit:          c.emit,
-		Tracer:        c.tracer(),
-	})
+	c.Executor = engine.New(sess, c.engineOptions(opts, ws, policy, mgr))
 	if err := mgr.Save(sess); err != nil {
 		c.close()
 		return nil, err
@@ -412,6 +393,30 @@ func (c *SessionController) emit(e Event) {
 	}
 	if c.orch.onEvent != nil {
 		c.orch.onEvent(e)
+	}
+}
+
+// engineOptions are the run's options as the session's engine takes them.
+func (c *SessionController) engineOptions(opts RunOptions, ws engine.Workspace, policy *sandbox.Policy, mgr *state.Manager) engine.Options {
+	return engine.Options{
+		Sandbox:       policy,
+		Beads:         opts.Beads,
+		Workspace:     ws,
+		Review:        opts.Review,
+		Permission:    opts.Permission,
+		Question:      opts.Question,
+		Registry:      c.orch.registry,
+		Manager:       mgr,
+		AutoApprove:   opts.AutoApprove,
+		ForceHeadless: opts.ForceHeadless,
+		Grace:         opts.Grace,
+		Interaction:   opts.Interaction,
+		KeepGoing:     opts.KeepGoing,
+		Strict:        opts.Strict,
+		WaitLimits:    opts.WaitLimits,
+		Budget:        opts.Budget,
+		Emit:          c.emit,
+		Tracer:        c.tracer(),
 	}
 }
 
