@@ -226,6 +226,8 @@ func TestBuiltinStatesOnRealScreens(t *testing.T) {
 		{"codex", "codex_working.txt", StateWorking, ""},
 		{"codex", "codex_approval.txt", "interaction_approval", "choose:Yes, proceed"},
 		{"codex", "codex_idle_after_tool.txt", StateIdle, ""},
+		// A long directory and the session's title wrap the status line.
+		{"codex", "codex_idle_status_wrapped.txt", StateIdle, ""},
 		{"gemini", "gemini_trust.txt", "interaction_trust", ""}, // --skip-trust avoids it under --auto-approve
 		{"gemini", "gemini_idle_after_trust_restart.txt", StateIdle, ""},
 		{"gemini", "gemini_model_access.txt", "", ""},
