@@ -310,3 +310,49 @@ steps:
 		t.Errorf("main moved: %s → %s", head, now)
 	}
 }
+
+// The processes of a session whose network is the same share one network
+// namespace, where the session's proxy listens (no bridge per process):
+// two script steps are in the same one, not the host's; a step with
+// network: none is in another (its own policy); and in a session whose
+// network is all, a step with network: allow still gets a namespace that
+// is not the host's.
+func TestSandboxedStepsShareTheNamespaceOfTheirNetwork(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := newHostileSetup(t)
+	h.write(".vibeteam/grimoires/ns.yaml", `name: ns
+steps:
+  - { name: a, type: script, command: "readlink /proc/self/ns/net > a.txt" }
+  - { name: b, type: script, command: "readlink /proc/self/ns/net > b.txt" }
+  - { name: c, type: script, sandbox: {network: none}, command: "readlink /proc/self/ns/net > c.txt" }
+`)
+	h.write(".vibeteam/grimoires/all.yaml", `name: all
+sandbox: {network: all}
+steps:
+  - { name: d, type: script, command: "readlink /proc/self/ns/net > d.txt" }
+  - { name: e, type: script, sandbox: {network: allow}, command: "readlink /proc/self/ns/net > e.txt" }
+`)
+	wantCode(t, h.run("run", "ns", "--sandbox"), 0)
+	wantCode(t, h.run("run", "all", "--sandbox"), 0)
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := map[string]string{}
+	for _, f := range []string{"a", "b", "c", "d", "e"} {
+		ns[f] = strings.TrimSpace(h.read(f + ".txt"))
+	}
+	if ns["a"] != ns["b"] || ns["a"] == host {
+		t.Errorf("two steps of one network: %q and %q (the host's %q): want one namespace of the session's", ns["a"], ns["b"], host)
+	}
+	if ns["c"] == ns["a"] || ns["c"] == host {
+		t.Errorf("network: none is in %q (the others' %q, the host's %q): want its own", ns["c"], ns["a"], host)
+	}
+	if ns["d"] != host {
+		t.Errorf("network: all is in %q, want the host's %q", ns["d"], host)
+	}
+	if ns["e"] == host {
+		t.Errorf("network: allow in a session whose network is all has the host's network %q", host)
+	}
+}

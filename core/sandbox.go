@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -135,7 +136,45 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 		},
 		AdapterArgs: func(adapter string) []string { return slices.Clone(apis[adapter].Args) },
 		Wrap:        wrap(sock),
+		Enter:       policyNamespaces(proxy, api(apis)),
 	}, stop, nil
+}
+
+// policyNamespaces makes, once per distinct setting, a network namespace
+// where proxy listens with that network and allow: (and the adapters'
+// hosts), which every process of that setting joins. Once one cannot be
+// made (vibeteam is not root), it answers nil: each process then gets a
+// namespace of its own and starts the bridge there.
+func policyNamespaces(proxy *egress.Proxy, adapterHosts []string) func(network string, allow []string) ([]string, error) {
+	var mu sync.Mutex
+	made := map[string][]string{}
+	unavailable := false
+	return func(network string, allow []string) ([]string, error) {
+		key := network + "\x00" + strings.Join(allow, "\x00")
+		mu.Lock()
+		defer mu.Unlock()
+		if enter, ok := made[key]; ok || unavailable {
+			return enter, nil
+		}
+		rules, err := egress.ParseRules(append(slices.Clone(allow), adapterHosts...))
+		if err != nil {
+			return nil, fmt.Errorf("sandbox.allow: %w", err)
+		}
+		mode := egress.ModeAllowList
+		if network == sandbox.NetworkNone {
+			mode = egress.ModeNone
+		}
+		enter, err := proxy.ListenNetns(egress.DefaultBridgeListen, mode, rules)
+		if errors.Is(err, egress.ErrNoNetns) {
+			unavailable = true
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		made[key] = enter
+		return enter, nil
+	}
 }
 
 // api are the hosts of the adapters' model APIs, which every socket's

@@ -86,6 +86,12 @@ type Egress struct {
 	// the bridge to it.
 	SocketFor func(network string, allow []string) (string, error)
 	WrapFor   func(socket string) []string
+	// Enter, when set, is the argv (nsenter's) that runs a program in a
+	// network namespace of the session's where the proxy listens with the
+	// policy network and allow: every process of that policy joins it, and
+	// none starts a bridge. nil, nil: there is none here (not root), and
+	// each process gets a namespace and a bridge of its own.
+	Enter func(network string, allow []string) ([]string, error)
 }
 
 // mount is one bwrap mount option: op ("--bind", "--ro-bind", "--tmpfs",
@@ -113,6 +119,9 @@ type Plan struct {
 	Set  map[string]string
 	// Before is put before the command inside (the egress bridge).
 	Before []string
+	// Enter is put before bwrap: what joins the session's network
+	// namespace (nsenter --net=… --).
+	Enter []string
 	// Writable are the paths writes may go to, for a refusal's message.
 	Writable []string
 	// AgentArgs go first on the agent's command line, before its own.
@@ -178,23 +187,30 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 			ms = append(ms, hide(filepath.Join(p.Home, s))...)
 		}
 	}
-	args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
-	if cfg.NetworkOf() != NetworkAll {
-		args = append(args, "--unshare-net")
-	}
-	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", tmpRoot)
 	var mounts []string
 	for _, m := range ms {
 		mounts = append(mounts, m.args()...)
 	}
-	plan := &Plan{Bwrap: p.Bwrap, Args: args, Keep: append(append(slices.Clone(baseEnv), keep...), cfg.Env...), Writable: writable}
+	plan := &Plan{Bwrap: p.Bwrap, Keep: append(append(slices.Clone(baseEnv), keep...), cfg.Env...), Writable: writable}
+	// A process whose network is not all gets a network namespace: the
+	// session's for its policy, or one of its own.
+	ownNetns := cfg.NetworkOf() != NetworkAll
 	if e := p.Egress; e != nil && cfg.NetworkOf() != NetworkAll {
-		socket, before, err := e.socketOf(p.Config, cfg)
+		enter, err := e.enter(cfg)
 		if err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, "--bind", socket, socket)
-		plan.Set, plan.Before = map[string]string{}, before
+		if enter != nil {
+			plan.Enter, ownNetns = enter, false
+		} else {
+			socket, before, err := e.socketOf(p.Config, cfg)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, "--bind", socket, socket)
+			plan.Before = before
+		}
+		plan.Set = map[string]string{}
 		maps.Copy(plan.Set, e.Env)
 		if adapter != "" && e.AdapterEnv != nil {
 			maps.Copy(plan.Set, e.AdapterEnv(adapter))
@@ -203,8 +219,22 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 			plan.AgentArgs = e.AdapterArgs(adapter)
 		}
 	}
+	plan.Args = []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if ownNetns {
+		plan.Args = append(plan.Args, "--unshare-net")
+	}
+	plan.Args = append(plan.Args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", tmpRoot)
 	plan.Mounts = append(mounts, "--chdir", dir)
 	return plan, nil
+}
+
+// enter is how a process whose settings are cfg joins the session's
+// network namespace of its policy; nil where there is none.
+func (e *Egress) enter(cfg Config) ([]string, error) {
+	if e.Enter == nil {
+		return nil, nil
+	}
+	return e.Enter(cfg.NetworkOf(), cfg.Allow)
 }
 
 // socketOf is the proxy socket a process whose settings are cfg reaches

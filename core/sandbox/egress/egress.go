@@ -146,6 +146,8 @@ type Proxy struct {
 	closed  bool
 	tunnels map[net.Conn]struct{}
 	sockets []string
+	// namespaces are the network namespaces ListenNetns made, held open.
+	namespaces []*os.File
 	// wg holds the Serve goroutines, handlers the requests being served
 	// (http.Server.Close does not wait for those, nor know of tunnels).
 	wg       sync.WaitGroup
@@ -339,12 +341,15 @@ func (p *Proxy) Close() error {
 	for c := range p.tunnels {
 		c.Close()
 	}
-	sockets := p.sockets
+	sockets, namespaces := p.sockets, p.namespaces
 	p.mu.Unlock()
 	err := p.srv.Close()
 	p.local.Close()
 	p.wg.Wait()
 	p.handlers.Wait()
+	for _, ns := range namespaces {
+		ns.Close()
+	}
 	for _, s := range sockets {
 		_ = os.Remove(s)
 	}
