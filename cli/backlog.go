@@ -88,6 +88,9 @@ type backlogRun struct {
 	// waitLimits is --wait-limits: how long a limited bead may wait for
 	// its reset to be continued in this run.
 	waitLimits time.Duration
+	// queue is the run's merge queue, which batches the beads' merges
+	// that wait together (config.yaml merge.batch); nil: one at a time.
+	queue *worktree.Batcher
 }
 
 // checkBacklogFlags refuses the flags that do not go with --ready, and
@@ -377,7 +380,13 @@ func (br *backlogRun) schedule(sigs *interrupts, again []*state.BacklogBead) err
 	})
 	br.closer = beads.NewCloser(br.client, closeDelay, br.closeRefused)
 	br.closeOwed(ctx)
+	queueDone := br.startQueue(ctx)
 	err := sched.Run(ctx, again)
+	// Every bead's run has returned: no merge is asked any more.
+	if br.queue != nil {
+		br.queue.Close()
+		<-queueDone
+	}
 	cancel()
 	stopWatch()
 	// What completed is closed, whatever stopped the run.
@@ -389,6 +398,27 @@ func (br *backlogRun) schedule(sigs *interrupts, again []*state.BacklogBead) err
 	}
 	br.board.finish()
 	return err
+}
+
+// startQueue starts the run's merge queue when merges batch (merge.batch
+// above 1); the channel is closed when it has ended after Close.
+func (br *backlogRun) startQueue(ctx context.Context) chan struct{} {
+	done := make(chan struct{})
+	size := beads.DefaultBatch
+	if cfg, err := beads.LoadConfig(br.base); err == nil && cfg.Batch > 0 {
+		size = cfg.Batch
+	}
+	repo, err := openRepo(ctx, br.base)
+	if size <= 1 || err != nil {
+		close(done)
+		return done
+	}
+	br.queue = repo.NewBatcher(size)
+	go func() {
+		defer close(done)
+		br.queue.Run(ctx)
+	}()
+	return done
 }
 
 // beadTally counts the beads of a backlog by how they ended.
@@ -693,6 +723,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 		if err := resumeBead(sess, &opts); err != nil {
 			return nil, err
 		}
+		opts.Workspace = throughQueue(opts.Workspace, br.queue)
 		return orch.Resume(b.Session, opts)
 	}
 	fields, tracker, err := br.claim(ctx, b.ID)
@@ -709,7 +740,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 		}
 	}
 	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", tracker
-	opts.Workspace = openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base)
+	opts.Workspace = throughQueue(openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base), br.queue)
 	opts.SessionID = b.Session
 	opts.SourceDigest = fileDigest(def.Source)
 	br.board.line(fmt.Sprintf("bead %s: grimoire %s (%s), session %s", safe(b.ID), safe(b.Grimoire), safe(b.Rule), b.Session))

@@ -27,11 +27,34 @@ func TestBacklogCrashTrials(t *testing.T) {
 	}
 	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 19))
-	span := backlogTrial(t, -1, false, nil, 0)
+	span := backlogTrial(t, -1, false, false, nil, 0)
 	t.Logf("an uninterrupted backlog takes %v", span)
 	kills := 0
 	for n := range 6 {
-		kills += int(backlogTrial(t, n, n%2 == 1, rng, span))
+		kills += int(backlogTrial(t, n, n%2 == 1, false, rng, span))
+	}
+	if kills < 4 {
+		t.Errorf("only %d kills in 6 trials", kills)
+	}
+}
+
+// TestBacklogCrashTrialsBatched is TestBacklogCrashTrials with a gate and
+// the beads' merges batched (merge.batch: 4, --jobs 4): a kill during a
+// batch's gate or landing, then resume, never lands a bead twice nor
+// loses one.
+func TestBacklogCrashTrialsBatched(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 23))
+	span := backlogTrial(t, -1, false, true, nil, 0)
+	t.Logf("an uninterrupted backlog takes %v", span)
+	kills := 0
+	for n := range 6 {
+		kills += int(backlogTrial(t, n, n%2 == 1, true, rng, span))
 	}
 	if kills < 4 {
 		t.Errorf("only %d kills in 6 trials", kills)
@@ -40,12 +63,18 @@ func TestBacklogCrashTrials(t *testing.T) {
 
 // backlogTrial runs one trial; without rng nothing is killed and it
 // returns how long the backlog took; with one, the kills.
-func backlogTrial(t *testing.T, n int, group bool, rng *rand.Rand, span time.Duration) time.Duration {
+func backlogTrial(t *testing.T, n int, group, batched bool, rng *rand.Rand, span time.Duration) time.Duration {
 	t.Helper()
 	p, logPath := newBacklogProject(t,
 		bead("bd-1", "One", nil), bead("bd-2", "Two", nil), bead("bd-3", "Three", nil),
 		bead("bd-4", "After one", blocks("bd-1")),
 	)
+	jobs := "2"
+	if batched {
+		jobs = "4"
+		p.write(".vibeteam/grimoires/ship.yaml", strings.Replace(backlogGrimoire, "require_review: false", "require_review: false\n    gate: true", 1))
+		p.write(".vibeteam/config.yaml", "grimoires:\n  default: ship\nmerge:\n  gate: sleep 0.3\n  batch: 4\n")
+	}
 	env := []string{"PATH=" + fakeBDDir + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKEBD_DB=" + p.db, "FAKEBD_LOG=" + p.log}
 	start := func(args ...string) *execution {
 		cmd := p.command(args...)
@@ -59,7 +88,7 @@ func backlogTrial(t *testing.T, n int, group bool, rng *rand.Rand, span time.Dur
 		e.cmd = cmd
 		return e
 	}
-	args := []string{"run", "--ready", "--jobs", "2", "--headless", "--set", "log=" + logPath, "--set", "pause=0.2"}
+	args := []string{"run", "--ready", "--jobs", jobs, "--headless", "--set", "log=" + logPath, "--set", "pause=0.2"}
 	began := time.Now()
 	if rng == nil {
 		e := start(args...)

@@ -276,7 +276,7 @@ func (d *display) shows(e core.Event) bool {
 		return d.prompter == nil // else the prompter asks
 	case events.SessionStart, events.SessionResume, events.StageStart, events.StageEnd, events.RunError,
 		events.Limited, events.LimitResume, events.Warn, events.TemplateWarning, events.Budget,
-		events.MergeWait, events.MergeDone, events.MergeQueue, events.GateStart, events.GateEnd,
+		events.MergeWait, events.MergeDone, events.MergeQueue, events.GateStart, events.GateEnd, events.MergeBatch,
 		events.Iteration, events.StepCompleted, events.Blocked:
 		return true
 	case events.AgentStart, events.AgentSaid, events.AgentThought, events.ToolCall, events.ToolResult,

@@ -298,6 +298,8 @@ func (x *eventText) mergeLines(e state.Event) []string {
 		return []string{x.paint(stepMark(vocab.StepStopped)) + " " + queuedLine(p)}
 	case events.GateStart:
 		return []string{"▸ " + gateStartLine(p)}
+	case events.MergeBatch:
+		return []string{"▸ " + batchLine(p)}
 	case events.GateEnd:
 		line, green := gateEndLine(p)
 		m := stepMark(vocab.StepFailed)

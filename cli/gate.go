@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/beads"
@@ -28,12 +29,33 @@ func queuedLine(p events.MergeQueue) string {
 }
 
 func gateStartLine(p events.GateStart) string {
+	what := safe(p.Branch)
+	if len(p.Batch) > 1 {
+		what = fmt.Sprintf("a batch of %d (%s)", len(p.Batch), safe(strings.Join(p.Batch, ", ")))
+	}
 	msg := fmt.Sprintf("gate (%s) checks %s merged into %s at %s", safe(excerpt.FirstLineMarked(p.Command)),
-		safe(p.Branch), safe(p.Base), shortCommit(p.Commit))
+		what, safe(p.Base), shortCommit(p.Commit))
 	if p.Attempt > 1 {
 		msg += fmt.Sprintf(" (try %d: %s moved during the last)", p.Attempt, safe(p.Base))
 	}
 	return msg
+}
+
+// batchLine is a batch of merges formed, gated or bisected.
+func batchLine(p events.MergeBatch) string {
+	what := fmt.Sprintf("batch of %d into %s (%s)", len(p.Branches), safe(p.Base), safe(strings.Join(p.Branches, ", ")))
+	switch p.Phase {
+	case "formed":
+		return what + " formed at " + shortCommit(p.Commit) + ": gated once"
+	case "gated":
+		if p.Green {
+			return what + ": gate green, all of it lands"
+		}
+		return what + ": gate red"
+	case "bisected":
+		return what + " bisected: its halves are gated in order"
+	}
+	return what + ": " + safe(p.Phase)
 }
 
 // gateEndLine is the end of a gate run; green says which glyph it gets.

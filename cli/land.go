@@ -2,19 +2,20 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/worktree"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
@@ -102,6 +103,8 @@ type lander struct {
 	streams IO
 	base    string
 	logDir  string // the session-like name of its gate logs: land-TIME
+	// gateRuns counts the gate's runs (each gets its own log).
+	gateRuns atomic.Int32
 }
 
 func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
@@ -141,87 +144,162 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 	} else {
 		fmt.Fprintf(out, "landing %d branch(es) on %s, without a gate\n", len(refs), safe(onto))
 	}
-	code := 0
-	for i, ref := range refs {
-		name := c.Args().Get(i)
-		wt := &worktree.Worktree{Branch: ref, Base: onto}
-		opts := worktree.MergeOptions{Queued: func() {
-			fmt.Fprintf(out, "  %s: waiting for the merge queue: another merge into %s is under way\n", safe(name), safe(onto))
-		}}
-		var last *core.GateResult
-		if gate != "" {
-			opts.Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
-				res, err := l.gate(ctx, gate, c.Duration("gate-timeout"), name, dir, try)
-				last = &res
-				return res.Green, err
-			}
+	retries, size := 0, beads.DefaultBatch
+	if cfg, err := beads.LoadConfig(l.base); err == nil {
+		retries = cfg.GateRetries
+		if cfg.Batch > 0 {
+			size = cfg.Batch
 		}
-		msg := fmt.Sprintf("Merge %s into %s\n\nLanded by vibeteam land.", strings.TrimPrefix(strings.TrimPrefix(ref, "refs/heads/"), "refs/remotes/"), onto)
-		res, err := repo.MergeWith(ctx, wt, msg, opts)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			fmt.Fprintf(out, "✗ %s: interrupted; %s did not get it\n", safe(name), safe(onto))
-			return ExitInterrupted, nil
-		case err != nil:
-			fmt.Fprintf(out, "✗ %s: %v\n", safe(name), err)
-			return ExitFailed, nil
-		case res.UpToDate:
-			fmt.Fprintf(out, "✓ %s: already in %s\n", safe(name), safe(onto))
-		case res.Merged:
-			line := fmt.Sprintf("✓ %s: landed on %s as %s", safe(name), safe(onto), shortCommit(res.Commit))
-			if last != nil {
-				line += ", " + gateVerdict(true, 0, "", last.Duration)
-				if res.Attempts > 1 {
-					line += fmt.Sprintf(" (try %d: %s moved meanwhile)", res.Attempts, safe(onto))
-				}
-			}
-			fmt.Fprintln(out, line)
-		case res.GateRed:
-			code = ExitParked
-			line := fmt.Sprintf("✗ %s: not landed: ", safe(name))
-			if last != nil {
-				line += gateVerdict(false, last.ExitCode, last.Reason, last.Duration)
-			} else {
-				line += "gate red"
-			}
-			fmt.Fprintln(out, line)
-			if last != nil {
-				for _, s := range strings.Split(core.FailureTail(last.Output), "\n") {
-					fmt.Fprintf(out, "  | %s\n", safeLine(s))
-				}
-				if last.LogPath != "" {
-					fmt.Fprintf(out, "  log: %s\n", safe(last.LogPath))
-				}
-			}
-		case len(res.Conflicts) > 0:
-			code = ExitParked
-			var paths []string
-			for _, cf := range res.Conflicts {
-				paths = append(paths, cf.Path)
-			}
-			fmt.Fprintf(out, "✗ %s: not landed: it conflicts with %s in %s\n", safe(name), safe(onto), safe(strings.Join(paths, ", ")))
-		case res.Refused != "":
-			code = ExitParked
-			fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", safe(name), safe(excerpt.FirstLineMarked(res.Refused)))
-		case res.Moving != "":
-			code = ExitParked
-			fmt.Fprintf(out, "✗ %s: not landed: %s\n", safe(name), safe(res.Moving))
-		default:
-			return ExitFailed, errors.New("land: the merge of " + name + " did not happen, for no reason git gave")
+	}
+	items, lasts := l.items(c, refs, onto, gate, retries)
+	var results []worktree.MergeResult
+	var errs []error
+	if size > 1 && len(items) > 1 {
+		// Batched: they wait together, the first given the oldest.
+		q := repo.NewBatcher(size)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			q.Run(ctx)
+		}()
+		results, errs = q.MergeAll(ctx, items)
+		q.Close()
+		<-done
+	}
+	code := 0
+	for i, it := range items {
+		var res worktree.MergeResult
+		var err error
+		if results != nil {
+			res, err = results[i], errs[i]
+		} else {
+			res, err = repo.MergeWith(ctx, it.Worktree, it.Message, worktree.MergeOptions{Gate: it.Gate, Queued: it.Queued, Retries: retries})
+		}
+		if rc, stop := l.report(ctx, c.Args().Get(i), onto, res, err, lasts[i]); stop {
+			return rc, nil
+		} else if rc != 0 {
+			code = rc
 		}
 	}
 	return code, nil
 }
 
+// items are the merges of the branches refs into onto, each gated by
+// gate; lasts get the last gate run of each.
+func (l *lander) items(c *ucli.Context, refs []string, onto, gate string, retries int) ([]worktree.MergeItem, []*core.GateResult) {
+	items := make([]worktree.MergeItem, len(refs))
+	lasts := make([]*core.GateResult, len(refs))
+	for i, ref := range refs {
+		name := c.Args().Get(i)
+		items[i] = worktree.MergeItem{
+			Worktree: &worktree.Worktree{Branch: ref, Base: onto},
+			Message:  fmt.Sprintf("Merge %s into %s\n\nLanded by vibeteam land.", branchName(ref), onto),
+			Retries:  retries,
+			Queued: func() {
+				fmt.Fprintf(l.streams.Out, "  %s: waiting for the merge queue: another merge into %s is under way\n", safe(name), safe(onto))
+			},
+		}
+		if gate != "" {
+			items[i].Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
+				res, err := l.gate(ctx, gate, c.Duration("gate-timeout"), name, dir, try)
+				lasts[i] = &res
+				return res.Green, err
+			}
+		}
+	}
+	return items, lasts
+}
+
+// branchName is a branch's ref without refs/heads/ or refs/remotes/.
+func branchName(ref string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(ref, "refs/heads/"), "refs/remotes/")
+}
+
+// report says how one branch's merge went: the exit code it gives, and
+// stop when nothing after it may be said (interrupted, git failed).
+func (l *lander) report(ctx context.Context, name, onto string, res worktree.MergeResult, err error, last *core.GateResult) (int, bool) {
+	out := l.streams.Out
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(out, "✗ %s: interrupted; %s did not get it\n", safe(name), safe(onto))
+		return ExitInterrupted, true
+	case err != nil:
+		fmt.Fprintf(out, "✗ %s: %v\n", safe(name), err)
+		return ExitFailed, true
+	case res.UpToDate:
+		fmt.Fprintf(out, "✓ %s: already in %s\n", safe(name), safe(onto))
+	case res.Merged:
+		line := fmt.Sprintf("✓ %s: landed on %s as %s", safe(name), safe(onto), shortCommit(res.Commit))
+		if len(res.Batch) > 1 {
+			line += fmt.Sprintf(", in a batch of %d", len(res.Batch))
+		} else if last != nil {
+			line += ", " + gateVerdict(true, 0, "", last.Duration)
+			if res.Attempts > 1 {
+				line += fmt.Sprintf(" (try %d: %s moved meanwhile)", res.Attempts, safe(onto))
+			}
+		}
+		fmt.Fprintln(out, line)
+	case res.GateRed:
+		line := fmt.Sprintf("✗ %s: not landed: ", safe(name))
+		if last != nil {
+			line += gateVerdict(false, last.ExitCode, last.Reason, last.Duration)
+		} else {
+			line += "gate red"
+		}
+		if len(res.Batch) > 1 {
+			line += fmt.Sprintf(" (found red in the batch of %d, gated on its own)", len(res.Batch))
+		}
+		fmt.Fprintln(out, line)
+		if last != nil {
+			for _, s := range strings.Split(core.FailureTail(last.Output), "\n") {
+				fmt.Fprintf(out, "  | %s\n", safeLine(s))
+			}
+			if last.LogPath != "" {
+				fmt.Fprintf(out, "  log: %s\n", safe(last.LogPath))
+			}
+		}
+		return ExitParked, false
+	case len(res.Conflicts) > 0:
+		var paths []string
+		for _, cf := range res.Conflicts {
+			paths = append(paths, cf.Path)
+		}
+		fmt.Fprintf(out, "✗ %s: not landed: it conflicts with %s in %s\n", safe(name), safe(onto), safe(strings.Join(paths, ", ")))
+		return ExitParked, false
+	case res.Refused != "":
+		fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", safe(name), safe(excerpt.FirstLineMarked(res.Refused)))
+		return ExitParked, false
+	case res.Moving != "":
+		fmt.Fprintf(out, "✗ %s: not landed: %s\n", safe(name), safe(res.Moving))
+		return ExitParked, false
+	default:
+		fmt.Fprintf(out, "✗ %s: the merge did not happen, for no reason git gave\n", safe(name))
+		return ExitFailed, true
+	}
+	return 0, false
+}
+
 // gate runs the gate on one merge commit, its output to a log file.
 func (l *lander) gate(ctx context.Context, gate string, timeout time.Duration, name, dir string, try worktree.GateTry) (core.GateResult, error) {
-	fmt.Fprintf(l.streams.Out, "  %s: gate on %s at %s", safe(name), safe(try.Base), shortCommit(try.Commit))
+	label, logName := name, name+".gate-"+strconv.Itoa(try.Attempt)
+	if len(try.Batch) > 1 {
+		names := make([]string, len(try.Batch))
+		for i, b := range try.Batch {
+			names[i] = branchName(b)
+		}
+		label = fmt.Sprintf("batch of %d (%s)", len(names), strings.Join(names, ", "))
+	}
+	if n := l.gateRuns.Add(1); n > 1 {
+		// Each run its own log: a batch gates a branch more than once.
+		logName = fmt.Sprintf("%s.gate-%d-%d", name, try.Attempt, n)
+	}
+	fmt.Fprintf(l.streams.Out, "  %s: gate on %s at %s", safe(label), safe(try.Base), shortCommit(try.Commit))
 	if try.Attempt > 1 {
 		fmt.Fprintf(l.streams.Out, " (try %d: %s moved during the last)", try.Attempt, safe(try.Base))
 	}
 	fmt.Fprintln(l.streams.Out)
 	mgr := state.NewManager(l.base)
-	path := mgr.TaskLogPath(l.logDir, name+".gate-"+strconv.Itoa(try.Attempt))
+	path := mgr.TaskLogPath(l.logDir, logName)
 	var f *os.File
 	if err := os.MkdirAll(mgr.LogDir(l.logDir), 0o700); err == nil {
 		f, _ = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)

@@ -47,6 +47,7 @@ func TestLandPushedBranches(t *testing.T) {
 	wantCode(t, r, 3)
 	for _, want := range []string{
 		"landing 4 branch(es) on main",
+		"  batch of 3 (origin/jobs/a, origin/jobs/bad, origin/jobs/b): gate on main at ",
 		"✓ origin/jobs/a: landed on main as ",
 		"✗ origin/jobs/bad: not landed: gate red (exit 1) after",
 		"  | --- FAIL: TestBad",

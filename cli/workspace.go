@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/worktree"
 )
 
@@ -14,6 +15,12 @@ import (
 type gitWorkspace struct {
 	repo *worktree.Repo
 	wt   *worktree.Worktree
+	// queue, when set, is the process's merge queue, which batches the
+	// merges that wait together (run --ready); nil: the merge goes
+	// through the repository's queue alone.
+	queue *worktree.Batcher
+	// retries is config.yaml's merge.gate_retries.
+	retries int
 }
 
 func (w gitWorkspace) Dir() string    { return w.wt.Path }
@@ -32,14 +39,27 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 	opts := worktree.MergeOptions{Queued: req.Queued}
 	if req.Gate != nil {
 		opts.Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
-			return req.Gate(ctx, dir, core.GateTry{Attempt: try.Attempt, Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit})
+			return req.Gate(ctx, dir, core.GateTry{Attempt: try.Attempt, Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Batch: try.Batch})
 		}
 	}
-	res, err := w.repo.MergeWith(ctx, w.wt, req.Message, opts)
+	opts.Retries = w.retries
+	var res worktree.MergeResult
+	var err error
+	if w.queue != nil {
+		item := worktree.MergeItem{Worktree: w.wt, Message: req.Message, Gate: opts.Gate, GateKey: req.GateKey, Retries: w.retries, Queued: req.Queued}
+		if req.Batched != nil {
+			item.Batched = func(n worktree.BatchNews) {
+				req.Batched(core.BatchNews{Phase: n.Phase, Branches: n.Branches, Base: n.Base, Commit: n.Commit, Green: n.Green})
+			}
+		}
+		res, err = w.queue.Merge(ctx, item)
+	} else {
+		res, err = w.repo.MergeWith(ctx, w.wt, req.Message, opts)
+	}
 	if err != nil {
 		return core.MergeOutcome{}, err
 	}
-	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, UpToDate: res.UpToDate, Attempts: res.Attempts, Waited: res.Waited}
+	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, UpToDate: res.UpToDate, Attempts: res.Attempts, Waited: res.Waited, Batch: res.Batch}
 	if res.UpToDate && out.Commit == "" {
 		out.Commit = "(up to date)"
 	}
@@ -91,6 +111,26 @@ func openWorkspace(base, beadID, baseBranch string) func(session string) (core.W
 		if err != nil {
 			return nil, err
 		}
-		return gitWorkspace{repo: repo, wt: wt}, nil
+		ws := gitWorkspace{repo: repo, wt: wt}
+		if cfg, err := beads.LoadConfig(base); err == nil {
+			ws.retries = cfg.GateRetries
+		}
+		return ws, nil
+	}
+}
+
+// throughQueue makes the workspaces open gives merge through the
+// process's merge queue q (none when nil).
+func throughQueue(open func(string) (core.Workspace, error), q *worktree.Batcher) func(string) (core.Workspace, error) {
+	if q == nil || open == nil {
+		return open
+	}
+	return func(session string) (core.Workspace, error) {
+		ws, err := open(session)
+		if g, ok := ws.(gitWorkspace); ok && err == nil {
+			g.queue = q
+			return g, nil
+		}
+		return ws, err
 	}
 }

@@ -23,6 +23,9 @@ type (
 	// the merge commit it checks).
 	MergeRequest = engine.MergeRequest
 	GateTry      = engine.GateTry
+	// BatchNews is a batch of merges formed, gated or bisected by a
+	// merge queue that batches.
+	BatchNews = engine.BatchNews
 )
 
 // Answers to a merge review.

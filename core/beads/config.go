@@ -19,6 +19,9 @@ import (
 // ConfigFile is the project's vibeteam settings, relative to the base dir.
 const ConfigFile = ".vibeteam/config.yaml"
 
+// DefaultBatch is merge.batch when not written.
+const DefaultBatch = 4
+
 // DefaultGrimoire runs a bead no rule chose a grimoire for.
 const DefaultGrimoire = "implement-bead"
 
@@ -30,6 +33,8 @@ const DefaultGrimoire = "implement-bead"
 //	notify: notify-send vibeteam "$(jq -r .next)"
 //	merge:
 //	  gate: go test ./...
+//	  batch: 4          # merges gated together by run --ready and land
+//	  gate_retries: 1   # a merge red on its own is gated again (flaky tests)
 type Config struct {
 	ByType  map[string]string
 	Default string
@@ -40,6 +45,13 @@ type Config struct {
 	// Gate is the default merge gate: the command a merge step without a
 	// gate of its own (or with gate: true) runs on the merged result.
 	Gate string
+	// Batch is merge.batch: how many waiting merges a run --ready (or a
+	// land of several branches) gates as one candidate; 0 when not
+	// written (DefaultBatch).
+	Batch int
+	// GateRetries is merge.gate_retries: how many more times a merge's
+	// gate runs when it is red on its own, before the merge is red.
+	GateRetries int
 	// Matchers and MatchersDefault are grimoire-matchers.yaml's (see
 	// Matcher): .vibeteam's, else .coven's.
 	// Sandbox is the project's sandbox: block (nil when not written): the
@@ -85,7 +97,15 @@ func LoadConfig(baseDir string) (Config, error) {
 			return
 		}
 		if kv.Key.Value == "merge" {
-			w.Fields(kv.Val, "merge", "", []string{"gate"}, func(kv yamlnode.Pair) {
+			w.Fields(kv.Val, "merge", "", []string{"gate", "batch", "gate_retries"}, func(kv yamlnode.Pair) {
+				switch kv.Key.Value {
+				case "batch":
+					cfg.Batch, _ = w.Int(kv.Val, "merge.batch", 1, 100)
+					return
+				case "gate_retries":
+					cfg.GateRetries, _ = w.Int(kv.Val, "merge.gate_retries", 0, 10)
+					return
+				}
 				if g, ok := w.String(kv.Val, "merge.gate"); ok && strings.TrimSpace(g) == "" {
 					w.Fail(kv.Val, "merge.gate", yamlnode.MsgNotEmpty)
 				} else {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ type MergeOutcome struct {
 	Attempts int
 	// Waited is how long the merge waited for the merge queue.
 	Waited time.Duration
+	// Batch, for a merge landed with others or found red among them, is
+	// the batch's branches, oldest first.
+	Batch []string
 }
 
 // MergeConflict is one conflicting file and its hunks.
@@ -170,17 +174,31 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		// grimoire was loaded.
 		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed.Because("gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged")}
 	}
+	return r.merge(ctx, step, at, underWay)
+}
+
+// merge brings the worktree's branch into the base through the
+// Workspace's merge queue, its merge intent journaled first: a kill while
+// it runs leaves the intent open, which resume takes for a merge under way.
+func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Addr, underWay bool) flow.Result {
+	g, host := r.g, r.g.host
+	ws := g.cfg.Workspace
+	title, id := g.title, g.bead
 	host.setIntent(&state.GitIntent{Kind: state.IntentMerge, Branch: ws.Branch(), Base: ws.Base(), Path: ws.Dir()})
 	req := MergeRequest{
 		Message: fmt.Sprintf("Merge %s: %s\n\nBead %s, vibeteam grimoire %s (session %s).", ws.Branch(), title, id, g.def.ID, g.cfg.SessionID),
 		Queued: func() {
 			host.emit("", events.MergeQueue{Step: step.Label(), Address: at.Key(), Base: ws.Base()})
 		},
+		Batched: func(n BatchNews) {
+			host.emit("", events.MergeBatch{Step: step.Label(), Address: at.Key(), Phase: n.Phase, Base: n.Base, Branches: n.Branches, Commit: n.Commit, Green: n.Green})
+		},
 	}
 	var gate *gateRunner
 	if step.Merge.Gate != "" {
 		gate = &gateRunner{g: g, step: step, at: at}
 		req.Gate = gate.run
+		req.GateKey = gateKey(step)
 	}
 	out, err := ws.Merge(ctx, req)
 	if err != nil || len(out.Conflicts) > 0 || out.Refused != "" || out.GateRed || out.Moving != "" {
@@ -203,23 +221,7 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	case out.Refused != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Refused, Reason: BlockedMergeRefused.Because("git refused to update " + ws.Base() + " in your checkout (nothing was changed): " + excerpt.FirstLine(out.Refused))}
 	case out.GateRed:
-		res := flow.Result{Status: flow.Blocked, ExitCode: -1}
-		why := "it did not run"
-		if last := gate.lastRun(); last != nil {
-			res.Output, res.ExitCode, res.LogPath = last.Output, last.ExitCode, last.LogPath
-			why = fmt.Sprintf("exit %d", last.ExitCode)
-			if last.Reason != "" {
-				why = last.Reason
-			}
-			why += " after " + last.Duration.Round(time.Millisecond).String()
-		}
-		res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
-			BlockedGateRed, excerpt.FirstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), g.cfg.SessionID)
-		if last := gate.lastRun(); last != nil && last.Refused != "" {
-			// Red because its sandbox refused a write: that is the cause.
-			res.Reason = fmt.Sprintf("%s: %s; the merge step's sandbox: block is the gate's (%s)", sandbox.RefusedReason, last.Refused, res.Reason)
-		}
-		return res
+		return gateRed(step, ws, gate.lastRun(), out.Batch, g.cfg.SessionID)
 	case out.Moving != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving.Because(out.Moving)}
 	case out.UpToDate && !underWay:
@@ -238,6 +240,37 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		}
 	}
 	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: summary}
+}
+
+// gateRed is the result of a merge whose gate was red: blocked, with
+// the last run's output, and the batch it was found red in.
+func gateRed(step *workflow.Step, ws Workspace, last *GateResult, batch []string, session string) flow.Result {
+	res := flow.Result{Status: flow.Blocked, ExitCode: -1}
+	why := "it did not run"
+	if last != nil {
+		res.Output, res.ExitCode, res.LogPath = last.Output, last.ExitCode, last.LogPath
+		why = fmt.Sprintf("exit %d", last.ExitCode)
+		if last.Reason != "" {
+			why = last.Reason
+		}
+		why += " after " + last.Duration.Round(time.Millisecond).String()
+	}
+	if len(batch) > 1 {
+		why += fmt.Sprintf("; found red in the batch %s, gated on its own", strings.Join(batch, ", "))
+	}
+	res.Reason = fmt.Sprintf("%s: the gate (%s) failed on the merge of %s into %s (%s); %s did not move: fix the work in %s, then vibeteam resume %s --approve-merge",
+		BlockedGateRed, excerpt.FirstLine(step.Merge.Gate), ws.Branch(), ws.Base(), why, ws.Base(), ws.Dir(), session)
+	if last != nil && last.Refused != "" {
+		// Red because its sandbox refused a write: that is the cause.
+		res.Reason = fmt.Sprintf("%s: %s; the merge step's sandbox: block is the gate's (%s)", sandbox.RefusedReason, last.Refused, res.Reason)
+	}
+	return res
+}
+
+// gateKey names a merge step's gate: its command, timeout and sandbox.
+func gateKey(step *workflow.Step) string {
+	box, _ := json.Marshal(step.Sandbox)
+	return fmt.Sprintf("%s\x00%s\x00%s", step.Merge.Gate, time.Duration(step.Merge.GateTimeout), box)
 }
 
 // nothingToMerge ends a merge step whose branch has no commit its base

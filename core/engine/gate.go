@@ -32,6 +32,22 @@ type MergeRequest struct {
 	// Queued, when set, is called when another merge into the repository
 	// holds the merge queue and this one waits for it.
 	Queued func()
+	// GateKey names the gate (command, timeout, sandbox): a merge queue
+	// batches merges together only under the same gate.
+	GateKey string
+	// Batched, when set, is told of each batch of several merges this
+	// one is part of (a merge queue that batches).
+	Batched func(BatchNews)
+}
+
+// BatchNews is a batch of several merges formed, gated (Green) or
+// bisected (Phase: formed, gated, bisected).
+type BatchNews struct {
+	Phase    string
+	Branches []string
+	Base     string
+	Commit   string
+	Green    bool
 }
 
 // Gate checks a merge before it lands: it runs in dir, a temporary
@@ -43,6 +59,8 @@ type Gate func(ctx context.Context, dir string, try GateTry) (green bool, err er
 type GateTry struct {
 	Attempt                          int
 	Base, Branch, BaseCommit, Commit string
+	// Batch, for a candidate of several merges, is their branches.
+	Batch []string
 }
 
 // GateResult is how one run of a gate ended.
@@ -151,15 +169,22 @@ type gateRunner struct {
 
 	mu   sync.Mutex
 	last *GateResult
+	runs int
 }
 
 func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, error) {
 	g, m := r.g, r.step.Merge
 	g.host.emit("", events.GateStart{
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Command: m.Gate,
-		Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Dir: dir,
+		Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Dir: dir, Batch: try.Batch,
 	})
-	name := logName(r.step, r.at) + ".gate-" + strconv.Itoa(try.Attempt)
+	// Each run its own log: a merge queue that batches gates a merge
+	// more than once on the same attempt.
+	r.mu.Lock()
+	r.runs++
+	nth := max(r.runs, try.Attempt)
+	r.mu.Unlock()
+	name := logName(r.step, r.at) + ".gate-" + strconv.Itoa(nth)
 	f, logPath := g.openStepLog(name)
 	var logMu sync.Mutex
 	write := func(p []byte) {
@@ -191,6 +216,7 @@ func (r *gateRunner) run(ctx context.Context, dir string, try GateTry) (bool, er
 		Step: r.step.Label(), Address: r.at.Key(), Attempt: try.Attempt, Command: m.Gate,
 		Base: try.Base, BaseCommit: try.BaseCommit, Commit: try.Commit, Started: started,
 		DurationMS: res.Duration.Milliseconds(), Green: res.Green, ExitCode: res.ExitCode, Reason: res.Reason, LogPath: logPath,
+		Batch: try.Batch,
 	}
 	if err != nil {
 		run.Reason = "interrupted"

@@ -5,7 +5,22 @@ const (
 	MergeQueued  = "workflow.merge_queued"  // step, address, base: another merge into the repository holds the queue; this one waits
 	GateStarted  = "workflow.gate_started"  // see GateStart
 	GateFinished = "workflow.gate_finished" // see GateEnd
+	MergeBatched = "workflow.merge_batch"   // see MergeBatch
 )
+
+// MergeBatch is workflow.merge_batch: a batch of several merges this one
+// is part of was formed (its candidate computed: the base plus each merge
+// on the one before), gated once (Green), or, red, bisected: its halves
+// are gated in order.
+type MergeBatch struct {
+	Address  string   `json:"address"`
+	Base     string   `json:"base"`
+	Branches []string `json:"branches"` // the batch, oldest first
+	Commit   string   `json:"commit"`   // the candidate's tip
+	Green    bool     `json:"green,omitempty"`
+	Phase    string   `json:"phase"` // formed, gated, bisected
+	Step     string   `json:"step"`
+}
 
 // GateStart is workflow.gate_started: a merge step's gate starts on a
 // merge commit.
@@ -14,11 +29,13 @@ type GateStart struct {
 	Attempt    int    `json:"attempt"` // 2 and more: the base moved during the run before
 	Base       string `json:"base"`
 	BaseCommit string `json:"base_commit"`
-	Branch     string `json:"branch"`
-	Command    string `json:"command"`
-	Commit     string `json:"commit"` // the merge commit it checks
-	Dir        string `json:"dir"`    // the temporary worktree it runs in
-	Step       string `json:"step"`
+	// Batch, for a candidate of several merges, is their branches.
+	Batch   []string `json:"batch,omitempty"`
+	Branch  string   `json:"branch"`
+	Command string   `json:"command"`
+	Commit  string   `json:"commit"` // the merge commit it checks
+	Dir     string   `json:"dir"`    // the temporary worktree it runs in
+	Step    string   `json:"step"`
 }
 
 // GateEnd is workflow.gate_finished.

@@ -362,6 +362,7 @@ func (MergeDone) Kind() string          { return Merged }
 func (MergeQueue) Kind() string         { return MergeQueued }
 func (GateStart) Kind() string          { return GateStarted }
 func (GateEnd) Kind() string            { return GateFinished }
+func (MergeBatch) Kind() string         { return MergeBatched }
 func (Limited) Kind() string            { return AgentLimited }
 func (LimitResume) Kind() string        { return AgentLimitResumed }
 func (o Other) Kind() string            { return o.Name }
@@ -423,6 +424,7 @@ var decoders = map[string]func([]byte) (Payload, error){
 	MergeQueued:           decodeAs[MergeQueue],
 	GateStarted:           decodeAs[GateStart],
 	GateFinished:          decodeAs[GateEnd],
+	MergeBatched:          decodeAs[MergeBatch],
 	AgentLimited:          decodeAs[Limited],
 	AgentLimitResumed:     decodeAs[LimitResume],
 }

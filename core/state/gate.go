@@ -18,6 +18,9 @@ type GateRun struct {
 	ExitCode   int       `json:"exit_code"`        // -1: killed (timeout, interrupt) or not started
 	Reason     string    `json:"reason,omitempty"` // why it is red, beyond its exit code (a timeout)
 	LogPath    string    `json:"log_path,omitempty"`
+	// Batch, for a candidate of several merges gated at once, is their
+	// branches, oldest first.
+	Batch []string `json:"batch,omitempty"`
 }
 
 // MaxGateRuns is how many gate runs a session keeps.

@@ -20,6 +20,9 @@ type MergeOptions struct {
 	// Queued, when set, is called when another merge holds the queue and
 	// this one waits for it.
 	Queued func()
+	// Retries is how many more times a red gate runs before the merge is
+	// called red (flaky tests).
+	Retries int
 }
 
 // DefaultGateTries is how many times a merge is computed again, gate and
@@ -40,6 +43,9 @@ type GateTry struct {
 	BaseCommit string // the base's commit the merge was computed on
 	Tip        string // the branch's commit
 	Commit     string // the merge commit, checked out in the gate's worktree
+	// Batch, for a candidate of several merges (see Batcher), is their
+	// branches, oldest first; Commit is then the last one's merge commit.
+	Batch []string
 }
 
 // gatePrefix starts the name of a gate's worktree under .worktrees; bead
@@ -70,6 +76,17 @@ func (r *Repo) gate(ctx context.Context, g Gate, try GateTry) (bool, error) {
 	// nothing of the user's is in it.
 	defer r.removeGate(context.WithoutCancel(ctx), dir)
 	return g(ctx, dir, try)
+}
+
+// gateRetrying runs the gate, and again up to retries times while it is
+// red.
+func (r *Repo) gateRetrying(ctx context.Context, g Gate, retries int, try GateTry) (bool, error) {
+	for n := 0; ; n++ {
+		green, err := r.gate(ctx, g, try)
+		if err != nil || green || n >= retries {
+			return green, err
+		}
+	}
 }
 
 // addGate makes a worktree at commit, detached, under .worktrees.

@@ -35,6 +35,9 @@ type MergeResult struct {
 	// Waited is how long the merge waited for the repository's merge
 	// queue (0 when it was free).
 	Waited time.Duration
+	// Batch, for a merge a Batcher landed with others, or found red
+	// among them, is the batch's branches, oldest first.
+	Batch []string
 }
 
 // Conflict is one conflicting file: the <<<<<<< ... >>>>>>> hunks of the
@@ -135,7 +138,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 			return res, err
 		}
 		if opts.Gate != nil {
-			green, err := r.gate(ctx, opts.Gate, GateTry{Attempt: attempt, Base: wt.Base, Branch: wt.Branch, BaseCommit: m.old, Tip: m.tip, Commit: m.commit})
+			green, err := r.gateRetrying(ctx, opts.Gate, opts.Retries, GateTry{Attempt: attempt, Base: wt.Base, Branch: wt.Branch, BaseCommit: m.old, Tip: m.tip, Commit: m.commit})
 			if err != nil {
 				return MergeResult{}, err
 			}
