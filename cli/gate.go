@@ -85,6 +85,9 @@ func gateRunLine(g state.GateRun) string {
 	if g.Attempt > 1 {
 		line += fmt.Sprintf(" (try %d)", g.Attempt)
 	}
+	if len(g.Batch) > 1 {
+		line += fmt.Sprintf(", a batch of %d: %s", len(g.Batch), safe(strings.Join(g.Batch, ", ")))
+	}
 	return line
 }
 

@@ -269,7 +269,7 @@ func (r *Repo) mergeBatch(ctx context.Context, batch []*batchReq) ([]MergeResult
 	for i := range all {
 		all[i] = i
 	}
-	return results, run.settle(ctx, all)
+	return results, run.settle(ctx, all, false)
 }
 
 // candidate is a batch's merges computed on the base: chain are the
@@ -282,8 +282,13 @@ type candidate struct {
 }
 
 // settle lands what it can of the merges group (indexes, oldest first)
-// on the base as it is now.
-func (b *batchRun) settle(ctx context.Context, group []int) error {
+// on the base as it is now. red says the group's candidate is known to be
+// red: it is the second half of a red candidate whose first half landed
+// whole, so the base is now where that candidate's tip was less the
+// group's merges, and its tip would be the red tip again. Such a group of
+// several is bisected without a gate run; a merge alone is always gated
+// (a flaky red is found out there).
+func (b *batchRun) settle(ctx context.Context, group []int, red bool) error {
 	c, err := b.candidate(ctx, group)
 	if err != nil || len(c.chain) == 0 {
 		return err
@@ -292,12 +297,14 @@ func (b *batchRun) settle(ctx context.Context, group []int) error {
 	if several {
 		b.tell(c.chain, BatchNews{Phase: BatchFormed, Commit: c.tip()})
 	}
-	green, err := b.gate(ctx, c)
-	if err != nil {
-		return err
-	}
-	if several {
-		b.tell(c.chain, BatchNews{Phase: BatchGated, Commit: c.tip(), Green: green})
+	green := false
+	if known := several && red && len(c.chain) == len(group); !known {
+		if green, err = b.gate(ctx, c); err != nil {
+			return err
+		}
+		if several {
+			b.tell(c.chain, BatchNews{Phase: BatchGated, Commit: c.tip(), Green: green})
+		}
 	}
 	if green {
 		return b.land(ctx, c, group)
@@ -309,10 +316,14 @@ func (b *batchRun) settle(ctx context.Context, group []int) error {
 	}
 	b.tell(c.chain, BatchNews{Phase: BatchBisected, Commit: c.tip()})
 	half := len(c.chain) / 2
-	if err := b.settle(ctx, c.chain[:half]); err != nil {
+	if err := b.settle(ctx, c.chain[:half], false); err != nil {
 		return err
 	}
-	return b.settle(ctx, c.chain[half:])
+	landed := true
+	for _, i := range c.chain[:half] {
+		landed = landed && b.results[i].Merged && !b.results[i].UpToDate
+	}
+	return b.settle(ctx, c.chain[half:], landed)
 }
 
 func (c *candidate) tip() string { return c.commits[len(c.commits)-1] }
@@ -409,7 +420,7 @@ func (b *batchRun) land(ctx context.Context, c *candidate, group []int) error {
 	if moved {
 		b.moves++
 		if b.moves < DefaultGateTries {
-			return b.settle(ctx, group)
+			return b.settle(ctx, group, false)
 		}
 		for _, i := range c.chain {
 			b.results[i] = MergeResult{Moving: fmt.Sprintf("branch %s moved while each of %d merges of %s was being checked; nothing was merged: run it again when %s is quieter", b.base, b.moves, b.items[i].Worktree.Branch, b.base), Attempts: b.moves}
