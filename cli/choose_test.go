@@ -126,3 +126,43 @@ func TestUnknownScreenParksNamingTheVersion(t *testing.T) {
 		t.Errorf("stderr does not show the screen:\n%s", r.stderr)
 	}
 }
+
+// A blank screen asks nothing: a TUI that draws nothing for a while (opencode
+// on a loaded machine took over 45 s for its first frame) is not an unknown
+// question after 3 × stuckAfter. It gets 12 × stuckAfter, then a person is
+// told the CLI drew nothing.
+func TestBlankScreenIsNotAQuestion(t *testing.T) {
+	for _, c := range []struct {
+		name, blank, stuck string
+		code               int
+	}{
+		// Blank for 1 s: past 3 × 200 ms, well within 12 × 200 ms.
+		{"slow first frame", "1s", "200ms", 0},
+		// Blank for ever: parked after 12 × 50 ms, saying why.
+		{"never drawn", "1h", "50ms", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProject(t)
+			ad := p.read(".vibeteam/adapters/tui.yaml")
+			ad = strings.Replace(ad, "args: [", "args: [-blank, "+c.blank+", ", 1)
+			ad = strings.Replace(ad, "quietPeriod: 100ms", "quietPeriod: 100ms\nstuckAfter: "+c.stuck, 1)
+			p.write(".vibeteam/adapters/tui.yaml", ad)
+			p.write("wf.yaml", "id: blank\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, prompt: hello, timeout: 60s }\n")
+			r := p.run("run", "wf.yaml", "--auto-approve", "--grace", "300ms")
+			wantCode(t, r, c.code)
+			s := p.only()
+			if c.code == 0 {
+				if got := p.read("rec.txt"); !strings.Contains(got, "hello") {
+					t.Errorf("the TUI received %q; want the prompt", got)
+				}
+				return
+			}
+			if s.TaskStatus["a"] != state.TaskWaitingForUser {
+				t.Errorf("task %s, want WAITING_FOR_USER", s.TaskStatus["a"])
+			}
+			if want := "the tui CLI has drawn nothing: the screen stayed blank for 600ms"; !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+			}
+		})
+	}
+}

@@ -748,13 +748,25 @@ const unknownState = "interaction_unknown"
 // version and whether the adapter was tested with it. Nothing is typed.
 func (ts *terminal) unmatched(d runner.Detection) {
 	after := 3 * ts.stuckAfter
+	why := fmt.Sprintf("the screen matches none of the %s adapter's states and has not changed for %s", ts.a.task.Adapter, after)
+	if strings.TrimSpace(d.Screen) == "" {
+		// A blank screen asks nothing: the CLI has not drawn its first
+		// screen yet (opencode's TUI took over 45 s on a loaded machine).
+		// It gets longer, and then a person is told what was seen.
+		after = blankScreenStuck * ts.stuckAfter
+		why = fmt.Sprintf("the %s CLI has drawn nothing: the screen stayed blank for %s", ts.a.task.Adapter, after)
+	}
 	if !ts.quietFor(time.Time{}, after) {
 		return
 	}
 	d.State, d.Match = unknownState, ""
 	ts.askedAt = 0
-	ts.askPerson(d, fmt.Sprintf("the screen matches none of the %s adapter's states and has not changed for %s%s", ts.a.task.Adapter, after, ts.a.versionNote()))
+	ts.askPerson(d, why+ts.a.versionNote())
 }
+
+// blankScreenStuck is how many times stuckAfter a screen may stay blank
+// before a person is asked (2 minutes at the default 10 s).
+const blankScreenStuck = 12
 
 // turnEvidence says how the current turn is known to have run, or "" when
 // it is not (yet): a working state seen since it was submitted, or, for

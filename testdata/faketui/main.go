@@ -42,6 +42,7 @@ var (
 	menuTwice  = flag.Bool("menu-twice", false, "with -menu-first: after a pause, show the same menu again")
 	unnumbered = flag.Bool("unnumbered", false, "menus as Claude Code 2.1.331: unnumbered, No selected first")
 	version    = flag.Bool("version", false, "print the version and exit")
+	blank      = flag.Duration("blank", 0, "draw nothing this long after start-up (a slow first frame)")
 )
 
 var (
@@ -83,6 +84,13 @@ func main() {
 	if !awaitCursorReply(2 * time.Second) {
 		fmt.Println("no cursor position reply")
 		os.Exit(4)
+	}
+	if *blank > 0 {
+		// Like opencode on a loaded machine: a cleared screen, and nothing
+		// drawn for a while.
+		out.WriteString("\x1b[2J\x1b[H")
+		out.Flush()
+		time.Sleep(*blank)
 	}
 	if *menuFirst {
 		answer := menu("Do you trust the files in this folder?")
