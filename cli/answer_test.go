@@ -203,6 +203,26 @@ stages:
 	}
 }
 
+// An adapter with a working state is DONE only once that state was seen:
+// a TUI that shows the submitted text over an idle-looking box seconds
+// before its turn starts (opencode on a loaded machine) is not DONE then.
+func TestShownPromptIsNoEvidenceWhereAWorkingStateExists(t *testing.T) {
+	p := newProject(t)
+	p.write("wf.yaml", "id: late\nstages:\n  - id: s\n    tasks:\n      - { id: a, adapter: tui, prompt: \"late prompt\", extraArgs: [-late, 3s], timeout: 60s }\n")
+	wantCode(t, p.run("run", "wf.yaml", "--grace", "300ms"), 0)
+	s := p.only()
+	if log := p.read(".vibeteam/logs/" + s.ID + "/a.log"); !strings.Contains(log, "reply: late prompt") {
+		t.Errorf("DONE before the turn ran:\n%s", log)
+	}
+	for _, e := range p.events(s.ID) {
+		if e.Kind() == "task_finished" {
+			if ev, _ := e.Fields()["evidence"].(string); ev != "working" {
+				t.Errorf("evidence %q, want working", ev)
+			}
+		}
+	}
+}
+
 // A prompt whose turn never shows is never DONE: without a terminal the
 // session parks.
 func TestNoEvidenceParks(t *testing.T) {

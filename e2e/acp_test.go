@@ -147,7 +147,7 @@ func (w *world) acpWorkflow() string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.write(path, strings.Replace(string(data), "timeout: 100s", "timeout: "+acpTaskTimeout, 1))
+	w.write(path, strings.Replace(string(data), "timeout: "+w.taskTimeout(), "timeout: "+acpTaskTimeout, 1))
 	return path
 }
 

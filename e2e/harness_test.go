@@ -295,6 +295,9 @@ func newOpencodeWorld(t *testing.T, script fakeopenai.Script) *world {
 	t.Helper()
 	needOpencode(t)
 	w := newBareWorld(t, "opencode", worldRoot(t))
+	// opencode starts slowly on a loaded machine (a first frame after 45 s,
+	// a trivial headless turn in 72 s, at load 13).
+	w.timeout = slowAgentTimeout
 	if script == nil {
 		script = fakeopenai.Sequence(createTrigger, fakeopenai.DoneText, fakeopenai.OtherText, fakeopenai.Bash("touch "+createdFile))
 	}
@@ -379,12 +382,25 @@ func (w *world) promptWorkflow(mode, prompt string, ids ...string) string {
 		if mode != "" {
 			fmt.Fprintf(&b, "        executionMode: %s\n", mode)
 		}
-		b.WriteString("        timeout: 100s\n")
+		fmt.Fprintf(&b, "        timeout: %s\n", w.taskTimeout())
 		fmt.Fprintf(&b, "        prompt: %s\n", quoted)
 	}
 	path := filepath.Join(w.root, "wf.yaml")
 	w.write(path, b.String())
 	return path
+}
+
+// slowAgentTimeout bounds a run of an agent that starts slowly under load;
+// its tasks' own timeout leaves 20 s of it for vibeteam's end.
+const slowAgentTimeout = 5 * time.Minute
+
+// taskTimeout is the timeout of the world's tasks: 100s, or the world's
+// longer bound less 20 s.
+func (w *world) taskTimeout() string {
+	if w.timeout > slowAgentTimeout-time.Second {
+		return (w.timeout - 20*time.Second).String()
+	}
+	return "100s"
 }
 
 // environ is the environment of vibeteam (and so of the agent): the test's
@@ -453,15 +469,17 @@ func (w *world) command(args ...string) *exec.Cmd {
 	return cmd
 }
 
+// runBound bounds one vibeteam invocation in the world: runTimeout, or the
+// world's longer timeout.
+func (w *world) runBound() time.Duration {
+	return max(runTimeout, w.timeout)
+}
+
 // run runs vibeteam with no terminal at all: stdin is /dev/null and, in a
 // session of its own, it has no controlling terminal (/dev/tty fails).
 func (w *world) run(args ...string) *result {
 	w.t.Helper()
-	bound := runTimeout
-	if w.timeout > bound {
-		bound = w.timeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(context.Background(), w.runBound())
 	defer cancel()
 	cmd := w.command(args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -478,7 +496,7 @@ func (w *world) run(args ...string) *result {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		w.t.Errorf("vibeteam %v still running after %s: stopping it", args, bound)
+		w.t.Errorf("vibeteam %v still running after %s: stopping it", args, w.runBound())
 		err = stopProcess(cmd, done)
 	}
 	r.duration = time.Since(start)
@@ -992,8 +1010,8 @@ func (s *ttySession) finish(w *world, args []string) *result {
 	var err error
 	select {
 	case <-s.exited:
-	case <-time.After(time.Until(s.start.Add(runTimeout))):
-		s.t.Errorf("vibeteam %v still running after %s: stopping it", args, runTimeout)
+	case <-time.After(time.Until(s.start.Add(w.runBound()))):
+		s.t.Errorf("vibeteam %v still running after %s: stopping it", args, w.runBound())
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.exited:

@@ -777,6 +777,13 @@ func (ts *terminal) turnEvidence(d runner.Detection, idleAt int) string {
 	if ts.turnRan {
 		return evidenceWorking
 	}
+	if ts.hasWorkingState() {
+		// Its working state is the evidence. The screen fallback would be
+		// fooled by a CLI that shows the submitted text well before it
+		// starts the turn (opencode on a loaded machine: the message shown,
+		// 4 s of quiet, no request yet).
+		return ""
+	}
 	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, idleAt, ts.turnText) {
 		return ""
 	}
@@ -784,6 +791,17 @@ func (ts *terminal) turnEvidence(d runner.Detection, idleAt int) string {
 		return ""
 	}
 	return evidenceScreen
+}
+
+// hasWorkingState reports whether the adapter has a state that says a
+// turn runs (one that is neither idle nor a question).
+func (ts *terminal) hasWorkingState() bool {
+	for _, st := range ts.states {
+		if stateKind(st.Name) == "working" {
+			return true
+		}
+	}
+	return false
 }
 
 // shownOutside reports whether text (its first line, spaces collapsed) is

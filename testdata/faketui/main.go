@@ -43,6 +43,7 @@ var (
 	unnumbered = flag.Bool("unnumbered", false, "menus as Claude Code 2.1.331: unnumbered, No selected first")
 	version    = flag.Bool("version", false, "print the version and exit")
 	blank      = flag.Duration("blank", 0, "draw nothing this long after start-up (a slow first frame)")
+	late       = flag.Duration("late", 0, "show a submitted line in the transcript, over the idle box, this long before its turn starts")
 )
 
 var (
@@ -214,6 +215,12 @@ func readLine() (string, bool) {
 func turn(line string) {
 	rec("line:" + line)
 	history = append(history, "> "+line)
+	if *late > 0 {
+		// Like opencode on a loaded machine: the message is shown, the
+		// screen looks idle, and the turn starts seconds later.
+		draw(history, fmt.Sprintf(idleBox, ""))
+		time.Sleep(*late)
+	}
 	if strings.Contains(line, "ask") {
 		spin(*work / 2)
 		a := question("Apply the change? (y/n)")
