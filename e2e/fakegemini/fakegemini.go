@@ -178,6 +178,7 @@ type Request struct {
 	Method   string
 	Path     string
 	RawQuery string
+	Header   http.Header
 	Model    string // from the path
 	Method2  string // generateContent, streamGenerateContent, countTokens, ...
 	Body     []byte
@@ -310,7 +311,7 @@ func clip(s string, n int) string {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Body: body}
+	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	// /v1beta/models/<model>:<method>
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/"); ok {
 		rec.Model, rec.Method2, _ = strings.Cut(rest, ":")
