@@ -54,7 +54,10 @@ var sandboxCases = []sandboxCase{
 
 func openaiKeys(w *world) []string {
 	var keys []string
-	for _, r := range w.openai.MainRequests() {
+	// Every /v1/responses request: codex's main loop on its built-in
+	// provider offers no tools field, which MainRequests takes for a side
+	// request.
+	for _, r := range w.openai.ResponsesRequests() {
 		keys = append(keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	}
 	return keys
@@ -89,7 +92,9 @@ func TestSandboxedAgents(t *testing.T) {
 				t.Errorf("%s, want 0\nstderr:\n%s", r, clipTail(r.stderr, 3000))
 			}
 			w.assertDone(w.only())
-			w.assertCreated()
+			if _, err := os.Stat(filepath.Join(w.project, createdFile)); err != nil {
+				t.Errorf("the agent did not create %s in the project: %v", createdFile, err)
+			}
 			env, err := os.ReadFile(filepath.Join(w.project, "sandbox-env.txt"))
 			if err != nil {
 				t.Fatalf("the agent's command did not print its environment: %v", err)
@@ -143,9 +148,27 @@ func sandboxGeminiWorld(t *testing.T, cmd string) *world {
 func sandboxCodexWorld(t *testing.T, cmd string) *world {
 	needCodex(t)
 	w := newBareWorld(t, "codex", worldRoot(t))
-	w.openai = fakeopenai.New(t, fakeopenai.Sequence(fakeopenai.CreateTrigger, fakeopenai.DoneText, fakeopenai.OtherText, fakeopenai.Exec(cmd, false)))
+	// On its built-in provider codex (0.171) sends its tools in an input
+	// item, not in tools, and a configuration_update item after the
+	// prompt: the trigger is looked for in every user message.
+	w.openai = fakeopenai.New(t, func(c fakeopenai.Call) fakeopenai.Reply {
+		if c.HasLast && c.Last.IsCallOutput() {
+			return fakeopenai.Text(fakeopenai.DoneText)
+		}
+		for _, text := range c.Request.UserTexts() {
+			if strings.Contains(strings.ToLower(text), fakeopenai.CreateTrigger) {
+				return fakeopenai.Exec(cmd, false)
+			}
+		}
+		return fakeopenai.Text(fakeopenai.OtherText)
+	})
 	codexHome := filepath.Join(w.root, "codex-home")
 	w.write(filepath.Join(codexHome, "config.toml"), "model = \"gpt-fake\"\n")
+	// There, as on a machine where codex ran before: codex writes it even
+	// with its CODEX_HOME elsewhere, and the session gets a copy.
+	if err := os.MkdirAll(filepath.Join(w.home, ".codex"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	w.env = []string{"CODEX_HOME=" + codexHome, "OPENAI_API_KEY=" + sandboxRealKey, "OPENAI_BASE_URL=" + w.openai.URL() + "/v1"}
 	return w
 }

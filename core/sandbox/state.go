@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,19 +134,19 @@ func (p *Policy) AgentState() []string {
 		}
 		return filepath.Join(p.Home, def)
 	}
-	codex := filepath.Join(p.Home, ".codex")
-	if v := os.Getenv("CODEX_HOME"); v != "" && filepath.IsAbs(v) {
-		codex = v
-	}
 	paths := []string{
-		filepath.Join(p.Home, ".claude"), filepath.Join(p.Home, ".claude.json"), codex, filepath.Join(p.Home, ".gemini"),
+		filepath.Join(p.Home, ".claude"), filepath.Join(p.Home, ".claude.json"), filepath.Join(p.Home, ".codex"), filepath.Join(p.Home, ".gemini"),
 		filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "opencode"),
 		filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "opencode"),
 		filepath.Join(xdg("XDG_STATE_HOME", ".local/state"), "opencode"),
 		filepath.Join(xdg("XDG_CACHE_HOME", ".cache"), "opencode"),
 	}
-	if v := os.Getenv("CLAUDE_CONFIG_DIR"); v != "" && filepath.IsAbs(v) {
-		paths = append(paths, v)
+	// Codex (0.171) writes ~/.codex (its PATH aliases, its app-server)
+	// even with its CODEX_HOME elsewhere.
+	for _, name := range []string{"CODEX_HOME", "CLAUDE_CONFIG_DIR"} {
+		if v := os.Getenv(name); v != "" && filepath.IsAbs(v) && !slices.Contains(paths, filepath.Clean(v)) {
+			paths = append(paths, filepath.Clean(v))
+		}
 	}
 	return paths
 }
