@@ -5,8 +5,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/builtin"
-	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/internal/suggest"
+	"github.com/vibeteam/vibeteam/ui"
 
 	"github.com/mattn/go-isatty"
 	ucli "github.com/urfave/cli/v2"
@@ -50,8 +52,11 @@ type IO struct {
 
 // StdIO is the process's own streams.
 func StdIO() IO {
-	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: openTTY, Exit: os.Exit}
+	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: ui.OpenTTY, Exit: os.Exit}
 }
+
+// ui is where the terminal UI writes.
+func (s IO) ui() ui.Streams { return ui.Streams{Out: s.Out, Err: s.Err, ErrTTY: s.ErrTTY} }
 
 // exitError carries an exit code through urfave/cli.
 type exitError struct {

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,12 +20,12 @@ import (
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/budget"
-	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/core/worktree"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 // backlogFlags are run's flags for a whole backlog at once.
@@ -50,7 +48,8 @@ type backlogRun struct {
 	client  *beads.Client
 	mgr     *state.Manager
 	sess    *state.Session
-	board   *backlogBoard
+	board   *ui.Board
+	events  *eventsOut // --events
 	vars    map[string]string
 	// secret are the variables that are secrets besides those this
 	// command's --set-env and --set-file name: those a resumed backlog
@@ -127,6 +126,7 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 	if err != nil {
 		return err
 	}
+	defer br.close()
 	if name := c.Args().First(); name != "" {
 		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
 		if err != nil {
@@ -178,6 +178,7 @@ func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, r
 	if err != nil {
 		return err
 	}
+	defer br.close()
 	br.secret = secret
 	lock, err := br.mgr.Lock(sess.ID)
 	if err != nil {
@@ -197,7 +198,7 @@ func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, r
 		br.grimoire = def
 	}
 	var again []*state.BacklogBead
-	atTTY := br.board.prompter != nil
+	atTTY := br.board.Prompter != nil
 	for _, b := range sess.Backlog.Beads {
 		switch {
 		case backlog.Unfinished(b.Status):
@@ -245,7 +246,7 @@ func backlogVars(c *ucli.Context, sess *state.Session) (map[string]string, []str
 	return vars, secret, nil
 }
 
-func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Registry, vars map[string]string) (*backlogRun, error) {
+func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Registry, vars map[string]string) (_ *backlogRun, err error) {
 	if err := warnOpenDirs(streams, base); err != nil {
 		return nil, err
 	}
@@ -264,39 +265,48 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{}, taken: map[string]bool{},
 		ctrls: map[string]*core.SessionController{},
 	}
-	br.board, err = newBacklogBoard(streams, c.String("events"), &br.mu)
-	if err != nil {
+	br.board = ui.NewBoard(streams.ui(), &br.mu)
+	defer func() {
+		if err != nil {
+			br.close()
+		}
+	}()
+	if br.events, err = openEvents(streams, c.String("events")); err != nil {
 		return nil, exitf(ExitUsage, "%v", err)
 	}
-	client.Notice = func(l string) { br.board.line("bd: " + safe(l)) }
+	client.Notice = func(l string) { br.board.Line("bd: " + safe(l)) }
 	if br.waitLimits, err = waitLimitsOf(c); err != nil {
 		return nil, err
 	}
-	if br.notify, err = notifierFor(c, base, func(w string) { br.board.line("warning: " + safe(w)) }); err != nil {
+	if br.notify, err = notifierFor(c, base, func(w string) { br.board.Line("warning: " + safe(w)) }); err != nil {
 		return nil, err
 	}
-	if br.sandbox, err = sandboxFor(c, func(w string) { br.board.line("warning: " + safe(w)) }, base, nil, true, nil); err != nil {
+	if br.sandbox, err = sandboxFor(c, func(w string) { br.board.Line("warning: " + safe(w)) }, base, nil, true, nil); err != nil {
 		return nil, err
 	}
 	if mode := c.String("on-interaction"); mode == core.InteractionAsk && !c.Bool("headless") {
 		if tty, err := ttyOf(streams); err == nil {
-			br.board.prompter = newPrompter(tty, nil)
-			br.board.prompter.screen = br.board
+			br.board.Prompter = ui.NewPrompter(tty, br.board)
 		}
 	}
 	return br, nil
 }
 
+// close ends the board and closes the --events file.
+func (br *backlogRun) close() {
+	br.board.Close()
+	br.events.Close()
+}
+
 // execute schedules the backlog to its end and says how it went.
 func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) error {
-	defer br.board.close()
 	if s := sigs.attach(); s != nil {
 		br.sess.Status = state.StatusCancelled
 		_ = br.mgr.Save(br.sess)
 		return exitf(interruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
 	br.meterBeads(again)
-	br.board.start(br.sess)
+	br.board.Start(br.sess)
 	err := br.schedule(sigs, again)
 	sig := sigs.got()
 
@@ -331,8 +341,8 @@ func (br *backlogRun) meterBeads(again []*state.BacklogBead) {
 			br.meter.Add(b.Tokens, b.CostUSD)
 		}
 	}
-	br.board.meter = br.meter
-	br.board.live = func(id string) (int64, float64, bool) {
+	br.board.Meter = br.meter
+	br.board.Live = func(id string) (int64, float64, bool) {
 		m, ok := br.meters.Load(id)
 		if !ok {
 			return 0, 0, false
@@ -349,20 +359,20 @@ func (br *backlogRun) schedule(sigs *interrupts, again []*state.BacklogBead) err
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stopWatch := sigs.watch(func(s os.Signal) {
-		br.board.line(fmt.Sprintf("%s: stopping every bead and saving the sessions (again to kill them now)", s))
+		br.board.Line(fmt.Sprintf("%s: stopping every bead and saving the sessions (again to kill them now)", s))
 		cancel()
 	}, func() {
-		br.board.line("killing every task now")
+		br.board.Line("killing every task now")
 		br.ctrlMu.Lock()
 		for _, ctrl := range br.ctrls {
 			ctrl.Kill()
 		}
 		br.ctrlMu.Unlock()
 	})
-	var promptDone chan struct{}
-	if p := br.board.prompter; p != nil {
-		promptDone = p.done
-		go p.run(ctx, nil)
+	var promptDone <-chan struct{}
+	if p := br.board.Prompter; p != nil {
+		promptDone = p.Done()
+		go p.Run(ctx, nil)
 	}
 	sched := backlog.New(bl, backlog.Config{
 		Jobs:       bl.Jobs,
@@ -396,7 +406,7 @@ func (br *backlogRun) schedule(sigs *interrupts, again []*state.BacklogBead) err
 	if promptDone != nil {
 		<-promptDone
 	}
-	br.board.finish()
+	br.board.Finish()
 	return err
 }
 
@@ -612,7 +622,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 		// The bead's own session runs in another process (its own resume):
 		// how it ends there is how the bead ends.
 		if br.awaitOther(ctx, b, other) {
-			br.board.beadEnded(b)
+			br.board.BeadEnded(b)
 			return
 		}
 		ctrl, err = br.startBead(ctx, b, resume)
@@ -624,8 +634,8 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	br.ctrlMu.Lock()
 	br.ctrls[b.ID] = ctrl
 	br.ctrlMu.Unlock()
-	if p := br.board.prompter; p != nil {
-		p.addController(ctrl)
+	if p := br.board.Prompter; p != nil {
+		p.AddController(ctrl)
 	}
 	out, err := ctrl.Run(ctx)
 	br.ctrlMu.Lock()
@@ -664,7 +674,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD
 	grimoire := b.Grimoire
 	br.mu.Unlock()
-	br.board.beadEnded(b)
+	br.board.BeadEnded(b)
 	br.notify.session(sess, grimoire)
 }
 
@@ -689,9 +699,9 @@ func (br *backlogRun) startFailed(b *state.BacklogBead, err error) {
 	}
 	br.mu.Unlock()
 	if skipped != "" {
-		br.board.line(skipped)
+		br.board.Line(skipped)
 	}
-	br.board.beadEnded(b)
+	br.board.BeadEnded(b)
 }
 
 // startBead makes the bead's session controller: a new session under the
@@ -707,11 +717,11 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	br.meters.Store(b.ID, beadMeter)
 	opts.MaxSpend, opts.Budget = budget.Limit{}, beadMeter
 	opts.Interaction = core.InteractionPark
-	if p := br.board.prompter; p != nil {
+	if p := br.board.Prompter; p != nil {
 		opts.Interaction = core.InteractionAsk
-		opts.Review, opts.Permission, opts.Question = p.review, p.permission, p.question
+		opts.Review, opts.Permission, opts.Question = p.Review, p.Permission, p.Question
 	}
-	orch := core.NewOrchestrator(br.reg, func(e core.Event) { br.board.event(b, e) })
+	orch := core.NewOrchestrator(br.reg, br.events.of(b.ID), func(e core.Event) { br.board.Event(b, e) })
 	if resume && br.mgr.Exists(b.Session) {
 		sess, err := br.mgr.Load(b.Session)
 		if err != nil {
@@ -743,7 +753,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	opts.Workspace = throughQueue(openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base), br.queue)
 	opts.SessionID = b.Session
 	opts.SourceDigest = fileDigest(def.Source)
-	br.board.line(fmt.Sprintf("bead %s: grimoire %s (%s), session %s", safe(b.ID), safe(b.Grimoire), safe(b.Rule), b.Session))
+	br.board.Line(fmt.Sprintf("bead %s: grimoire %s (%s), session %s", safe(b.ID), safe(b.Grimoire), safe(b.Rule), b.Session))
 	return orch.Start(def, opts)
 }
 
@@ -800,10 +810,10 @@ func backlogSummary(bl *state.Backlog, all bool) string {
 	for _, bd := range bl.Beads {
 		tokens += bd.Tokens
 		cost += bd.CostUSD
-		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", beadMark(bd.Status).glyph, fit(safe(bd.ID), 12), fit(safe(bd.Status), 14),
-			beadElapsed(bd, time.Now()), spend(bd.Tokens, bd.CostUSD), fit(safe(bd.Title), 40))
+		fmt.Fprintf(&b, "  %s %-12s %-14s %-9s %8s  %s\n", ui.BeadGlyph(bd.Status), ui.Fit(safe(bd.ID), 12), ui.Fit(safe(bd.Status), 14),
+			ui.BeadElapsed(bd, time.Now()), ui.Spend(bd.Tokens, bd.CostUSD), ui.Fit(safe(bd.Title), 40))
 		if bd.Reason != "" {
-			fmt.Fprintf(&b, "      %s\n", fit(safe(strings.TrimSpace(excerpt.FirstLine(bd.Reason))), 90))
+			fmt.Fprintf(&b, "      %s\n", ui.Fit(safe(strings.TrimSpace(excerpt.FirstLine(bd.Reason))), 90))
 		} else if bd.LimitedUntil != nil {
 			fmt.Fprintf(&b, "      usage limit, resets %s\n", bd.LimitedUntil.Local().Format("2006-01-02 15:04 MST"))
 		}
@@ -814,62 +824,6 @@ func backlogSummary(bl *state.Backlog, all bool) string {
 			fmt.Fprintf(&b, "      session %s\n", bd.Session)
 		}
 	}
-	fmt.Fprintf(&b, "  %d bead(s), %s\n", len(bl.Beads), spend(tokens, cost))
+	fmt.Fprintf(&b, "  %d bead(s), %s\n", len(bl.Beads), ui.Spend(tokens, cost))
 	return b.String()
-}
-
-// spend is tokens and cost, short.
-func spend(tokens int64, usd float64) string {
-	return count(tokens) + " tok" + cost(usd)
-}
-
-// beadElapsed is how long a bead ran (runs).
-func beadElapsed(b *state.BacklogBead, now time.Time) string {
-	if b.StartedAt == nil {
-		return ""
-	}
-	end := now
-	if b.EndedAt != nil {
-		end = *b.EndedAt
-	}
-	d := end.Sub(*b.StartedAt)
-	if d < time.Minute {
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// writeEventLine writes e, tagged with its bead, as one JSONL line.
-func writeEventLine(w io.Writer, bead string, e core.Event) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	b = state.RedactJSON(b)
-	if bead != "" && len(b) > 1 && b[0] == '{' && !hasKey(b, "bead") {
-		tag, _ := json.Marshal(bead)
-		b = append(append([]byte(`{"bead":`), tag...), append([]byte{','}, b[1:]...)...)
-	}
-	_, _ = w.Write(append(b, '\n'))
-}
-
-// hasKey reports whether the JSON object line has key at its top level:
-// an event that names its bead itself (workflow.started) is not tagged
-// with a second "bead".
-func hasKey(line []byte, key string) bool {
-	if !bytes.Contains(line, []byte(`"`+key+`"`)) {
-		return false
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(line, &m) != nil {
-		return false
-	}
-	_, ok := m[key]
-	return ok
-}
-
-// stepOf is the step an event says a bead is at.
-func stepOf(e core.Event) (string, bool) {
-	p, ok := e.Payload.(events.StepStarted)
-	return p.Name, ok && p.Name != ""
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 // closeDelay is how long a completed bead of a --ready run may wait for
@@ -74,7 +75,7 @@ func (br *backlogRun) ready(ctx context.Context) ([]string, error) {
 	if err != nil {
 		// What bd ready said is enough to choose; each run reads the bead
 		// again if it must.
-		br.board.line("warning: " + safe(err.Error()))
+		br.board.Line("warning: " + safe(err.Error()))
 	}
 	br.prepMu.Lock()
 	for id, b := range shown {
@@ -136,7 +137,7 @@ func (br *backlogRun) claim(ctx context.Context, id string) (map[string]any, cor
 	case errors.As(err, &ce):
 		return nil, nil, ce
 	case err != nil:
-		br.board.line(fmt.Sprintf("warning: bead %s: could not claim it: %s", safe(id), safe(err.Error())))
+		br.board.Line(fmt.Sprintf("warning: bead %s: could not claim it: %s", safe(id), safe(err.Error())))
 		return fields, &client, nil
 	}
 	for k, v := range claimed {
@@ -165,7 +166,7 @@ func (t *backlogTracker) Close(_ context.Context, _, reason string) error {
 // closeRefused says that bd did not close bead id, on the board and in
 // its record.
 func (br *backlogRun) closeRefused(id, why string) {
-	br.board.line(fmt.Sprintf("warning: bead %s: bd did not close it: %s", safe(id), safe(why)))
+	br.board.Line(fmt.Sprintf("warning: bead %s: bd did not close it: %s", safe(id), safe(why)))
 	br.mu.Lock()
 	for _, b := range br.sess.Backlog.Beads {
 		if b.ID == id {
@@ -190,7 +191,7 @@ func (br *backlogRun) stillBlocked() []string {
 		if !allIn(br.sess.Backlog.Labels, b.Labels()) {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %-12s %s — blocked by %s", safe(b.ID()), fit(safe(b.Title()), 40), safe(strings.Join(b.BlockedByIDs(), ", "))))
+		lines = append(lines, fmt.Sprintf("  %-12s %s — blocked by %s", safe(b.ID()), ui.Fit(safe(b.Title()), 40), safe(strings.Join(b.BlockedByIDs(), ", "))))
 	}
 	return lines
 }
@@ -201,7 +202,7 @@ func (br *backlogRun) stillBlocked() []string {
 // its session says, never "skipped". False when the session was left
 // unfinished there (this run then resumes it) or ctx ended first.
 func (br *backlogRun) awaitOther(ctx context.Context, b *state.BacklogBead, other *state.LockedError) bool {
-	br.board.line(fmt.Sprintf("bead %s: its session %s runs in another process (pid %d); waiting for it to end", safe(b.ID), b.Session, other.Pid))
+	br.board.Line(fmt.Sprintf("bead %s: its session %s runs in another process (pid %d); waiting for it to end", safe(b.ID), b.Session, other.Pid))
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -263,7 +264,7 @@ func (br *backlogRun) closeOwed(ctx context.Context) {
 	defer cancel()
 	shown, err := br.client.ShowAll(ctx, ids)
 	if err != nil {
-		br.board.line("warning: could not check that the completed beads are closed: " + safe(err.Error()))
+		br.board.Line("warning: could not check that the completed beads are closed: " + safe(err.Error()))
 		return
 	}
 	for _, id := range ids {

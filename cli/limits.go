@@ -7,7 +7,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
@@ -74,30 +73,4 @@ func limitedReport(sess *state.Session) string {
 	}
 	fmt.Fprintf(&b, "session %s is limited; after the reset: vibeteam resume %s (the agent's session continues), or wait for it: vibeteam resume %s --wait-limits", sess.ID, sess.ID, sess.ID)
 	return b.String()
-}
-
-// limitEventLine renders agent.limited: "claude usage limit: waiting until
-// 15:04 (resets in 2h3m)".
-func limitEventLine(p events.Limited, now time.Time) string {
-	adapter := safe(p.Adapter)
-	var reset *time.Time
-	if t, err := time.Parse(time.RFC3339, p.ResetAt); err == nil {
-		reset = &t
-	}
-	resets := "reset time not given"
-	if reset != nil {
-		resets = "resets in " + max(reset.Sub(now), 0).Round(time.Second).String()
-	}
-	if p.Waiting {
-		until := ""
-		if t, err := time.Parse(time.RFC3339, p.Until); err == nil {
-			until = t.Local().Format("15:04:05")
-		}
-		return fmt.Sprintf("%s usage limit: waiting until %s (%s)", adapter, until, resets)
-	}
-	line := fmt.Sprintf("%s usage limit (%s): the session stops", adapter, resets)
-	if p.Reason != "" {
-		line += "; " + safe(p.Reason)
-	}
-	return line
 }

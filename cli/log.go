@@ -11,9 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +18,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
-	"github.com/vibeteam/vibeteam/core/vocab"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 // logPoll is how often log --follow looks for new lines, and whether the
@@ -64,7 +61,7 @@ not be read; 2 usage error or no such session; 130/143/129 interrupted.`,
 			if c.Bool("json") {
 				l.out = &rawPrinter{w: w}
 			} else {
-				l.out = newLogPrinter(w)
+				l.out = ui.NewLogPrinter(w)
 			}
 			if l.follow {
 				sigs := make(chan os.Signal, 1)
@@ -79,14 +76,14 @@ not be read; 2 usage error or no such session; 130/143/129 interrupted.`,
 
 // logOutput turns the complete lines of an event log into output.
 type logOutput interface {
-	line(raw []byte, n int)
+	Line(raw []byte, n int)
 	// idle is called when every line written so far has been handled:
 	// what is held back is written out.
-	idle()
+	Idle()
 	// finished reports whether the last line was the session's end.
-	finished() bool
+	Finished() bool
 	// failed is the first write error.
-	failed() error
+	Failed() error
 }
 
 type logRun struct {
@@ -158,8 +155,8 @@ func (l *logRun) run(ctx context.Context) error {
 			return exitf(ExitFailed, "read %s: %v", l.path, err)
 		}
 		if ok {
-			l.out.line(line, src.n)
-			if err := l.out.failed(); err != nil {
+			l.out.Line(line, src.n)
+			if err := l.out.Failed(); err != nil {
 				return exitf(ExitFailed, "%v", err)
 			}
 			if l.follow {
@@ -170,15 +167,15 @@ func (l *logRun) run(ctx context.Context) error {
 			continue
 		}
 		// Everything written so far is shown.
-		l.out.idle()
-		if err := l.out.failed(); err != nil {
+		l.out.Idle()
+		if err := l.out.Failed(); err != nil {
 			return exitf(ExitFailed, "%v", err)
 		}
 		if !l.follow {
 			running = l.mgr.Running(l.id)
 			break
 		}
-		if l.out.finished() {
+		if l.out.Finished() {
 			break
 		}
 		if gone {
@@ -237,7 +234,7 @@ type rawPrinter struct {
 	last string
 }
 
-func (p *rawPrinter) line(raw []byte, _ int) {
+func (p *rawPrinter) Line(raw []byte, _ int) {
 	if p.err != nil {
 		return
 	}
@@ -253,230 +250,11 @@ func (p *rawPrinter) line(raw []byte, _ int) {
 	}
 }
 
-func (p *rawPrinter) idle() {
+func (p *rawPrinter) Idle() {
 	if p.err == nil {
 		p.err = p.w.Flush()
 	}
 }
 
-func (p *rawPrinter) finished() bool { return p.last == events.SessionFinished }
-func (p *rawPrinter) failed() error  { return p.err }
-
-// logPrinter writes events as text: a time column, then for grimoire steps
-// a tree indented by address depth, for the rest one line per event. All
-// text from the log goes through safe: it holds agents' output.
-type logPrinter struct {
-	w     *bufio.Writer
-	err   error
-	ended bool // the last event was session_finished
-	text  *eventText
-	// pending is a step start not printed yet: when its completion comes
-	// next, the step gets one line instead of two.
-	pending *pendingStep
-	// open are the addresses of the steps started and not completed,
-	// innermost last: other events are indented under them.
-	open []string
-}
-
-func newLogPrinter(w *bufio.Writer) *logPrinter {
-	return &logPrinter{w: w, text: newEventText(plainMark)}
-}
-
-func (p *logPrinter) finished() bool { return p.ended }
-func (p *logPrinter) failed() error  { return p.err }
-
-// idle shows a step that started and has not completed yet, and writes
-// out what is held back.
-func (p *logPrinter) idle() {
-	p.flushPending(" …")
-	if p.err == nil {
-		p.err = p.w.Flush()
-	}
-}
-
-const logNoStamp = "         " // as wide as a stamp
-
-func logStamp(t time.Time) string {
-	if t.IsZero() {
-		return "--:--:-- "
-	}
-	return t.Local().Format("15:04:05") + " "
-}
-
-func (p *logPrinter) println(s string) {
-	if p.err != nil {
-		return
-	}
-	_, p.err = p.w.WriteString(s + "\n")
-}
-
-func (p *logPrinter) line(raw []byte, n int) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 {
-		return
-	}
-	var e state.Event
-	if err := json.Unmarshal(trimmed, &e); err != nil {
-		p.flushPending("")
-		p.ended = false
-		text := string(trimmed)
-		if len(text) > 200 {
-			text = text[:200] + "…"
-		}
-		p.println(fmt.Sprintf("%s(line %d is not an event: %s)", logNoStamp, n, safe(text)))
-		return
-	}
-	p.event(e)
-}
-
-func (p *logPrinter) event(e state.Event) {
-	if c, ok := e.Payload.(events.StepCompleted); ok && p.pending != nil && p.pending.Address == c.Address {
-		p.pending = nil // the completion says it all
-	} else {
-		p.flushPending("")
-	}
-	if _, piece := e.Payload.(events.AgentSaid); !piece {
-		p.print(e.Time, p.nested(), p.text.flush())
-	}
-	_, p.ended = e.Payload.(events.SessionEnd)
-	in := p.nested()
-	switch f := e.Payload.(type) {
-	case events.SessionStart, events.SessionResume, events.SessionEnd, events.Started, events.Completed, events.Blocked:
-		in = "" // the session's own lines: at the left
-	case events.StepStarted:
-		p.open = append(p.open, f.Address)
-		p.pending = &pendingStep{StepStarted: f, at: e.Time}
-		return
-	case events.StepCompleted:
-		p.closeStep(f.Address)
-		in = logIndent(f.Address)
-	case events.Iteration:
-		in = logIndent(f.Address) + "  "
-	case events.TaskOut:
-		// Each line of output is an event's line, with its time.
-		for _, l := range p.text.lines(e) {
-			p.print(e.Time, in, []string{l})
-		}
-		return
-	}
-	p.print(e.Time, in, p.text.lines(e))
-}
-
-// print writes an event's lines: the first after the time column and
-// indent, the ones under it after an empty time column.
-func (p *logPrinter) print(at time.Time, indent string, lines []string) {
-	for i, l := range lines {
-		stamp := logNoStamp
-		if i == 0 {
-			stamp = logStamp(at)
-		}
-		p.println(stamp + indent + l)
-	}
-}
-
-// pendingStep is a step start held back, and when it was.
-type pendingStep struct {
-	events.StepStarted
-	at time.Time
-}
-
-// flushPending prints the start of a step whose completion did not follow
-// at once: a loop, a step with events of its own, or one still running.
-func (p *logPrinter) flushPending(suffix string) {
-	if p.pending == nil {
-		return
-	}
-	s := *p.pending
-	p.pending = nil
-	p.println(logStamp(s.at) + logIndent(s.Address) + "▸ " + logStepName(s.Name, s.Address, s.Type) + suffix)
-}
-
-func (p *logPrinter) closeStep(addr string) {
-	for i := len(p.open) - 1; i >= 0; i-- {
-		if p.open[i] == addr {
-			p.open = append(p.open[:i], p.open[i+1:]...)
-			return
-		}
-	}
-}
-
-// nested is the indent of an event that happens inside the innermost open
-// step (an agent step's task, a stage step's stages).
-func (p *logPrinter) nested() string {
-	if len(p.open) == 0 {
-		return ""
-	}
-	return logIndent(p.open[len(p.open)-1]) + "  "
-}
-
-// treeIndent is the indent of a step at addr: two columns, then four more
-// per level of loop ("2.3/0" is one level down).
-func logIndent(addr string) string {
-	return "  " + strings.Repeat("    ", strings.Count(addr, "/"))
-}
-
-func logStepName(name, address string, typ vocab.StepType) string {
-	s := safe(name)
-	if s == "" {
-		s = "step " + safe(address)
-	}
-	if typ != "" {
-		s += " (" + safe(typ) + ")"
-	}
-	return s
-}
-
-// genericEvent is "name key=value ..." for an event this version does not
-// know, fields in key order.
-func logGeneric(e state.Event) string {
-	var b strings.Builder
-	name := e.Kind()
-	fields := e.Fields()
-	if name == "" {
-		name = "?"
-	}
-	b.WriteString(safe(name))
-	if e.Task != "" {
-		b.WriteString(" task=" + logValue(e.Task))
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.WriteString(" " + safe(k) + "=" + logValue(fields[k]))
-	}
-	return b.String()
-}
-
-// fmtValue is a field's value for one line: a plain word as is, any other
-// string quoted (which escapes what is not printable), the rest as JSON.
-func logValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		if v == "" || strings.ContainsAny(v, " \t\n\"'=\\") || safe(v) != v {
-			return strconv.Quote(v)
-		}
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case nil:
-		return "null"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return safe(fmt.Sprint(v))
-	}
-	return safe(string(b))
-}
-
-func logDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
+func (p *rawPrinter) Finished() bool { return p.last == events.SessionFinished }
+func (p *rawPrinter) Failed() error  { return p.err }

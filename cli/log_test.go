@@ -87,7 +87,7 @@ func untimed(t *testing.T, out string) string {
 		if l == "" {
 			continue
 		}
-		if len(l) < 9 || l[2] != ':' && l[:9] != logNoStamp {
+		if len(l) < 9 || l[2] != ':' && l[:9] != "         " {
 			t.Fatalf("line without a time column: %q", l)
 		}
 		b.WriteString(l[9:])

@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 // readyBead is one line of `vibeteam ready`.
@@ -74,7 +75,7 @@ func readyCommand(streams IO) *ucli.Command {
 			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTYPE\tPRIORITY\tGRIMOIRE\tTITLE")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Type), safe(r.shown), safe(r.Grimoire), fit(safe(r.Title), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safe(r.ID), safe(r.Type), safe(r.shown), safe(r.Grimoire), ui.Fit(safe(r.Title), 60))
 			}
 			return tw.Flush()
 		},

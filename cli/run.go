@@ -19,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 var baseDirFlag = &ucli.StringFlag{Name: "base-dir", Usage: "project directory holding .vibeteam/ (default: the git top-level, else the current directory)", EnvVars: []string{"VIBETEAM_BASE_DIR"}}
@@ -364,11 +365,13 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		return err
 	}
 	opts.WaitLimits = wait
-	disp, err := newDisplay(streams, c.Bool("verbose"), c.String("events"))
+	evOut, err := openEvents(streams, c.String("events"))
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
 	}
-	defer disp.close()
+	defer evOut.Close()
+	disp := ui.NewDisplay(streams.ui(), c.Bool("verbose"))
+	defer disp.Close()
 
 	prompt, closeTTY, err := askAt(c, streams, disp, &opts)
 	if err != nil {
@@ -379,29 +382,29 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	if s := sigs.attach(); s != nil {
 		return exitf(interruptCode(s), "interrupted before the session started; nothing to resume")
 	}
-	orch := core.NewOrchestrator(reg, disp.handle)
+	orch := core.NewOrchestrator(reg, evOut.of(""), disp.Handle)
 	ctrl, err := start(orch, opts)
 	if err != nil {
 		return startError(streams, err)
 	}
-	disp.attach(ctrl)
+	disp.Attach(ctrl)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// A signal that came while the session was being created is waiting in
 	// sigs.C: the watcher stops the run as soon as it starts.
 	stopWatch := sigs.watch(func(s os.Signal) {
-		disp.note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
+		disp.Note(fmt.Sprintf("%s: stopping tasks and saving session %s (again to kill them now)", s, ctrl.ID))
 		cancel()
 	}, func() {
-		disp.note("killing every task now")
+		disp.Note("killing every task now")
 		ctrl.Kill()
 	})
 
-	var promptDone chan struct{}
+	var promptDone <-chan struct{}
 	if prompt != nil {
-		promptDone = prompt.done
-		go prompt.run(ctx, ctrl)
+		promptDone = prompt.Done()
+		go prompt.Run(ctx, ctrl)
 	}
 	out, err := ctrl.Run(ctx)
 	cancel()
@@ -409,7 +412,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	if promptDone != nil {
 		<-promptDone
 	}
-	disp.finish()
+	disp.Finish()
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
@@ -419,17 +422,17 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 // askAt sets up who answers a task that needs a person: the terminal, if
 // there is one (--on-interaction=ask); else the session parks. closeTTY
 // closes the terminal it opened.
-func askAt(c *ucli.Context, streams IO, disp *display, opts *core.RunOptions) (prompt *prompter, closeTTY func(), err error) {
+func askAt(c *ucli.Context, streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prompter, closeTTY func(), err error) {
 	closeTTY = func() {}
 	switch mode := c.String("on-interaction"); mode {
 	case core.InteractionAsk:
 		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
 			closeTTY = func() { _ = tty.Close() }
-			prompt = newPrompter(tty, disp)
-			disp.prompter = prompt
-			opts.Review = prompt.review
-			opts.Permission = prompt.permission
-			opts.Question = prompt.question
+			prompt = ui.NewPrompter(tty, disp)
+			disp.SetPrompter(prompt)
+			opts.Review = prompt.Review
+			opts.Permission = prompt.Permission
+			opts.Question = prompt.Question
 		} else {
 			opts.Interaction = core.InteractionPark
 		}
@@ -570,7 +573,7 @@ func waitingReport(sess *state.Session) string {
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}
-			fmt.Fprintf(&b, "task %s: %s\n  allow it and continue the agent's session: vibeteam resume %s", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
+			fmt.Fprintf(&b, "task %s: %s\n  allow it and continue the agent's session: vibeteam resume %s", ui.SessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
 			for _, tool := range tools {
 				b.WriteString(" --allow " + shellWord(tool))
 			}
@@ -578,7 +581,7 @@ func waitingReport(sess *state.Session) string {
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}
-			fmt.Fprintf(&b, "task %s: the agent %s\n  answer it and continue the agent's session: vibeteam resume %s --answer TEXT", sessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
+			fmt.Fprintf(&b, "task %s: the agent %s\n  answer it and continue the agent's session: vibeteam resume %s --answer TEXT", ui.SessionTaskLabel(sess, id), safe(rec.Excerpt), sess.ID)
 		}
 	}
 	return b.String()
@@ -590,7 +593,7 @@ func failureReport(sess *state.Session, taskID string) string {
 	if taskID == "" {
 		return safe(sess.Error) // not a task's failure: the session's own
 	}
-	label := sessionTaskLabel(sess, taskID)
+	label := ui.SessionTaskLabel(sess, taskID)
 	t, _ := sess.Task(taskID)
 	rec := t.Record
 	if rec == nil {

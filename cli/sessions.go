@@ -3,18 +3,21 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/vibeteam/vibeteam/core"
 	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/ui"
+
 	ucli "github.com/urfave/cli/v2"
+
+	"strings"
 
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
-	"strings"
 )
 
 // sessionSummary is one row of `vibeteam sessions --json`.
@@ -170,11 +173,11 @@ func sessionsCommand(streams IO) *ucli.Command {
 					// A grimoire has steps, not stages: the one it is at.
 					stage = "-"
 					if r.Step != "" {
-						stage = "step " + fit(safe(r.Step), 24)
+						stage = "step " + ui.Fit(safe(r.Step), 24)
 					}
 				}
 				// Session files hold workflow text: safe before printing.
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), fit(safe(r.Goal), 50))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), ui.Fit(safe(r.Goal), 50))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

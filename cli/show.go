@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 func showCommand(streams IO) *ucli.Command {
@@ -90,7 +90,7 @@ func showCommand(streams IO) *ucli.Command {
 			fmt.Fprintf(out, "events    %s\n", safe(mgr.EventLogPath(s.ID)))
 			if t := s.AgentTotals(); t.Runs > 0 {
 				fmt.Fprintf(out, "agents    %s in, %s out (cache %s read, %s written), %d tool call(s)%s, over %d run(s)\n",
-					count(t.Tokens.Input), count(t.Tokens.Output), count(t.Tokens.CacheRead), count(t.Tokens.CacheWrite), t.ToolCalls, cost(t.CostUSD), t.Runs)
+					ui.Count(t.Tokens.Input), ui.Count(t.Tokens.Output), ui.Count(t.Tokens.CacheRead), ui.Count(t.Tokens.CacheWrite), t.ToolCalls, ui.Cost(t.CostUSD), t.Runs)
 			}
 			showBudgets(out, s)
 			if s.WorkflowDefinition.Kind == workflow.KindGrimoire {
@@ -106,7 +106,7 @@ func showCommand(streams IO) *ucli.Command {
 				for _, t := range st.Tasks {
 					task, _ := s.Task(t.ID)
 					rec := task.Record
-					line := fmt.Sprintf("    %s %s %s", pad(taskLabel(t.DisplayName(), t.ID), 20), pad(safe(t.Adapter), 10), pad(safe(string(task.Status)), 17))
+					line := fmt.Sprintf("    %s %s %s", ui.Pad(ui.TaskLabel(t.DisplayName(), t.ID), 20), ui.Pad(safe(t.Adapter), 10), ui.Pad(safe(string(task.Status)), 17))
 					if rec != nil {
 						if rec.ExitCode != nil {
 							line += fmt.Sprintf(" exit %d", *rec.ExitCode)
@@ -211,7 +211,7 @@ func showStepRuns(out io.Writer, s *state.Session) {
 	for _, k := range keys {
 		r := s.Runs[k]
 		indent := strings.Repeat("  ", strings.Count(k, "/"))
-		line := fmt.Sprintf("  %s%s %s (%s) %s", indent, stepRunMark(r.Status).glyph, safe(r.Name), safe(r.Type), safe(r.Status))
+		line := fmt.Sprintf("  %s%s %s (%s) %s", indent, ui.StepRunGlyph(r.Status), safe(r.Name), safe(r.Type), safe(r.Status))
 		if r.Iteration > 0 {
 			line += fmt.Sprintf(" [iteration %d]", r.Iteration)
 		}
@@ -351,7 +351,7 @@ func lastScreen(rec *state.TaskRecord) string {
 // agentLine is what a headless agent's report says about its run, on one
 // line: its session, tokens, cost, tool calls, and what went wrong.
 func agentLine(a *agentstream.Summary) string {
-	line := fmt.Sprintf("%s in, %s out tokens, %d tool call(s)%s", count(a.Tokens.Input), count(a.Tokens.Output), a.ToolCalls, cost(a.CostUSD))
+	line := fmt.Sprintf("%s in, %s out tokens, %d tool call(s)%s", ui.Count(a.Tokens.Input), ui.Count(a.Tokens.Output), a.ToolCalls, ui.Cost(a.CostUSD))
 	if a.Turns > 0 {
 		line += fmt.Sprintf(", %d turn(s)", a.Turns)
 	}
@@ -365,25 +365,4 @@ func agentLine(a *agentstream.Summary) string {
 		line += fmt.Sprintf(", %d denial(s)", n)
 	}
 	return line
-}
-
-// count is a token count, short: 950, 12.3k, 1.2M.
-func count(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
-	case n >= 10_000:
-		return strconv.FormatFloat(float64(n)/1e3, 'f', 0, 64) + "k"
-	case n >= 1_000:
-		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// cost is ", $0.0123" when the CLI reported a cost.
-func cost(usd float64) string {
-	if usd <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(", $%.4f", usd)
 }

@@ -109,17 +109,18 @@ type RunOptions struct {
 }
 
 // Orchestrator starts and resumes sessions: each gets a controller of its
-// own, with the orchestrator's adapters and event subscriber.
+// own, with the orchestrator's adapters and event subscribers.
 type Orchestrator struct {
-	registry *adapters.Registry
-	onEvent  func(Event)
+	registry    *adapters.Registry
+	subscribers []func(Event)
 }
 
 // NewOrchestrator returns an orchestrator whose controllers create adapters
-// from registry and deliver every event to onEvent (may be nil). onEvent is
-// called from many goroutines.
-func NewOrchestrator(registry *adapters.Registry, onEvent func(Event)) *Orchestrator {
-	return &Orchestrator{registry: registry, onEvent: onEvent}
+// from registry and deliver every event to each subscriber in turn (the
+// --events file, then the display, say; a nil one is skipped). Subscribers
+// are called from many goroutines.
+func NewOrchestrator(registry *adapters.Registry, subscribers ...func(Event)) *Orchestrator {
+	return &Orchestrator{registry: registry, subscribers: subscribers}
 }
 
 // Start creates a new session for def, takes its lock and saves it. Run it
@@ -385,14 +386,16 @@ func (c *SessionController) close() {
 }
 
 // emit writes to this session's log and forwards to the orchestrator's
-// subscriber. Output chunks are not logged: the task log holds them.
+// subscribers. Output chunks are not logged: the task log holds them.
 func (c *SessionController) emit(e Event) {
 	if _, output := e.Payload.(events.TaskOut); !output {
 		_ = c.events.Write(e)
 		c.trace.Observe(e)
 	}
-	if c.orch.onEvent != nil {
-		c.orch.onEvent(e)
+	for _, sub := range c.orch.subscribers {
+		if sub != nil {
+			sub(e)
+		}
 	}
 }
 

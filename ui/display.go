@@ -1,82 +1,57 @@
-package cli
+package ui
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/vibeteam/vibeteam/core/events"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
-// display renders core events: a live board redrawn in place on a terminal,
-// timestamped status lines otherwise, JSONL with --events, task output with
+// Display renders core events: a live board redrawn in place on a
+// terminal, timestamped status lines otherwise, task output with
 // --verbose. Agent output is shown only with --verbose.
 //
 // Every text that comes from a workflow, a session or an agent goes through
-// safe before it is printed: such text must never drive the terminal.
-type display struct {
-	streams IO
+// Safe before it is printed: such text must never drive the terminal.
+//
+// Its state is its loop's (see loop): the engine's goroutines, the
+// prompter and the command only send it messages. Its owner ends it with
+// Close.
+type Display struct {
+	*loop
+	streams Streams
 	verbose bool
 	color   bool
 	// width is the terminal's width in columns, 0 when unknown.
 	width func() int
 
-	events      io.Writer
-	eventsClose func() error
-
-	mu     sync.Mutex
+	// The loop's own state, from here on.
 	stageN int
 	// rank is each stage task's place in the file: the board follows it,
 	// not the order the tasks happened to start in.
-	rank      map[string]int
-	tasks     map[string]*taskView
-	order     []string // tasks of the current stage, in declared order
-	drawn     []int    // display width of each board line on screen
-	partial   map[string]string
-	finished  bool
-	tickStop  chan struct{}
-	tickDone  chan struct{}
-	sessionID string
+	rank     map[string]int
+	tasks    map[string]*taskView
+	order    []string // tasks of the current stage, in declared order
+	drawn    []int    // display width of each board line on screen
+	partial  map[string]string
+	finished bool
 
 	// text says what an event means, as `vibeteam log` says it.
 	text *eventText
 
 	held     bool     // a prompt owns the terminal: no redraws, lines wait
 	heldOut  []string // lines printed while held
-	prompter *prompter
-}
-
-// hold stops drawing while a prompt owns the terminal.
-func (d *display) hold() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.clearBoardLocked()
-	d.held = true
-}
-
-// release prints what was held back and resumes the board.
-func (d *display) release() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.held = false
-	for _, l := range d.heldOut {
-		fmt.Fprintln(d.streams.Err, l)
-	}
-	d.heldOut = nil
-	d.redrawLocked()
+	prompter *Prompter
 }
 
 // maxHeldLines bounds what is kept back while a prompt owns the terminal.
@@ -89,8 +64,9 @@ type taskView struct {
 	note              string
 }
 
-func newDisplay(streams IO, verbose bool, events string) (*display, error) {
-	d := &display{
+// NewDisplay starts a display's loop; Close ends it.
+func NewDisplay(streams Streams, verbose bool) *Display {
+	d := &Display{
 		streams: streams,
 		verbose: verbose,
 		color:   streams.ErrTTY && os.Getenv("NO_COLOR") == "",
@@ -99,78 +75,77 @@ func newDisplay(streams IO, verbose bool, events string) (*display, error) {
 	}
 	d.width = stderrWidth(streams)
 	d.text = newEventText(d.paintMark)
-	var err error
-	if d.events, d.eventsClose, err = openEvents(streams, events); err != nil {
-		return nil, err
-	}
-	return d, nil
+	d.loop = startLoop(d.redraw)
+	return d
 }
 
-// attach learns the workflow's stages and starts the redraw ticker.
-func (d *display) attach(ctrl *core.SessionController) {
-	d.mu.Lock()
-	sess := ctrl.Session()
-	d.sessionID = sess.ID
-	d.stageN = len(sess.WorkflowDefinition.Stages())
-	d.text.stages = d.stageN
-	d.rank = taskRanks(sess.WorkflowDefinition)
-	d.mu.Unlock()
-	if d.streams.ErrTTY {
-		d.tickStop, d.tickDone = make(chan struct{}), make(chan struct{})
-		go d.tick()
-	}
+// Close ends the display's loop, once every message sent before has been
+// applied, and waits for it.
+func (d *Display) Close() { d.close() }
+
+// hold stops drawing while a prompt owns the terminal.
+func (d *Display) hold() {
+	d.call(func() {
+		d.clearBoard()
+		d.held = true
+	})
 }
 
-// tick redraws the board for its elapsed times, and at once when the
-// terminal is resized, so its lines are cut to the new width before the
-// terminal wraps them.
-func (d *display) tick() {
-	redrawEvery(250*time.Millisecond, func() {
-		d.mu.Lock()
-		d.redrawLocked()
-		d.mu.Unlock()
-	}, d.tickStop, d.tickDone)
-}
-
-// finish stops the ticker and leaves the final board on screen.
-func (d *display) finish() {
-	if d.tickStop != nil {
-		close(d.tickStop)
-		<-d.tickDone
-		d.tickStop = nil
-	}
-	d.mu.Lock()
-	d.redrawLocked()
-	d.finished = true
-	d.drawn = nil
-	d.mu.Unlock()
-}
-
-func (d *display) close() {
-	if d.eventsClose != nil {
-		_ = d.eventsClose()
-	}
-}
-
-// note prints a message between board redraws.
-func (d *display) note(msg string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.printLocked(d.stamp() + msg)
-}
-
-func (d *display) handle(e core.Event) {
-	// What the prompter is told is told after d.mu is let go: no UI lock
-	// is held while another is taken.
-	var tell func()
-	defer func() {
-		if tell != nil {
-			tell()
+// release prints what was held back and resumes the board.
+func (d *Display) release() {
+	d.call(func() {
+		d.held = false
+		for _, l := range d.heldOut {
+			fmt.Fprintln(d.streams.Err, l)
 		}
-	}()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.writeEventLocked(e)
+		d.heldOut = nil
+		d.redraw()
+	})
+}
+
+// SetPrompter has p ask about the tasks that wait, instead of a line
+// saying they do.
+func (d *Display) SetPrompter(p *Prompter) {
+	d.call(func() { d.prompter = p })
+}
+
+// Attach learns the workflow's stages and, at a terminal, starts the
+// redraws.
+func (d *Display) Attach(ctrl *core.SessionController) {
+	sess := ctrl.Session()
+	stages, rank := len(sess.WorkflowDefinition.Stages()), taskRanks(sess.WorkflowDefinition)
+	d.call(func() {
+		d.stageN = stages
+		d.text.stages = stages
+		d.rank = rank
+		if d.streams.ErrTTY {
+			d.startTicking(250 * time.Millisecond)
+		}
+	})
+}
+
+// Finish stops the redraws and leaves the final board on screen.
+func (d *Display) Finish() {
+	d.call(func() {
+		d.stopTicking()
+		d.redraw()
+		d.finished = true
+		d.drawn = nil
+	})
+}
+
+// Note prints a message between board redraws.
+func (d *Display) Note(msg string) {
+	d.send(func() { d.print(d.stamp() + msg) })
+}
+
+// Handle is the orchestrator's subscriber: it hands e to the loop.
+func (d *Display) Handle(e core.Event) {
+	d.send(func() { d.show(e) })
+}
+
+// show renders one event (in the loop).
+func (d *Display) show(e core.Event) {
 	if p, ok := e.Payload.(events.TaskOut); ok {
 		if !d.verbose {
 			// Nothing to show: no redraw either. A busy agent's output
@@ -178,54 +153,46 @@ func (d *display) handle(e core.Event) {
 			// each filled the terminal with copies of it.
 			return
 		}
-		d.mirrorLocked(e.Task, p.Text)
-		d.redrawLocked()
+		d.mirror(e.Task, p.Text)
+		d.redraw()
 		return
 	}
-	board, toldEnd := d.boardLocked(e)
-	tell = toldEnd
+	board, tell := d.board(e)
 	if _, piece := e.Payload.(events.AgentSaid); !piece && d.verbose {
-		d.printLinesLocked("", d.text.flush())
+		d.printLines("", d.text.flush())
 	}
 	if p, ok := e.Payload.(events.InteractionNeeded); ok && d.prompter != nil {
-		prompter, label := d.prompter, d.labelOf(e.Task)
-		tell = func() { prompter.enqueue(e, p, label) }
+		label := d.labelOf(e.Task)
+		tell = func() { d.prompter.enqueue(e, p, label) }
 	}
 	shown := d.shows(e)
 	if shown {
-		d.printLinesLocked(d.indentLocked(e), d.text.lines(e))
+		d.printLines(d.indent(e), d.text.lines(e))
 	} else {
 		d.text.see(e)
 	}
 	if board || shown {
-		d.redrawLocked()
+		d.redraw()
+	}
+	// The prompter is told once the event is on screen.
+	if tell != nil {
+		tell()
 	}
 }
 
-// writeEventLocked writes e to the --events file, as the event log has
-// it: secrets as ***.
-func (d *display) writeEventLocked(e core.Event) {
-	if d.events == nil {
-		return
-	}
-	if b, err := json.Marshal(e); err == nil {
-		_, _ = d.events.Write(append(state.RedactJSON(b), '\n'))
-	}
-}
-
-// boardLocked follows the event on the board (its stage, its tasks), and
+// board follows the event on the board (its stage, its tasks), and
 // reports whether the board changed, and what to tell the prompter.
-func (d *display) boardLocked(e core.Event) (changed bool, tell func()) {
+func (d *Display) board(e core.Event) (changed bool, tell func()) {
 	switch p := e.Payload.(type) {
 	case events.StageStart:
 		d.order = nil
 	case events.StageEnd:
 		if d.streams.ErrTTY {
 			// The stage's final board stays on screen above the next one.
-			rows := d.boardRowsLocked(d.width())
+			rows := d.boardRows(d.width())
 			d.order = nil
 			for _, r := range rows {
-				d.printLocked(r.text)
+				d.print(r.text)
 			}
 		}
 		d.order = nil
@@ -236,7 +203,7 @@ func (d *display) boardLocked(e core.Event) (changed bool, tell func()) {
 	case events.TaskStatusChange:
 		d.view(e.Task).status = p.Status
 	case events.TaskEnd:
-		tell = d.taskEndLocked(e, p)
+		tell = d.taskEnd(e, p)
 	case events.KeepAlive:
 		d.view(e.Task).note = fmt.Sprintf("kept alive, pid %d", p.Pid)
 	case events.StepStarted:
@@ -247,10 +214,10 @@ func (d *display) boardLocked(e core.Event) (changed bool, tell func()) {
 	return true, tell
 }
 
-// taskEndLocked ends a task on the board; while a person is asked (the
+// taskEnd ends a task on the board; while a person is asked (the
 // board hidden), the end of a sibling is said in one line instead: tell
 // says it.
-func (d *display) taskEndLocked(e core.Event, p events.TaskEnd) (tell func()) {
+func (d *Display) taskEnd(e core.Event, p events.TaskEnd) (tell func()) {
 	tv := d.view(e.Task)
 	tv.status, tv.ended = p.Status, e.Time
 	if p.Reason != "" && p.Reason != vocab.ReasonExit {
@@ -266,7 +233,7 @@ func (d *display) taskEndLocked(e core.Event, p events.TaskEnd) (tell func()) {
 // shows reports whether the display prints lines for e. On a terminal
 // the board shows the tasks: their starts and ends get no line of their
 // own. An agent's doings are shown with --verbose.
-func (d *display) shows(e core.Event) bool {
+func (d *Display) shows(e core.Event) bool {
 	switch p := e.Payload.(type) {
 	case events.TaskStart, events.TaskEnd, events.KeepAlive:
 		return !d.streams.ErrTTY
@@ -286,9 +253,9 @@ func (d *display) shows(e core.Event) bool {
 	return false
 }
 
-// indentLocked indents a grimoire step's lines by their depth in loops,
+// indent indents a grimoire step's lines by their depth in loops,
 // and the lines of an event inside a step under it.
-func (d *display) indentLocked(e core.Event) string {
+func (d *Display) indent(e core.Event) string {
 	switch p := e.Payload.(type) {
 	case events.StepStarted:
 		return indentOf(p.Address)
@@ -300,9 +267,9 @@ func (d *display) indentLocked(e core.Event) string {
 	return ""
 }
 
-// printLinesLocked prints an event's lines as one message: the first
+// printLines prints an event's lines as one message: the first
 // after the time stamp and indent, the ones under it after the indent.
-func (d *display) printLinesLocked(indent string, lines []string) {
+func (d *Display) printLines(indent string, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
@@ -310,7 +277,7 @@ func (d *display) printLinesLocked(indent string, lines []string) {
 	for _, l := range lines[1:] {
 		msg += "\n" + indent + l
 	}
-	d.printLocked(msg)
+	d.print(msg)
 }
 
 // indentOf indents a grimoire step's line by its depth in loops.
@@ -329,7 +296,7 @@ func taskRanks(def *workflow.Definition) map[string]int {
 	return rank
 }
 
-func (d *display) view(id string) *taskView {
+func (d *Display) view(id string) *taskView {
 	tv := d.tasks[id]
 	if tv == nil {
 		tv = &taskView{id: id, name: id, status: vocab.TaskPending}
@@ -357,7 +324,7 @@ func (d *display) view(id string) *taskView {
 	return tv
 }
 
-func (d *display) nameOf(id string) string {
+func (d *Display) nameOf(id string) string {
 	if tv := d.tasks[id]; tv != nil && tv.name != "" {
 		return tv.name
 	}
@@ -365,29 +332,29 @@ func (d *display) nameOf(id string) string {
 }
 
 // labelOf names a task in messages, safe to print: "Name (id)", or "id".
-func (d *display) labelOf(id string) string { return taskLabel(d.nameOf(id), id) }
+func (d *Display) labelOf(id string) string { return TaskLabel(d.nameOf(id), id) }
 
-// taskLabel is how every message names a task: by its name and, when that
+// TaskLabel is how every message names a task: by its name and, when that
 // differs, its id, the key of `show` and of the files under .vibeteam/.
-func taskLabel(name, id string) string {
+func TaskLabel(name, id string) string {
 	if name == "" || name == id {
-		return safe(id)
+		return Safe(id)
 	}
-	return safe(name) + " (" + safe(id) + ")"
+	return Safe(name) + " (" + Safe(id) + ")"
 }
 
-// mirrorLocked writes complete lines of a task's output, prefixed by its name.
-func (d *display) mirrorLocked(taskID, text string) {
+// mirror writes complete lines of a task's output, prefixed by its name.
+func (d *Display) mirror(taskID, text string) {
 	buf := d.partial[taskID] + text
 	lines := strings.Split(buf, "\n")
 	d.partial[taskID] = lines[len(lines)-1]
 	for _, l := range lines[:len(lines)-1] {
-		d.printLocked(d.paint("2", "["+safe(d.nameOf(taskID))+"]") + " " + safeLine(strings.TrimRight(l, "\r")))
+		d.print(d.paint("2", "["+Safe(d.nameOf(taskID))+"]") + " " + SafeLine(strings.TrimRight(l, "\r")))
 	}
 }
 
-// printLocked prints a permanent line above the live board.
-func (d *display) printLocked(line string) {
+// print prints a permanent line above the live board.
+func (d *Display) print(line string) {
 	if d.held {
 		// Bounded: --verbose output of busy tasks must not pile up while
 		// a person takes their time.
@@ -397,11 +364,11 @@ func (d *display) printLocked(line string) {
 		d.heldOut = append(d.heldOut, line)
 		return
 	}
-	d.clearBoardLocked()
+	d.clearBoard()
 	fmt.Fprintln(d.streams.Err, line)
 }
 
-func (d *display) stamp() string {
+func (d *Display) stamp() string {
 	if d.streams.ErrTTY {
 		return ""
 	}
@@ -409,37 +376,37 @@ func (d *display) stamp() string {
 }
 
 // paintMark is a status's glyph in its colour.
-func (d *display) paintMark(m mark) string {
+func (d *Display) paintMark(m mark) string {
 	if m.colour == "" {
 		return m.glyph
 	}
 	return d.paint(m.colour, m.glyph)
 }
 
-func (d *display) paint(code, s string) string {
+func (d *Display) paint(code, s string) string {
 	if !d.color {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-// clearBoardLocked erases the board: up to its first line, then to the end
+// clearBoard erases the board: up to its first line, then to the end
 // of the screen.
-func (d *display) clearBoardLocked() {
+func (d *Display) clearBoard() {
 	if d.streams.ErrTTY {
 		eraseBoard(d.streams.Err, d.drawn, d.width())
 	}
 	d.drawn = nil
 }
 
-// redrawLocked draws one line per task of the current stage, in place.
-func (d *display) redrawLocked() {
+// redraw draws one line per task of the current stage, in place.
+func (d *Display) redraw() {
 	if !d.streams.ErrTTY || d.finished || d.held || len(d.order) == 0 {
 		return
 	}
-	d.clearBoardLocked()
+	d.clearBoard()
 	var b strings.Builder
-	for _, r := range d.boardRowsLocked(d.width()) {
+	for _, r := range d.boardRows(d.width()) {
 		b.WriteString(r.text + "\n")
 		d.drawn = append(d.drawn, r.width)
 	}
@@ -454,13 +421,13 @@ type boardRow struct {
 	width int
 }
 
-// boardRowsLocked is one line per task of the current stage, fitted to a
+// boardRows is one line per task of the current stage, fitted to a
 // terminal of cols columns (0: unknown, 80 assumed). A line is kept
 // shorter than the terminal: one that filled it would wrap, and each redraw
 // would then leave a copy behind. Names take the room there is; when it
 // runs short, what gives way is the adapter, then the name (down to 10
 // columns), then the end of the line.
-func (d *display) boardRowsLocked(cols int) []boardRow {
+func (d *Display) boardRows(cols int) []boardRow {
 	if cols <= 0 {
 		cols = 80
 	}
@@ -470,7 +437,7 @@ func (d *display) boardRowsLocked(cols int) []boardRow {
 	nameW, adW, statusW := 0, 0, 0
 	for _, id := range d.order {
 		tv := d.tasks[id]
-		c := cells{glyph: d.paintMark(taskMark(tv.status)), name: taskLabel(tv.name, id), adapter: safe(tv.adapter), status: safe(tv.status)}
+		c := cells{glyph: d.paintMark(taskMark(tv.status)), name: TaskLabel(tv.name, id), adapter: Safe(tv.adapter), status: Safe(tv.status)}
 		if !tv.started.IsZero() {
 			end := tv.ended
 			if end.IsZero() {
@@ -479,7 +446,7 @@ func (d *display) boardRowsLocked(cols int) []boardRow {
 			c.elapsed = end.Sub(tv.started).Round(100 * time.Millisecond).String()
 		}
 		if tv.note != "" {
-			c.status += " (" + safe(tv.note) + ")"
+			c.status += " (" + Safe(tv.note) + ")"
 		}
 		nameW = max(nameW, runewidth.StringWidth(c.name))
 		adW = max(adW, runewidth.StringWidth(c.adapter))
@@ -503,107 +470,30 @@ func (d *display) boardRowsLocked(cols int) []boardRow {
 	}
 	rows := make([]boardRow, 0, len(all))
 	for _, c := range all {
-		line := fill(c.name, nameW) + "  "
+		line := Fill(c.name, nameW) + "  "
 		if adW > 0 {
-			line += fill(c.adapter, adW) + "  "
+			line += Fill(c.adapter, adW) + "  "
 		}
-		line += fill(c.status, statusW)
+		line += Fill(c.status, statusW)
 		if c.elapsed != "" {
 			line += " " + c.elapsed
 		}
-		line = fit(strings.TrimRight(line, " "), avail-lead)
+		line = Fit(strings.TrimRight(line, " "), avail-lead)
 		rows = append(rows, boardRow{text: "  " + c.glyph + " " + line, width: lead + runewidth.StringWidth(line)})
 	}
 	return rows
 }
 
-// safe makes text that comes from outside vibeteam — workflow files,
-// session files, agents — harmless to print: every non-printable rune is
-// shown escaped as Go quotes it (ESC as \x1b, BEL as \a, a right-to-left
-// override as \u202e), and so is each byte of invalid UTF-8. Printable
-// unicode is kept. Otherwise a task name could retitle or clear the
-// person's terminal, or hide text from them.
-func safe[S ~string](text S) string {
-	s := string(text)
-	i := 0
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 || !strconv.IsPrint(r) {
-			break
-		}
-		i += n
-	}
-	if i == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.WriteString(s[:i])
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r):
-			b.WriteString(s[i : i+n])
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += n
-	}
-	return b.String()
-}
-
-// safeLine is safe for one line of an agent's output or screen: tabs, which
-// are common there (`go test`) and harmless, are expanded rather than
-// shown as \t.
-func safeLine(s string) string {
-	if !strings.Contains(s, "\t") {
-		return safe(s)
-	}
-	var b strings.Builder
-	col := 0
-	for _, r := range s {
-		if r == '\t' {
-			n := 8 - col%8
-			b.WriteString(strings.Repeat(" ", n))
-			col += n
-			continue
-		}
-		b.WriteRune(r)
-		col += runewidth.RuneWidth(r)
-	}
-	return safe(b.String())
-}
-
-// fit cuts printable text to at most w columns, marking the cut with "…".
-func fit(s string, w int) string {
-	if w <= 0 {
-		return ""
-	}
-	return runewidth.Truncate(s, w, "…")
-}
-
-// fill fits s to exactly w columns.
-func fill(s string, w int) string {
-	return runewidth.FillRight(fit(s, w), w)
-}
-
-// pad pads s with spaces to at least w columns.
-func pad(s string, w int) string {
-	return runewidth.FillRight(s, w)
-}
-
-// sessionTaskLabel names a task of sess as taskLabel does.
-func sessionTaskLabel(sess *state.Session, id string) string {
+// SessionTaskLabel names a task of sess as TaskLabel does.
+func SessionTaskLabel(sess *state.Session, id string) string {
 	if sess.WorkflowDefinition != nil {
 		for _, st := range sess.WorkflowDefinition.Stages() {
 			for _, t := range st.Tasks {
 				if t.ID == id {
-					return taskLabel(t.DisplayName(), id)
+					return TaskLabel(t.DisplayName(), id)
 				}
 			}
 		}
 	}
-	return safe(id)
+	return Safe(id)
 }

@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"fmt"
@@ -57,9 +57,9 @@ func (x *eventText) task(id string) *taskSeen {
 // label names a task in a line, safe to print: "Name (id)", or "id".
 func (x *eventText) label(id string) string {
 	if t := x.tasks[id]; t != nil {
-		return taskLabel(t.name, id)
+		return TaskLabel(t.name, id)
 	}
-	return safe(id)
+	return Safe(id)
 }
 
 // see learns what an event says of its task (its name, when it started),
@@ -114,13 +114,13 @@ func (x *eventText) sessionLines(e state.Event) ([]string, bool) {
 	case events.SessionResume:
 		return []string{sessionLine(e.Session, "resumed", p.Workflow)}, true
 	case events.SessionEnd:
-		msg := fmt.Sprintf("%s session %s finished: %s", x.paint(sessionMark(p.Status)), safe(e.Session), safe(p.Status))
+		msg := fmt.Sprintf("%s session %s finished: %s", x.paint(sessionMark(p.Status)), Safe(e.Session), Safe(p.Status))
 		var why []string
 		if p.FailedTask != "" {
 			why = append(why, "task "+x.label(p.FailedTask))
 		}
 		if p.Reason != "" {
-			why = append(why, safe(p.Reason))
+			why = append(why, Safe(p.Reason))
 		}
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, ": ") + ")"
@@ -131,37 +131,37 @@ func (x *eventText) sessionLines(e state.Event) ([]string, bool) {
 		// IDLE while a task still runs (--json keeps it).
 		return nil, true
 	case events.RunError:
-		return []string{"error: " + safe(p.Error)}, true
+		return []string{"error: " + Safe(p.Error)}, true
 	case events.Warn:
-		return []string{"warning: " + safe(p.Warning)}, true
+		return []string{"warning: " + Safe(p.Warning)}, true
 	case events.TemplateWarning:
 		msg := "warning"
 		if p.Step != "" {
-			msg += " (" + safe(p.Step) + ")"
+			msg += " (" + Safe(p.Step) + ")"
 		}
-		return []string{msg + ": " + safe(p.Warning)}, true
+		return []string{msg + ": " + Safe(p.Warning)}, true
 	case events.StageStart:
 		of := ""
 		if x.stages > 0 {
 			of = "/" + strconv.Itoa(x.stages)
 		}
-		return []string{fmt.Sprintf("stage %d%s %s: %d task(s)", p.Index+1, of, safe(p.Stage), p.Tasks)}, true
+		return []string{fmt.Sprintf("stage %d%s %s: %d task(s)", p.Index+1, of, Safe(p.Stage), p.Tasks)}, true
 	case events.StageEnd:
-		return []string{x.paint(taskMark(vocab.TaskDone)) + " stage " + safe(p.Stage) + " done"}, true
+		return []string{x.paint(taskMark(vocab.TaskDone)) + " stage " + Safe(p.Stage) + " done"}, true
 	case events.Limited:
 		return []string{x.paint(stepMark(vocab.StepStopped)) + " " + limitEventLine(p, e.Time)}, true
 	case events.LimitResume:
-		return []string{safe(p.Adapter) + " usage limit reset: the agent's session continues"}, true
+		return []string{Safe(p.Adapter) + " usage limit reset: the agent's session continues"}, true
 	case events.Budget:
-		return []string{x.paint(stepMark(vocab.StepBlocked)) + " budget spent: " + safe(p.What)}, true
+		return []string{x.paint(stepMark(vocab.StepBlocked)) + " budget spent: " + Safe(p.What)}, true
 	}
 	return nil, false
 }
 
 func sessionLine(id, verb, workflow string) string {
-	msg := fmt.Sprintf("session %s %s", safe(id), verb)
+	msg := fmt.Sprintf("session %s %s", Safe(id), verb)
 	if workflow != "" {
-		msg += ": workflow " + safe(workflow)
+		msg += ": workflow " + Safe(workflow)
 	}
 	return msg
 }
@@ -175,7 +175,7 @@ func (x *eventText) taskLines(e state.Event) ([]string, bool) {
 		var about []string
 		for _, v := range []string{p.Adapter, p.Mode} {
 			if v != "" {
-				about = append(about, safe(v))
+				about = append(about, Safe(v))
 			}
 		}
 		about = append(about, fmt.Sprintf("pid %d", p.Pid))
@@ -187,31 +187,31 @@ func (x *eventText) taskLines(e state.Event) ([]string, bool) {
 	case events.TaskIn:
 		msg := "task " + task + " ← "
 		if p.Source != "" {
-			msg += safe(p.Source) + ": "
+			msg += Safe(p.Source) + ": "
 		}
-		return []string{msg + safe(p.Text)}, true
+		return []string{msg + Safe(p.Text)}, true
 	case events.TaskOut:
 		var out []string
 		for _, l := range strings.Split(strings.TrimSuffix(p.Text, "\n"), "\n") {
-			out = append(out, "task "+task+" | "+safeLine(l))
+			out = append(out, "task "+task+" | "+SafeLine(l))
 		}
 		return out, true
 	case events.InteractionNeeded:
-		what := safe(p.State)
+		what := Safe(p.State)
 		if p.Why != "" {
-			what += ": " + safe(p.Why)
+			what += ": " + Safe(p.Why)
 		}
 		out := []string{"task " + task + " needs a person (" + what + ")"}
 		if p.Excerpt != "" {
 			for _, l := range strings.Split(p.Excerpt, "\n") {
-				out = append(out, "  | "+safeLine(l))
+				out = append(out, "  | "+SafeLine(l))
 			}
 		}
 		return out, true
 	case events.AutoAct:
-		msg := "task " + task + ": auto-approve answered " + safe(p.State)
+		msg := "task " + task + ": auto-approve answered " + Safe(p.State)
 		if p.Action != "" {
-			msg += " with " + safe(p.Action)
+			msg += " with " + Safe(p.Action)
 		}
 		return []string{msg}, true
 	case events.StateMatch:
@@ -219,7 +219,7 @@ func (x *eventText) taskLines(e state.Event) ([]string, bool) {
 		if p.State == "" {
 			return nil, true
 		}
-		return []string{"task " + task + ": screen state " + safe(p.State)}, true
+		return []string{"task " + task + ": screen state " + Safe(p.State)}, true
 	case events.QueueSend:
 		return []string{fmt.Sprintf("task %s: sent a queued input (%d left)", task, p.Remaining)}, true
 	case events.KeepAlive:
@@ -247,9 +247,9 @@ func (x *eventText) statusLines(task string, p events.TaskStatusChange) []string
 			return nil
 		}
 	}
-	msg := "task " + task + ": " + safe(p.Status)
+	msg := "task " + task + ": " + Safe(p.Status)
 	if p.Reason != "" {
-		msg += " (" + safe(p.Reason) + ")"
+		msg += " (" + Safe(p.Reason) + ")"
 	}
 	return []string{msg}
 }
@@ -259,7 +259,7 @@ func (x *eventText) statusLines(task string, p events.TaskStatusChange) []string
 // resume)".
 func (x *eventText) taskEndLine(e state.Event, p events.TaskEnd) string {
 	task := x.label(e.Task)
-	msg := fmt.Sprintf("%s task %s %s", x.paint(taskMark(p.Status)), task, safe(p.Status))
+	msg := fmt.Sprintf("%s task %s %s", x.paint(taskMark(p.Status)), task, Safe(p.Status))
 	stopped := p.Reason == vocab.ReasonStopped
 	if stopped {
 		msg = fmt.Sprintf("%s task %s stopped (it runs again on resume)", x.paint(stepMark(vocab.StepStopped)), task)
@@ -269,10 +269,10 @@ func (x *eventText) taskEndLine(e state.Event, p events.TaskEnd) string {
 		about = append(about, fmt.Sprintf("exit %d", *p.ExitCode))
 	}
 	if p.Signal != "" {
-		about = append(about, safe(p.Signal))
+		about = append(about, Safe(p.Signal))
 	}
 	if p.Reason != "" && p.Reason != vocab.ReasonExit && !stopped {
-		about = append(about, safe(p.Reason))
+		about = append(about, Safe(p.Reason))
 	}
 	if len(about) > 0 {
 		msg += " (" + strings.Join(about, ", ") + ")"
@@ -281,7 +281,7 @@ func (x *eventText) taskEndLine(e state.Event, p events.TaskEnd) string {
 		msg += " after " + logDuration(e.Time.Sub(t.started))
 	}
 	if p.Error != "" {
-		msg += ": " + safe(p.Error)
+		msg += ": " + Safe(p.Error)
 	}
 	return msg
 }
@@ -291,9 +291,9 @@ func (x *eventText) taskEndLine(e state.Event, p events.TaskEnd) string {
 func (x *eventText) mergeLines(e state.Event) []string {
 	switch p := e.Payload.(type) {
 	case events.MergeWait:
-		return []string{fmt.Sprintf("%s merge of %s into %s waits for a review", x.paint(stepMark(vocab.StepStopped)), safe(p.Branch), safe(p.Base))}
+		return []string{fmt.Sprintf("%s merge of %s into %s waits for a review", x.paint(stepMark(vocab.StepStopped)), Safe(p.Branch), Safe(p.Base))}
 	case events.MergeDone:
-		return []string{fmt.Sprintf("%s merged %s into %s (%s)", x.paint(stepMark(vocab.StepDone)), safe(p.Branch), safe(p.Base), safe(p.Commit))}
+		return []string{fmt.Sprintf("%s merged %s into %s (%s)", x.paint(stepMark(vocab.StepDone)), Safe(p.Branch), Safe(p.Base), Safe(p.Commit))}
 	case events.MergeQueue:
 		return []string{x.paint(stepMark(vocab.StepStopped)) + " " + queuedLine(p)}
 	case events.GateStart:
@@ -308,7 +308,7 @@ func (x *eventText) mergeLines(e state.Event) []string {
 		}
 		out := []string{x.paint(m) + " " + line}
 		if p.LogPath != "" && !green {
-			out = append(out, "    log: "+safe(p.LogPath))
+			out = append(out, "    log: "+Safe(p.LogPath))
 		}
 		return out
 	}

@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"bytes"
@@ -29,12 +29,12 @@ func (x *eventText) stepLines(e state.Event) ([]string, bool) {
 		if p.Resumed {
 			verb = "resumed"
 		}
-		msg := "grimoire " + safe(p.Grimoire) + " " + verb
+		msg := "grimoire " + Safe(p.Grimoire) + " " + verb
 		if p.Source != "" {
-			msg += " (" + safe(p.Source) + ")"
+			msg += " (" + Safe(p.Source) + ")"
 		}
 		if p.Bead != "" {
-			msg += ", bead " + safe(p.Bead)
+			msg += ", bead " + Safe(p.Bead)
 		}
 		return []string{msg}, true
 	case events.StepStarted:
@@ -50,17 +50,17 @@ func (x *eventText) stepLines(e state.Event) ([]string, bool) {
 	case events.Blocked:
 		msg := x.paint(stepMark(vocab.StepBlocked)) + " workflow blocked"
 		if p.Step != "" {
-			msg += " at " + safe(p.Step)
+			msg += " at " + Safe(p.Step)
 			if p.Address != "" {
-				msg += " (" + safe(p.Address) + ")"
+				msg += " (" + Safe(p.Address) + ")"
 			}
 		}
 		if p.Reason != "" {
-			msg += ": " + safe(p.Reason)
+			msg += ": " + Safe(p.Reason)
 		}
 		out := []string{msg}
 		for _, l := range excerpt.LastLines(p.Context, logBlockTail) {
-			out = append(out, "  | "+safeLine(l))
+			out = append(out, "  | "+SafeLine(l))
 		}
 		return out, true
 	case events.Completed:
@@ -81,11 +81,11 @@ func (x *eventText) stepCompletedLines(p events.StepCompleted) []string {
 	if ran && (p.Type == vocab.StepScript || p.ExitCode != 0) {
 		msg += fmt.Sprintf(" exit %d", p.ExitCode)
 	}
-	reason := safe(excerpt.FirstLineMarked(p.Reason))
+	reason := Safe(excerpt.FirstLineMarked(p.Reason))
 	switch p.Status {
 	case vocab.StepDone:
 		if p.Summary != "" {
-			msg += " — " + safe(excerpt.FirstLineMarked(p.Summary))
+			msg += " — " + Safe(excerpt.FirstLineMarked(p.Summary))
 		}
 	case vocab.StepSkipped:
 		msg += " skipped"
@@ -97,7 +97,7 @@ func (x *eventText) stepCompletedLines(p events.StepCompleted) []string {
 	case vocab.StepWaiting:
 		msg += " waiting for a person"
 	default:
-		msg += " " + safe(p.Status)
+		msg += " " + Safe(p.Status)
 		if reason != "" {
 			msg += ": " + reason
 		}
@@ -107,10 +107,10 @@ func (x *eventText) stepCompletedLines(p events.StepCompleted) []string {
 		return out
 	}
 	for _, l := range excerpt.LastLines(p.Output, logFailTail) {
-		out = append(out, "    | "+safeLine(l))
+		out = append(out, "    | "+SafeLine(l))
 	}
 	if p.LogPath != "" {
-		out = append(out, "    log: "+safe(p.LogPath))
+		out = append(out, "    log: "+Safe(p.LogPath))
 	}
 	return out
 }
@@ -125,7 +125,7 @@ func (x *eventText) completedLine(p events.Completed) string {
 	stats = append(stats, logDuration(time.Duration(p.DurationMS)*time.Millisecond))
 	names := make([]string, 0, len(p.FailedSteps))
 	for _, v := range p.FailedSteps {
-		names = append(names, safe(v))
+		names = append(names, Safe(v))
 	}
 	nfailed := max(p.Failed, len(names))
 	var msg string
@@ -149,9 +149,9 @@ func (x *eventText) agentLines(e state.Event) ([]string, bool) {
 	task := x.label(e.Task)
 	switch p := e.Payload.(type) {
 	case events.AgentStart:
-		msg := "task " + task + ": agent session " + safe(p.SessionID)
+		msg := "task " + task + ": agent session " + Safe(p.SessionID)
 		if p.Model != "" {
-			msg += " (" + safe(p.Model) + ")"
+			msg += " (" + Safe(p.Model) + ")"
 		}
 		return []string{msg}, true
 	case events.AgentSaid:
@@ -167,18 +167,18 @@ func (x *eventText) agentLines(e state.Event) ([]string, bool) {
 		}
 		return agentSays(task, p.Text), true
 	case events.AgentThought:
-		return []string{"task " + task + " thinks: " + safe(excerpt.FirstLineMarked(p.Text))}, true
+		return []string{"task " + task + " thinks: " + Safe(excerpt.FirstLineMarked(p.Text))}, true
 	case events.ToolCall:
-		msg := "task " + task + " ▸ " + safe(p.Tool)
+		msg := "task " + task + " ▸ " + Safe(p.Tool)
 		if in := compactJSON(p.Input); in != "" {
-			msg += " " + fit(safe(in), 120)
+			msg += " " + Fit(Safe(in), 120)
 		}
 		if p.Status != "" {
-			msg += " [" + safe(p.Status) + "]"
+			msg += " [" + Safe(p.Status) + "]"
 		}
 		return []string{msg}, true
 	case events.ToolResult:
-		msg := "task " + task + " ⎿ " + safe(p.Tool)
+		msg := "task " + task + " ⎿ " + Safe(p.Tool)
 		if p.IsError {
 			msg += " error"
 		}
@@ -186,24 +186,24 @@ func (x *eventText) agentLines(e state.Event) ([]string, bool) {
 			msg += " after " + logDuration(time.Duration(p.DurationMS)*time.Millisecond)
 		}
 		if out := excerpt.FirstLineMarked(p.Output); out != "" {
-			msg += ": " + fit(safe(out), 120)
+			msg += ": " + Fit(Safe(out), 120)
 		}
 		return []string{msg}, true
 	case events.Plan:
 		out := []string{"task " + task + " plan:"}
 		for _, en := range p.Entries {
-			out = append(out, "  "+en.Mark()+" "+safe(excerpt.FirstLineMarked(en.Content)))
+			out = append(out, "  "+en.Mark()+" "+Safe(excerpt.FirstLineMarked(en.Content)))
 		}
 		return out, true
 	case events.Usage:
 		return []string{fmt.Sprintf("task %s used %d input and %d output tokens (cache: %d read, %d written)",
 			task, p.InputTokens, p.OutputTokens, p.CacheReadTokens, p.CacheWriteTokens)}, true
 	case events.AgentFailure:
-		return []string{"task " + task + ": the agent reported an error: " + safe(excerpt.FirstLineMarked(p.Error))}, true
+		return []string{"task " + task + ": the agent reported an error: " + Safe(excerpt.FirstLineMarked(p.Error))}, true
 	case events.Denial:
-		return []string{"task " + task + " was denied " + safe(p.Tool) + ": " + safe(excerpt.FirstLineMarked(p.Message))}, true
+		return []string{"task " + task + " was denied " + Safe(p.Tool) + ": " + Safe(excerpt.FirstLineMarked(p.Message))}, true
 	case events.Question:
-		return []string{"task " + task + " asks: " + safe(excerpt.FirstLineMarked(p.Text))}, true
+		return []string{"task " + task + " asks: " + Safe(excerpt.FirstLineMarked(p.Text))}, true
 	}
 	return nil, false
 }
@@ -220,13 +220,13 @@ func agentSays(task, text string) []string {
 	if len(lines) == 0 {
 		return nil
 	}
-	out := []string{"task " + task + " says: " + safeLine(lines[0])}
+	out := []string{"task " + task + " says: " + SafeLine(lines[0])}
 	rest := lines[1:]
 	if len(rest) > agentSaysMax {
 		rest = append(rest[:agentSaysMax:agentSaysMax], fmt.Sprintf("… (%d more line(s))", len(rest)-agentSaysMax))
 	}
 	for _, l := range rest {
-		out = append(out, "  | "+safeLine(l))
+		out = append(out, "  | "+SafeLine(l))
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"bufio"
@@ -55,13 +55,12 @@ func TestDisplayAndLogSayTheSame(t *testing.T) {
 	}
 
 	var errb bytes.Buffer
-	d, err := newDisplay(IO{Err: &errb}, true, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := NewDisplay(Streams{Err: &errb}, true)
+	defer d.Close()
 	for _, e := range acpTurnEvents() {
-		d.handle(e)
+		d.Handle(e)
 	}
+	d.Close()
 	var shown []string
 	for _, l := range strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n") {
 		// The display's time column is "15:04:05.000 ".
@@ -73,18 +72,34 @@ func TestDisplayAndLogSayTheSame(t *testing.T) {
 
 	var outb bytes.Buffer
 	w := bufio.NewWriter(&outb)
-	p := newLogPrinter(w)
+	p := NewLogPrinter(w)
 	for _, e := range acpTurnEvents() {
 		p.event(e)
 	}
-	p.idle()
+	p.Idle()
 	logged := strings.Split(untimed(t, outb.String()), "\n")
 	logged = logged[:len(logged)-1]
 
 	if strings.Join(shown, "\n") != strings.Join(want, "\n") {
-		t.Errorf("the display showed:\n%s\nwant:\n%s", strings.Join(shown, "\n"), strings.Join(want, "\n"))
+		t.Errorf("the Display showed:\n%s\nwant:\n%s", strings.Join(shown, "\n"), strings.Join(want, "\n"))
 	}
 	if strings.Join(logged, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log printed:\n%s\nwant:\n%s", strings.Join(logged, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// untimed drops the time column of log's text output.
+func untimed(t *testing.T, out string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(out, "\n") {
+		if l == "" {
+			continue
+		}
+		if len(l) < 9 || l[2] != ':' && l[:9] != logNoStamp {
+			t.Fatalf("line without a time column: %q", l)
+		}
+		b.WriteString(l[9:])
+	}
+	return b.String()
 }

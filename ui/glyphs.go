@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"github.com/vibeteam/vibeteam/core/state"
@@ -96,3 +96,9 @@ func beadMark(status string) mark {
 	}
 	return taskMark(vocab.TaskWaitingForUser)
 }
+
+// BeadGlyph is a bead's glyph on the backlog's board and in its status.
+func BeadGlyph(status string) string { return beadMark(status).glyph }
+
+// StepRunGlyph is a step run's glyph in show.
+func StepRunGlyph(s vocab.StepStatus) string { return stepRunMark(s).glyph }

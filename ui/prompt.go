@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"bufio"
@@ -25,14 +25,14 @@ import (
 // detachKey ends :attach (Ctrl-]).
 const detachKey = 0x1d
 
-// prompter asks the person at the controlling terminal about tasks that
+// Prompter asks the person at the controlling terminal about tasks that
 // wait, one at a time, oldest first.
-type prompter struct {
+type Prompter struct {
 	tty *os.File
 	// out is tty for what the prompter writes: a secret shows as ***
 	// (the screen of an attached task is written to tty as it is).
 	out    io.Writer
-	screen promptScreen
+	screen Screen
 	ctrl   *core.SessionController
 	// ctrls are the sessions of a backlog run, by id: a waiting task is
 	// answered through its own session's controller.
@@ -60,9 +60,9 @@ type promptNote struct{ line, waiting string }
 // maxNotes bounds the notes kept while the terminal is attached to an agent.
 const maxNotes = 200
 
-// promptScreen is what draws beside the prompter (the board): hidden
-// while a person is asked.
-type promptScreen interface {
+// Screen is what draws beside the prompter (a Display or a Board):
+// hidden while a person is asked.
+type Screen interface {
 	hold()
 	release()
 }
@@ -81,23 +81,23 @@ type questionAsk struct {
 	answer chan string
 }
 
-// question asks the person what a headless agent's final message asks
+// Question asks the person what a headless agent's final message asks
 // (core.Options.Question). "" is no answer: later.
-func (p *prompter) question(ctx context.Context, req core.QuestionRequest) string {
+func (p *Prompter) Question(ctx context.Context, req core.QuestionRequest) string {
 	ask := &questionAsk{req: req, answer: make(chan string, 1)}
-	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: safe(req.Name), state: string(vocab.ReasonQuestion), question: ask}, ask.answer, "")
+	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: Safe(req.Name), state: string(vocab.ReasonQuestion), question: ask}, ask.answer, "")
 }
 
 // askQuestion shows the agent's question and its suggested answers and
 // reads the person's: an option's number, or their own words.
-func (p *prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
+func (p *Prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
 	q, t := w.question.req.Question, p.out
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n%s\n│ %s\n", p.boxLine(fmt.Sprintf("── question from task %s (%s) ──", w.label, safe(w.question.req.Adapter))), safeLine(q.Text))
+	fmt.Fprintf(t, "\n%s\n│ %s\n", p.boxLine(fmt.Sprintf("── question from task %s (%s) ──", w.label, Safe(w.question.req.Adapter))), SafeLine(q.Text))
 	for i, o := range q.Options {
-		fmt.Fprintf(t, "│  %d. %s\n", i+1, safeLine(o))
+		fmt.Fprintf(t, "│  %d. %s\n", i+1, SafeLine(o))
 	}
 	hint := "type your answer"
 	if len(q.Options) > 0 {
@@ -136,25 +136,25 @@ type permissionAsk struct {
 	answer chan string
 }
 
-// permission asks the person about the tool calls a headless agent was
+// Permission asks the person about the tool calls a headless agent was
 // denied (core.Options.Permission): allow once, allow for the run, deny,
 // or later. It waits its turn after the tasks already waiting, and
 // answers "later" if the session ends first.
-func (p *prompter) permission(ctx context.Context, req core.PermissionRequest) string {
+func (p *Prompter) Permission(ctx context.Context, req core.PermissionRequest) string {
 	ask := &permissionAsk{req: req, answer: make(chan string, 1)}
-	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: safe(req.Name), state: "permission", permission: ask}, ask.answer, core.PermissionLater)
+	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: Safe(req.Name), state: "permission", permission: ask}, ask.answer, core.PermissionLater)
 }
 
 // askPermission shows what a headless agent was denied and reads the
 // person's answer.
-func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
+func (p *Prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
 	r, t := w.permission.req, p.out
 	answer := func(a string) { w.permission.answer <- a }
-	tools := safe(strings.Join(r.Tools, ", "))
+	tools := Safe(strings.Join(r.Tools, ", "))
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── permission: task %s (%s) was denied ──", w.label, safe(r.Adapter))))
+	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── permission: task %s (%s) was denied ──", w.label, Safe(r.Adapter))))
 	for _, d := range r.Denials {
 		line := d.Tool
 		if len(d.Input) > 0 {
@@ -163,7 +163,7 @@ func (p *prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 		if d.Message != "" {
 			line += " — " + d.Message
 		}
-		fmt.Fprintf(t, "│ %s\n", safeLine(line))
+		fmt.Fprintf(t, "│ %s\n", SafeLine(line))
 	}
 	fmt.Fprintln(t, p.boxLine(fmt.Sprintf("── o: allow once · a: allow %s for the run · d: deny (the task fails) · l: later (park; vibeteam resume ID --allow TOOL)", tools)))
 	p.outMu.Unlock()
@@ -201,19 +201,19 @@ type reviewAsk struct {
 	answer chan [2]string // decision, reason
 }
 
-// review asks the person about a merge (core.Options.Review): approve,
+// Review asks the person about a merge (core.Options.Review): approve,
 // reject (with a reason), or later. It waits its turn after the tasks
 // already waiting, and answers "later" if the session ends first.
-func (p *prompter) review(ctx context.Context, req core.ReviewRequest) (string, string) {
+func (p *Prompter) Review(ctx context.Context, req core.ReviewRequest) (string, string) {
 	ask := &reviewAsk{req: req, answer: make(chan [2]string, 1)}
-	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{core.ReviewLater, ""})
+	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + Safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{core.ReviewLater, ""})
 	return a[0], a[1]
 }
 
 // awaitAnswer queues w to be asked after the tasks already waiting, and
 // waits for its answer on ch; later when the session or the prompter ends
 // first.
-func awaitAnswer[T any](ctx context.Context, p *prompter, w waitingTask, ch <-chan T, later T) T {
+func awaitAnswer[T any](ctx context.Context, p *Prompter, w waitingTask, ch <-chan T, later T) T {
 	p.mu.Lock()
 	p.queue = append(p.queue, w)
 	p.mu.Unlock()
@@ -232,23 +232,23 @@ func awaitAnswer[T any](ctx context.Context, p *prompter, w waitingTask, ch <-ch
 }
 
 // askReview shows a merge for review and reads the person's decision.
-func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
+func (p *Prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
 	r, t := w.review.req, p.out
 	answer := func(decision, reason string) { w.review.answer <- [2]string{decision, reason} }
 	p.outMu.Lock()
-	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── review: merge %s into %s ──", safe(r.Branch), safe(r.Base))))
+	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── review: merge %s into %s ──", Safe(r.Branch), Safe(r.Base))))
 	if r.Bead != "" {
-		fmt.Fprintf(t, "bead %s: %s\n", safe(r.Bead), safe(r.Title))
+		fmt.Fprintf(t, "bead %s: %s\n", Safe(r.Bead), Safe(r.Title))
 	}
 	fmt.Fprintln(t, "commits:")
 	for _, l := range strings.Split(strings.TrimRight(r.Commits, "\n"), "\n") {
-		fmt.Fprintf(t, "│ %s\n", safeLine(l))
+		fmt.Fprintf(t, "│ %s\n", SafeLine(l))
 	}
 	fmt.Fprintln(t, "changes:")
 	for _, l := range strings.Split(strings.TrimRight(r.Stat, "\n"), "\n") {
-		fmt.Fprintf(t, "│ %s\n", safeLine(l))
+		fmt.Fprintf(t, "│ %s\n", SafeLine(l))
 	}
 	fmt.Fprintln(t, p.boxLine("── a: approve and merge · r: reject · d: the diff (in a pager) · l: later (park; vibeteam resume ID --approve-merge)"))
 	p.outMu.Unlock()
@@ -282,7 +282,7 @@ func (p *prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 }
 
 // pageDiff shows the merge's diff in $PAGER (less) on the terminal.
-func (p *prompter) pageDiff(r core.ReviewRequest) {
+func (p *Prompter) pageDiff(r core.ReviewRequest) {
 	pager := os.Getenv("PAGER")
 	if pager == "" {
 		pager = "less -R"
@@ -295,12 +295,12 @@ func (p *prompter) pageDiff(r core.ReviewRequest) {
 	cmd.Dir = r.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.tty, p.tty, p.tty
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(p.tty, "diff: %s\n", safe(err.Error()))
+		fmt.Fprintf(p.tty, "diff: %s\n", Safe(err.Error()))
 	}
 }
 
-// openTTY opens the controlling terminal, so prompts work with stdin piped.
-func openTTY() (*os.File, error) {
+// OpenTTY opens the controlling terminal, so prompts work with stdin piped.
+func OpenTTY() (*os.File, error) {
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -326,24 +326,24 @@ func ttyFd(f *os.File) (int, bool) {
 	return fd, isTerm
 }
 
-func newPrompter(tty *os.File, disp *display) *prompter {
-	p := &prompter{tty: tty, out: state.RedactWriter(tty), wake: make(chan struct{}, 1), done: make(chan struct{}), ctrls: map[string]*core.SessionController{}}
-	if disp != nil {
-		p.screen = disp
-	}
-	return p
+// NewPrompter asks at the terminal tty, hiding screen while it does.
+func NewPrompter(tty *os.File, screen Screen) *Prompter {
+	return &Prompter{tty: tty, out: state.RedactWriter(tty), screen: screen, wake: make(chan struct{}, 1), done: make(chan struct{}), ctrls: map[string]*core.SessionController{}}
 }
 
-// addController lets the prompter answer the tasks of one more session
+// Done is closed when Run has returned.
+func (p *Prompter) Done() <-chan struct{} { return p.done }
+
+// AddController lets the prompter answer the tasks of one more session
 // (a backlog run's bead).
-func (p *prompter) addController(ctrl *core.SessionController) {
+func (p *Prompter) AddController(ctrl *core.SessionController) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ctrls[ctrl.ID] = ctrl
 }
 
 // controller is the controller of the waiting task's session.
-func (p *prompter) controller(w waitingTask) *core.SessionController {
+func (p *Prompter) controller(w waitingTask) *core.SessionController {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.ctrls[w.session]; ok {
@@ -354,10 +354,10 @@ func (p *prompter) controller(w waitingTask) *core.SessionController {
 
 // enqueue is called from the event handler when a task starts waiting (e,
 // whose payload is ev); label names the task (safe to print).
-func (p *prompter) enqueue(e core.Event, ev events.InteractionNeeded, label string) {
-	w := waitingTask{id: e.Task, session: e.Session, label: label, state: safe(ev.State), excerpt: ev.Excerpt}
+func (p *Prompter) enqueue(e core.Event, ev events.InteractionNeeded, label string) {
+	w := waitingTask{id: e.Task, session: e.Session, label: label, state: Safe(ev.State), excerpt: ev.Excerpt}
 	if ev.Why != "" {
-		w.state += " (" + safe(ev.Why) + ")"
+		w.state += " (" + Safe(ev.Why) + ")"
 	}
 	p.mu.Lock()
 	for i, q := range p.queue {
@@ -389,10 +389,10 @@ func (p *prompter) enqueue(e core.Event, ev events.InteractionNeeded, label stri
 // to the saved column one row down. While the panel is being drawn, or an
 // agent has the terminal, the note waits for the next prompt or the end of
 // the question.
-func (p *prompter) note(line string, bell bool) { p.noteAbout("", line, bell) }
+func (p *Prompter) note(line string, bell bool) { p.noteAbout("", line, bell) }
 
 // noteAbout is note; waiting names the task the note says waits too.
-func (p *prompter) noteAbout(waiting, line string, bell bool) {
+func (p *Prompter) noteAbout(waiting, line string, bell bool) {
 	p.outMu.Lock()
 	defer p.outMu.Unlock()
 	if bell {
@@ -405,15 +405,15 @@ func (p *prompter) noteAbout(waiting, line string, bell bool) {
 		p.notes = append(p.notes, promptNote{line, waiting})
 		return
 	}
-	_, _ = io.WriteString(p.out, "\x1bD\x1bM\x1b7\r\x1b[L"+fit(line, p.width()-1)+"\x1b8\x1bD")
+	_, _ = io.WriteString(p.out, "\x1bD\x1bM\x1b7\r\x1b[L"+Fit(line, p.width()-1)+"\x1b8\x1bD")
 }
 
 // flushNotesLocked writes the notes that waited, one line each, at the
 // start of a line. outMu is held.
-func (p *prompter) flushNotesLocked() {
+func (p *Prompter) flushNotesLocked() {
 	w := p.width()
 	for _, n := range p.notes {
-		fmt.Fprintf(p.out, "%s\n", fit(n.line, w-1))
+		fmt.Fprintf(p.out, "%s\n", Fit(n.line, w-1))
 	}
 	p.notes = nil
 }
@@ -421,10 +421,10 @@ func (p *prompter) flushNotesLocked() {
 // boxLine is a line of a box (a panel's frame, hint or screen excerpt),
 // cut with … to the terminal's width, as the board's lines are, rather
 // than wrapped by the terminal mid-word.
-func (p *prompter) boxLine(s string) string { return fit(s, p.width()-1) }
+func (p *Prompter) boxLine(s string) string { return Fit(s, p.width()-1) }
 
 // width is the terminal's width in columns (80 when unknown).
-func (p *prompter) width() int {
+func (p *Prompter) width() int {
 	if fd, ok := ttyFd(p.tty); ok {
 		if cols, _, err := term.GetSize(fd); err == nil && cols > 0 {
 			return cols
@@ -433,9 +433,9 @@ func (p *prompter) width() int {
 	return 80
 }
 
-// run asks until ctx ends. The read of the terminal is unblocked by closing
+// Run asks until ctx ends. The read of the terminal is unblocked by closing
 // it, so run returns promptly when the session ends.
-func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
+func (p *Prompter) Run(ctx context.Context, ctrl *core.SessionController) {
 	defer close(p.done)
 	p.ctrl = ctrl
 	go func() {
@@ -493,7 +493,7 @@ func (p *prompter) run(ctx context.Context, ctrl *core.SessionController) {
 	}
 }
 
-func (p *prompter) setAsking(id string) {
+func (p *Prompter) setAsking(id string) {
 	p.mu.Lock()
 	p.asking = id
 	p.mu.Unlock()
@@ -501,7 +501,7 @@ func (p *prompter) setAsking(id string) {
 
 // ask shows the panel and applies one answer. It returns false when the
 // terminal is gone.
-func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
+func (p *Prompter) ask(in *bufio.Reader, w waitingTask) bool {
 	p.screen.hold()
 	defer p.screen.release()
 	// Notes that came in while the reply was applied are shown before the
@@ -515,7 +515,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 	p.outMu.Lock()
 	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── %s needs you: %s ──", w.label, w.state)))
 	for _, l := range strings.Split(w.excerpt, "\n") {
-		fmt.Fprintln(t, p.boxLine("│ "+safeLine(l)))
+		fmt.Fprintln(t, p.boxLine("│ "+SafeLine(l)))
 	}
 	p.mu.Lock()
 	var others []string
@@ -584,7 +584,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 			sendErr = p.attach(w)
 		default:
 			if strings.HasPrefix(line, ":") && len(line) > 1 {
-				fmt.Fprintf(t, "unknown command %s\n", safe(line))
+				fmt.Fprintf(t, "unknown command %s\n", Safe(line))
 				continue
 			}
 			if len([]rune(line)) == 1 {
@@ -594,7 +594,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 			}
 		}
 		if sendErr != nil {
-			fmt.Fprintf(t, "%s\n", safe(sendErr.Error()))
+			fmt.Fprintf(t, "%s\n", Safe(sendErr.Error()))
 			if ex.TaskStatus(w.id) != state.TaskWaitingForUser {
 				return true
 			}
@@ -605,7 +605,7 @@ func (p *prompter) ask(in *bufio.Reader, w waitingTask) bool {
 }
 
 // attach hands the task's terminal to the person until Ctrl-].
-func (p *prompter) attach(w waitingTask) error {
+func (p *Prompter) attach(w waitingTask) error {
 	ex := p.controller(w)
 	pt, err := ex.Terminal(w.id)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package ui
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // columns (0 when unknown, or when stderr is no terminal). It asks at
 // every call rather than caching: the size is one ioctl, and a resize
 // between two redraws is then never missed.
-func stderrWidth(streams IO) func() int {
+func stderrWidth(streams Streams) func() int {
 	f, ok := streams.Err.(interface{ Fd() uintptr })
 	if !ok || !streams.ErrTTY {
 		return func() int { return 0 }
@@ -27,22 +27,6 @@ func stderrWidth(streams IO) func() int {
 		}
 		return cols
 	}
-}
-
-// openEvents is where --events writes: "" nowhere, "-" stdout, else the
-// file (appended to, private); close closes it.
-func openEvents(streams IO, name string) (w io.Writer, close func() error, err error) {
-	switch name {
-	case "":
-		return nil, nil, nil
-	case "-":
-		return streams.Out, nil, nil
-	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--events: %w", err)
-	}
-	return f, f.Close, nil
 }
 
 // eraseBoard moves back up over the board lines drawn (their widths) and
