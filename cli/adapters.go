@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 )
 
 func adaptersCommand(streams IO) *ucli.Command {
@@ -21,13 +22,13 @@ func adaptersCommand(streams IO) *ucli.Command {
 listed with STATUS broken and its problems, file:line:col, on stderr; the
 exit status is then 1. A broken file fails only the workflows that use its
 adapter.`,
-		Flags: []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array; a broken file has \"broken\": true and its \"problems\""}},
+		Flags: []ucli.Flag{cmdutil.BaseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array; a broken file has \"broken\": true and its \"problems\""}},
 		Action: func(c *ucli.Context) error {
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}

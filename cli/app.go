@@ -5,70 +5,23 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/internal/suggest"
-	"github.com/vibeteam/vibeteam/ui"
 
-	"github.com/mattn/go-isatty"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/sandbox/egress"
 	"github.com/vibeteam/vibeteam/core/state"
 )
-
-// Exit codes (DESIGN.md §6).
-const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
-	ExitParked      = 3
-	ExitInterrupted = 130 // SIGINT; SIGTERM gives 143
-)
-
-// IO is the set of streams a command uses, injected so tests can run the
-// CLI in-process.
-type IO struct {
-	In     io.Reader
-	Out    io.Writer
-	Err    io.Writer
-	ErrTTY bool // stderr is a terminal: draw the live status board
-	// OpenTTY opens the controlling terminal for pauses; nil means there is
-	// none (tests, CI).
-	OpenTTY func() (*os.File, error)
-	// Exit ends the process at once, for a second interrupt before a run
-	// has anything to clean up; nil (in-process tests) never exits.
-	Exit func(code int)
-}
-
-// StdIO is the process's own streams.
-func StdIO() IO {
-	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTTY: isatty.IsTerminal(os.Stderr.Fd()), OpenTTY: ui.OpenTTY, Exit: os.Exit}
-}
-
-// ui is where the terminal UI writes.
-func (s IO) ui() ui.Streams { return ui.Streams{Out: s.Out, Err: s.Err, ErrTTY: s.ErrTTY} }
-
-// exitError carries an exit code through urfave/cli.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-func exitf(code int, format string, args ...any) error {
-	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
-}
 
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, streams IO) int {
@@ -101,10 +54,10 @@ func Main(args []string, streams IO) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(streams.Err, "vibeteam:", ee.msg)
+		if ee.Msg != "" {
+			fmt.Fprintln(streams.Err, "vibeteam:", ee.Msg)
 		}
-		return ee.code
+		return ee.Code
 	}
 	// Anything urfave/cli itself rejects (unknown flag, bad value) is usage.
 	fmt.Fprintln(streams.Err, "vibeteam:", err)
@@ -151,7 +104,7 @@ Try it:  vibeteam run demo`,
 		Before: func(c *ucli.Context) error {
 			if c.Bool("version") {
 				fmt.Fprintln(streams.Out, versionString())
-				return &exitError{code: ExitOK}
+				return &exitError{Code: ExitOK}
 			}
 			return nil
 		},
@@ -314,117 +267,6 @@ func helpCommand() *ucli.Command {
 	}
 }
 
-// sessionArg is the session a command that takes one ID argument names:
-// the base dir's sessions and the id (resolveSession), or a usage error.
-func sessionArg(c *ucli.Context) (*state.Manager, string, error) {
-	if c.NArg() != 1 {
-		return nil, "", exitf(ExitUsage, "%s needs a session id (see vibeteam sessions)", c.Command.Name)
-	}
-	base, err := baseDir(c)
-	if err != nil {
-		return nil, "", err
-	}
-	mgr := state.NewManager(base)
-	id, err := resolveSession(mgr, c.Args().First())
-	if err != nil {
-		return nil, "", err
-	}
-	return mgr, id, nil
-}
-
-// resolveSession maps the ID argument of a command, a whole id or a unique
-// prefix, to a session id.
-func resolveSession(mgr *state.Manager, arg string) (string, error) {
-	id, err := mgr.Resolve(arg)
-	var amb *state.AmbiguousError
-	switch {
-	case err == nil:
-		return id, nil
-	case errors.As(err, &amb):
-		return "", exitf(ExitUsage, "%v; type more of the id", err)
-	}
-	return "", sessionLoadError(err)
-}
-
-// baseDir is --base-dir, else the git top-level of the current directory,
-// else the current directory.
-func baseDir(c *ucli.Context) (string, error) {
-	d := ""
-	// The flag exists globally and per command; whichever was given wins.
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet("base-dir") {
-			d = ctx.String("base-dir")
-			break
-		}
-	}
-	return findBaseDir(d)
-}
-
-// findBaseDir is baseDir for a --base-dir value, "" when none was given.
-func findBaseDir(d string) (string, error) {
-	if d != "" {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return "", err
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return "", exitf(ExitUsage, "--base-dir %s is not a directory", d)
-		}
-		return abs, nil
-	}
-	// The git top-level, found as git finds it (the nearest directory up
-	// that holds a repository's .git), without starting git: every
-	// command, preview included, starts no process.
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if isGitDir(filepath.Join(d, ".git")) {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return wd, nil
-		}
-	}
-}
-
-// isGitDir reports whether path is a .git git takes for a repository's: a
-// directory with a HEAD in it, or a file that says "gitdir: ..." (a
-// worktree's, a submodule's). An empty .git directory some tool left (in
-// the system's temporary directory, say) is not one, and must not make
-// every directory below it one repository.
-func isGitDir(path string) bool {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return false
-	case fi.IsDir():
-		head, err := os.Stat(filepath.Join(path, "HEAD"))
-		return err == nil && !head.IsDir()
-	case fi.Mode().IsRegular():
-		f, err := os.Open(path)
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		b := make([]byte, len("gitdir:"))
-		n, _ := io.ReadFull(f, b)
-		return string(b[:n]) == "gitdir:"
-	}
-	return false
-}
-
-// loadRegistry returns the built-in adapters plus the user's adapter files;
-// a bad adapter file is a validation error.
-func loadRegistry(base string) (*adapters.Registry, error) {
-	reg := adapters.NewRegistry()
-	if err := reg.LoadDir(filepath.Join(base, ".vibeteam", "adapters")); err != nil {
-		return nil, exitf(ExitUsage, "%v", err)
-	}
-	return reg, nil
-}
-
 // interrupts are the signals that stop run and resume, caught from the start
 // of the command: one that arrived while the session was being created would
 // otherwise kill vibeteam between taking the session's lock and saving the
@@ -479,7 +321,7 @@ func (in *interrupts) loop() {
 		case first:
 			fmt.Fprintf(in.streams.Err, "vibeteam: %s: stopping before the session starts (again to quit now)\n", s)
 		case in.streams.Exit != nil:
-			in.streams.Exit(interruptCode(in.got()))
+			in.streams.Exit(cmdutil.InterruptCode(in.got()))
 		}
 	}
 }
@@ -532,17 +374,6 @@ func (in *interrupts) got() os.Signal {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.first
-}
-
-// interruptCode is the conventional 128+n exit code of a stopping signal.
-func interruptCode(s os.Signal) int {
-	switch s {
-	case syscall.SIGTERM:
-		return 143
-	case syscall.SIGHUP:
-		return 129
-	}
-	return ExitInterrupted
 }
 
 // warnOpenDirs makes the folders that hold sessions and logs private, and

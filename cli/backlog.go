@@ -16,6 +16,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
@@ -265,7 +266,7 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{}, taken: map[string]bool{},
 		ctrls: map[string]*core.SessionController{},
 	}
-	br.board = ui.NewBoard(streams.ui(), &br.mu)
+	br.board = ui.NewBoard(streams.UI(), &br.mu)
 	defer func() {
 		if err != nil {
 			br.close()
@@ -303,7 +304,7 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 	if s := sigs.attach(); s != nil {
 		br.sess.Status = state.StatusCancelled
 		_ = br.mgr.Save(br.sess)
-		return exitf(interruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
+		return exitf(cmdutil.InterruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
 	br.meterBeads(again)
 	br.board.Start(br.sess)
@@ -484,7 +485,7 @@ func (br *backlogRun) exitFor(n beadTally, sig os.Signal, err, saveErr error, sp
 	case saveErr != nil:
 		return exitf(ExitFailed, "backlog %s: %v", id, saveErr)
 	case sig != nil:
-		return exitf(interruptCode(sig), "interrupted; backlog %s saved, continue with: vibeteam resume %s", id, id)
+		return exitf(cmdutil.InterruptCode(sig), "interrupted; backlog %s saved, continue with: vibeteam resume %s", id, id)
 	case err != nil:
 		return exitf(ExitFailed, "backlog %s: %v", id, err)
 	case beads == 0:
@@ -760,8 +761,8 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 // exitMessage is an error's message without the exit code it carries.
 func exitMessage(err error) string {
 	var ee *exitError
-	if errors.As(err, &ee) && ee.msg != "" {
-		return ee.msg
+	if errors.As(err, &ee) && ee.Msg != "" {
+		return ee.Msg
 	}
 	return err.Error()
 }

@@ -12,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
@@ -29,7 +30,7 @@ func cancelCommand(streams IO) *ucli.Command {
 		Usage:     "cancel a session: a running one is stopped (its tasks, then vibeteam, which saves), a parked or blocked one is marked cancelled; its bead goes back to open",
 		ArgsUsage: "ID",
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.BoolFlag{Name: "clean", Usage: "also remove the bead's worktree and branch (refused when the branch has commits not merged into its base)"},
 			&ucli.BoolFlag{Name: "force", Usage: "with --clean: remove them even with unmerged commits"},
 		},
@@ -40,12 +41,12 @@ func cancelCommand(streams IO) *ucli.Command {
 			if c.Bool("force") && !c.Bool("clean") {
 				return exitf(ExitUsage, "--force goes with --clean")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
 			mgr := state.NewManager(base)
-			id, err := resolveSession(mgr, c.Args().First())
+			id, err := cmdutil.ResolveSession(mgr, c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -63,7 +64,7 @@ func cancelCommand(streams IO) *ucli.Command {
 			defer lock.Release()
 			sess, err := mgr.Load(id)
 			if err != nil {
-				return sessionLoadError(err)
+				return cmdutil.SessionLoadError(err)
 			}
 			if sess.Status == state.StatusCompleted && stopped {
 				// The stop came too late: its merge had landed (or every

@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -255,7 +256,7 @@ func commandCandidates(app *ucli.App) []candidate {
 // built-in ones, and workflow files (with the folders leading to them).
 func workflowCandidates(base, cur string) []candidate {
 	var out []candidate
-	if b, err := findBaseDir(base); err == nil {
+	if b, err := cmdutil.FindBaseDir(base); err == nil {
 		entries, _ := os.ReadDir(filepath.Join(b, ".vibeteam", "workflows"))
 		for _, e := range entries {
 			if name, ok := workflowName(e.Name()); ok && !e.IsDir() {
@@ -283,7 +284,7 @@ func workflowName(file string) (string, bool) {
 // sessionCandidates lists session ids, newest first, with what they ran;
 // for resume, not the completed ones, which it would refuse.
 func sessionCandidates(base string, resumable bool) []candidate {
-	b, err := findBaseDir(base)
+	b, err := cmdutil.FindBaseDir(base)
 	if err != nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/acp"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
@@ -87,7 +88,7 @@ PATH (or, for its acp tasks, the adapter's ACP command) or its file is broken, o
 as file:line:col, as validate prints them); 0 otherwise. Without FILE|NAME
 a missing CLI is only reported.`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.BoolFlag{Name: "json", Usage: "print a JSON array, an object per adapter (see above)"},
 			&ucli.DurationFlag{Name: "timeout", Value: defaultVersionTimeout, Usage: "how long each version command may run", Hidden: true},
 		},
@@ -95,11 +96,11 @@ a missing CLI is only reported.`,
 			if c.NArg() > 1 {
 				return exitf(ExitUsage, "doctor takes at most one workflow file or name, got %d arguments; see vibeteam doctor --help", c.NArg())
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -47,7 +48,7 @@ more did not (red gate, conflict, refusal); 1 git failed; 2 usage error or an
 unknown branch (nothing landed); 130/143 interrupted (the branch being
 checked did not land).`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.StringFlag{Name: "base", Usage: "land on `BRANCH` (default: the branch checked out in the base dir)"},
 			&ucli.StringFlag{Name: "gate", Usage: "check each merge with `COMMAND` (sh -c, in a temporary worktree at the merge commit; exit 0 lands it)"},
 			&ucli.BoolFlag{Name: "no-gate", Usage: "no gate, even if config.yaml sets one"},
@@ -60,7 +61,7 @@ checked did not land).`,
 			if c.Bool("no-gate") && c.String("gate") != "" {
 				return exitf(ExitUsage, "--gate and --no-gate together: choose one")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
@@ -85,13 +86,13 @@ checked did not land).`,
 			sigMu.Lock()
 			defer sigMu.Unlock()
 			if sig != nil {
-				return &exitError{code: interruptCode(sig)}
+				return &exitError{Code: cmdutil.InterruptCode(sig)}
 			}
 			if err != nil {
 				return err
 			}
 			if code != 0 {
-				return &exitError{code: code}
+				return &exitError{Code: code}
 			}
 			return nil
 		},

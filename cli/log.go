@@ -16,6 +16,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/ui"
@@ -41,12 +42,12 @@ finishes (or its vibeteam is gone); an interrupt stops following.
 Exit codes: 0 printed; 1 the session has no event log (yet), or it could
 not be read; 2 usage error or no such session; 130/143/129 interrupted.`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new events until the session finishes"},
 			&ucli.BoolFlag{Name: "json", Usage: "print the JSONL lines as they are, one event a line"},
 		},
 		Action: func(c *ucli.Context) error {
-			mgr, id, err := sessionArg(c)
+			mgr, id, err := cmdutil.SessionArg(c)
 			if err != nil {
 				return err
 			}
@@ -101,9 +102,9 @@ type logRun struct {
 func (l *logRun) interrupted(ctx context.Context) error {
 	select {
 	case s := <-l.sigs:
-		return &exitError{code: interruptCode(s)}
+		return &exitError{Code: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &exitError{code: ExitInterrupted}
+		return &exitError{Code: ExitInterrupted}
 	default:
 		return nil
 	}
@@ -113,9 +114,9 @@ func (l *logRun) interrupted(ctx context.Context) error {
 func (l *logRun) wait(ctx context.Context, tick <-chan time.Time) error {
 	select {
 	case s := <-l.sigs:
-		return &exitError{code: interruptCode(s)}
+		return &exitError{Code: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &exitError{code: ExitInterrupted}
+		return &exitError{Code: ExitInterrupted}
 	case <-tick:
 		return nil
 	}

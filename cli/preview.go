@@ -12,6 +12,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/render"
@@ -66,7 +67,7 @@ A stage workflow is shown as its stages and tasks with their prompts.
 
 Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.StringFlag{Name: "bead", Usage: "render .bead from bead `ID` (read with bd show); without NAME, the grimoire run --bead would choose"},
 			&ucli.StringFlag{Name: "bead-file", Usage: "render .bead from `FILE`, JSON as `bd show ID --json` prints it (an object, or an array of one)"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value`, as run takes it (repeatable)"},
@@ -76,7 +77,7 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			if c.NArg() > 1 {
 				return exitf(ExitUsage, "preview takes one grimoire file or name (see vibeteam preview --help)")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
@@ -100,7 +101,7 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 				fmt.Fprintf(streams.Out, "bead %s: grimoire %s (%s)\n\n", safe(beads.Bead(bead).ID()), safe(name), safe(rule))
 				arg = name
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/ui"
 )
@@ -30,9 +31,9 @@ func readyCommand(streams IO) *ucli.Command {
 		Description: "To work on them all, N at once, each in its own worktree, picking up the beads their blockers'\n" +
 			"closing makes ready:\n\n" +
 			"   vibeteam run --ready --jobs 4",
-		Flags: []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+		Flags: []ucli.Flag{cmdutil.BaseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
 		Action: func(c *ucli.Context) error {
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/report"
 	"github.com/vibeteam/vibeteam/internal/reportpage"
 )
@@ -32,19 +33,19 @@ opened in the default browser, where there is one (at a terminal).
 Exit codes: 0 written; 1 it could not be written; 2 usage error or no such
 session.`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the report to `FILE` (- is stdout)"},
 			&ucli.BoolFlag{Name: "open", Usage: "open it in the default browser, where there is one"},
 		},
 		Action: func(c *ucli.Context) error {
-			mgr, id, err := sessionArg(c)
+			mgr, id, err := cmdutil.SessionArg(c)
 			if err != nil {
 				return err
 			}
 			now := time.Now()
 			r, err := report.Build(mgr, id, now)
 			if err != nil {
-				return sessionLoadError(err)
+				return cmdutil.SessionLoadError(err)
 			}
 			var page bytes.Buffer
 			if err := reportpage.Render(&page, r, now); err != nil {

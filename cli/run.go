@@ -14,6 +14,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -22,12 +23,10 @@ import (
 	"github.com/vibeteam/vibeteam/ui"
 )
 
-var baseDirFlag = &ucli.StringFlag{Name: "base-dir", Usage: "project directory holding .vibeteam/ (default: the git top-level, else the current directory)", EnvVars: []string{"VIBETEAM_BASE_DIR"}}
-
 // executionFlags are shared by run and resume.
 func executionFlags() []ucli.Flag {
 	return append([]ucli.Flag{
-		baseDirFlag,
+		cmdutil.BaseDirFlag,
 		&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts (repeatable); its value shows in ps: a secret goes better with --set-env or --set-file"},
 		secretSetFlags()[0], secretSetFlags()[1],
 		&ucli.BoolFlag{Name: "auto-approve", Usage: "append each adapter's autoPolicy.injectArgs and answer prompts with its handlers"},
@@ -70,11 +69,11 @@ func runCommand(streams IO) *ucli.Command {
 			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" && c.String("bead-file") == "" && !c.Bool("ready") {
 				return exitf(ExitUsage, "run needs one workflow file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam run --help)")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}
@@ -161,23 +160,23 @@ func resumeCommand(streams IO) *ucli.Command {
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "resume needs a session id (see vibeteam sessions)")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}
 			warnBrokenAdapters(streams.Err, reg)
 			mgr := state.NewManager(base)
-			id, err := resolveSession(mgr, c.Args().First())
+			id, err := cmdutil.ResolveSession(mgr, c.Args().First())
 			if err != nil {
 				return err
 			}
 			sess, err := mgr.Load(id)
 			if err != nil {
-				return sessionLoadError(err)
+				return cmdutil.SessionLoadError(err)
 			}
 			if err := sess.Check(); err != nil {
 				return exitf(ExitUsage, "session %s is damaged (%s): %v", id, mgr.SessionPath(id), err)
@@ -276,21 +275,6 @@ func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOp
 	}
 }
 
-// sessionLoadError turns a failed session load into a message that helps.
-func sessionLoadError(err error) error {
-	var nf *state.NotFoundError
-	if errors.As(err, &nf) {
-		msg := fmt.Sprintf("no session %q", nf.ID)
-		if len(nf.Nearest) > 0 {
-			msg += "; nearest: " + strings.Join(nf.Nearest, ", ")
-		} else {
-			msg += " (vibeteam sessions lists them)"
-		}
-		return exitf(ExitUsage, "%s", msg)
-	}
-	return exitf(ExitUsage, "%v", err)
-}
-
 // loadChosenGrimoire loads the grimoire a bead's label or config.yaml
 // named: from the grimoire directories, else a built-in; never a file of
 // the current directory.
@@ -370,7 +354,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 		return exitf(ExitUsage, "%v", err)
 	}
 	defer evOut.Close()
-	disp := ui.NewDisplay(streams.ui(), c.Bool("verbose"))
+	disp := ui.NewDisplay(streams.UI(), c.Bool("verbose"))
 	defer disp.Close()
 
 	prompt, closeTTY, err := askAt(c, streams, disp, &opts)
@@ -380,7 +364,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	defer closeTTY()
 
 	if s := sigs.attach(); s != nil {
-		return exitf(interruptCode(s), "interrupted before the session started; nothing to resume")
+		return exitf(cmdutil.InterruptCode(s), "interrupted before the session started; nothing to resume")
 	}
 	orch := core.NewOrchestrator(reg, evOut.of(""), disp.Handle)
 	ctrl, err := start(orch, opts)
@@ -455,7 +439,7 @@ func startError(streams IO, err error) error {
 	}
 	var nf *state.NotFoundError
 	if errors.As(err, &nf) {
-		return sessionLoadError(err)
+		return cmdutil.SessionLoadError(err)
 	}
 	if errors.As(err, new(*core.DamagedJournalError)) {
 		return exitf(ExitUsage, "%v", err)
@@ -469,7 +453,7 @@ func sessionExit(streams IO, sigs *interrupts, notify *notifier, sess *state.Ses
 	if sig := sigs.got(); sig != nil && status != state.StatusCompleted && status != state.StatusCancelled {
 		// A signal at a prompt (a merge review, a question) parks the
 		// session; the exit says it was the signal, as at any other moment.
-		return exitf(interruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, status, sess.ID)
+		return exitf(cmdutil.InterruptCode(sig), "interrupted; session %s saved (%s), continue with: vibeteam resume %s", sess.ID, status, sess.ID)
 	}
 	notify.session(sess, "")
 	switch status {
@@ -488,7 +472,7 @@ func sessionExit(streams IO, sigs *interrupts, notify *notifier, sess *state.Ses
 	case state.StatusBlocked:
 		return exitf(ExitParked, "%s\nsession %s is blocked; fix the cause, then: vibeteam resume %s [--set key=value]", blockedReport(sess), sess.ID, sess.ID)
 	case state.StatusCancelled:
-		return exitf(interruptCode(sigs.got()), "interrupted; session %s saved as cancelled. %s", sess.ID, cancelledHint(sess))
+		return exitf(cmdutil.InterruptCode(sigs.got()), "interrupted; session %s saved as cancelled. %s", sess.ID, cancelledHint(sess))
 	case state.StatusLimited:
 		return exitf(ExitParked, "%s", limitedReport(sess))
 	case state.StatusPendingMerge:

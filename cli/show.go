@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/flow"
@@ -27,15 +28,15 @@ func showCommand(streams IO) *ucli.Command {
 		Name:      "show",
 		Usage:     "show one session: tasks, statuses, exit codes, last output lines, log locations",
 		ArgsUsage: "ID",
-		Flags:     []ucli.Flag{baseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print the session file's JSON"}},
+		Flags:     []ucli.Flag{cmdutil.BaseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print the session file's JSON"}},
 		Action: func(c *ucli.Context) error {
-			mgr, id, err := sessionArg(c)
+			mgr, id, err := cmdutil.SessionArg(c)
 			if err != nil {
 				return err
 			}
 			s, err := mgr.Load(id)
 			if err != nil {
-				return sessionLoadError(err)
+				return cmdutil.SessionLoadError(err)
 			}
 			if err := s.Check(); err != nil && !c.Bool("json") {
 				return exitf(ExitUsage, "session %s is damaged (%s): %v", s.ID, mgr.SessionPath(s.ID), err)

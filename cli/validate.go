@@ -15,6 +15,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/workflow"
 	"github.com/vibeteam/vibeteam/internal/source"
@@ -45,7 +46,7 @@ with severity "error" or "warning", and line and col 0 when unknown.
 
 Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 		Flags: []ucli.Flag{
-			baseDirFlag,
+			cmdutil.BaseDirFlag,
 			&ucli.BoolFlag{Name: "headless", Usage: "validate as if run with --headless (every task needs a prompt)"},
 			&ucli.StringSliceFlag{Name: "set", Usage: "template variable `key=value` for prompts, as run takes it (repeatable)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print the problems as one JSON array on stdout (see above)"},
@@ -55,7 +56,7 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 			if c.NArg() == 0 {
 				return exitf(ExitUsage, "validate needs at least one workflow or adapter file")
 			}
-			base, err := baseDir(c)
+			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
@@ -63,7 +64,7 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
-			reg, err := loadRegistry(base)
+			reg, err := cmdutil.LoadRegistry(base)
 			if err != nil {
 				return err
 			}
