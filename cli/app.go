@@ -14,6 +14,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
+	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	ucli "github.com/urfave/cli/v2"
@@ -121,7 +122,7 @@ Try it:  vibeteam run demo`,
 			previewCommand(streams),
 			sessionsCommand(streams),
 			showCommand(streams),
-			logCommand(streams),
+			logcmd.NewCmdLog(streams, nil),
 			reportCommand(streams),
 			cancelCommand(streams),
 			readyCommand(streams),

@@ -1,4 +1,7 @@
-package cli
+// Package logcmd is `vibeteam log`: a session's event log, as text (a
+// step tree for grimoires, a line per event for stage workflows) or as it
+// is, and --follow.
+package logcmd
 
 import (
 	"bufio"
@@ -26,7 +29,22 @@ import (
 // session still runs, once it has read everything there is.
 const logPoll = 100 * time.Millisecond
 
-func logCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam log` is asked.
+type Options struct {
+	IO      cmdutil.IO
+	Manager *state.Manager
+	ID      string // the session's whole id
+	Follow  bool   // --follow
+	JSON    bool   // --json
+}
+
+// NewCmdLog is the `log` command. Its action gathers the Options and hands
+// them to runF (nil: Run), as gh's commands do, so a test can call Run, or
+// see what the flags made, without the binary.
+func NewCmdLog(streams cmdutil.IO, runF func(context.Context, *Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "log",
 		Usage:     "print a session's event log: a step tree for grimoires, a line per event for stage workflows",
@@ -55,35 +73,41 @@ not be read; 2 usage error or no such session; 130/143/129 interrupted.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			l := &logRun{mgr: mgr, id: id, path: mgr.EventLogPath(id), follow: c.Bool("follow"), streams: streams}
-			// Written in blocks, flushed whenever the end of what the log
-			// holds so far is reached.
-			w := bufio.NewWriter(streams.Out)
-			if c.Bool("json") {
-				l.out = &rawPrinter{w: w}
-			} else {
-				l.out = ui.NewLogPrinter(w)
-			}
-			if l.follow {
-				sigs := make(chan os.Signal, 1)
-				signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-				defer signal.Stop(sigs)
-				l.sigs = sigs
-			}
-			return l.run(ctx)
+			return runF(ctx, &Options{IO: streams, Manager: mgr, ID: id, Follow: c.Bool("follow"), JSON: c.Bool("json")})
 		},
 	}
+}
+
+// Run prints the session's event log as opts say; with Follow, until the
+// session finishes, ctx ends or an interrupt comes.
+func Run(ctx context.Context, opts *Options) error {
+	l := &logRun{mgr: opts.Manager, id: opts.ID, path: opts.Manager.EventLogPath(opts.ID), follow: opts.Follow, streams: opts.IO}
+	// Written in blocks, flushed whenever the end of what the log holds so
+	// far is reached.
+	w := bufio.NewWriter(opts.IO.Out)
+	if opts.JSON {
+		l.out = &rawPrinter{w: w}
+	} else {
+		l.out = ui.NewLogPrinter(w)
+	}
+	if l.follow {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+		l.sigs = sigs
+	}
+	return l.run(ctx)
 }
 
 // logOutput turns the complete lines of an event log into output.
 type logOutput interface {
 	Line(raw []byte, n int)
-	// idle is called when every line written so far has been handled:
+	// Idle is called when every line written so far has been handled:
 	// what is held back is written out.
 	Idle()
-	// finished reports whether the last line was the session's end.
+	// Finished reports whether the last line was the session's end.
 	Finished() bool
-	// failed is the first write error.
+	// Failed is the first write error.
 	Failed() error
 }
 
@@ -92,7 +116,7 @@ type logRun struct {
 	id      string
 	path    string
 	follow  bool
-	streams IO
+	streams cmdutil.IO
 	out     logOutput
 	sigs    chan os.Signal
 }
@@ -102,9 +126,9 @@ type logRun struct {
 func (l *logRun) interrupted(ctx context.Context) error {
 	select {
 	case s := <-l.sigs:
-		return &exitError{Code: cmdutil.InterruptCode(s)}
+		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &exitError{Code: ExitInterrupted}
+		return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted}
 	default:
 		return nil
 	}
@@ -114,9 +138,9 @@ func (l *logRun) interrupted(ctx context.Context) error {
 func (l *logRun) wait(ctx context.Context, tick <-chan time.Time) error {
 	select {
 	case s := <-l.sigs:
-		return &exitError{Code: cmdutil.InterruptCode(s)}
+		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &exitError{Code: ExitInterrupted}
+		return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted}
 	case <-tick:
 		return nil
 	}
@@ -140,12 +164,12 @@ func (l *logRun) run(ctx context.Context) error {
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if s, lerr := l.mgr.Load(l.id); lerr == nil && s.Backlog != nil {
-			return exitf(ExitFailed, "session %s is a backlog run: each bead's events are in its own session's log (vibeteam show %s names them; then vibeteam log SESSION)", l.id, l.id)
+			return cmdutil.Exitf(cmdutil.ExitFailed, "session %s is a backlog run: each bead's events are in its own session's log (vibeteam show %s names them; then vibeteam log SESSION)", l.id, l.id)
 		}
-		return exitf(ExitFailed, "session %s has no event log yet (%s)", l.id, l.path)
+		return cmdutil.Exitf(cmdutil.ExitFailed, "session %s has no event log yet (%s)", l.id, l.path)
 	}
 	if err != nil {
-		return exitf(ExitFailed, "%v", err)
+		return cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
 	}
 	defer f.Close()
 	src := &lineSource{r: bufio.NewReader(f)}
@@ -153,12 +177,12 @@ func (l *logRun) run(ctx context.Context) error {
 	for {
 		line, ok, err := src.next()
 		if err != nil {
-			return exitf(ExitFailed, "read %s: %v", l.path, err)
+			return cmdutil.Exitf(cmdutil.ExitFailed, "read %s: %v", l.path, err)
 		}
 		if ok {
 			l.out.Line(line, src.n)
 			if err := l.out.Failed(); err != nil {
-				return exitf(ExitFailed, "%v", err)
+				return cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
 			}
 			if l.follow {
 				if err := l.interrupted(ctx); err != nil {
@@ -170,7 +194,7 @@ func (l *logRun) run(ctx context.Context) error {
 		// Everything written so far is shown.
 		l.out.Idle()
 		if err := l.out.Failed(); err != nil {
-			return exitf(ExitFailed, "%v", err)
+			return cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
 		}
 		if !l.follow {
 			running = l.mgr.Running(l.id)
