@@ -15,6 +15,7 @@ import (
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
+	"github.com/vibeteam/vibeteam/cli/reportcmd"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	ucli "github.com/urfave/cli/v2"
@@ -123,7 +124,7 @@ Try it:  vibeteam run demo`,
 			sessionsCommand(streams),
 			showCommand(streams),
 			logcmd.NewCmdLog(streams, nil),
-			reportCommand(streams),
+			reportcmd.NewCmdReport(streams, nil),
 			cancelCommand(streams),
 			readyCommand(streams),
 			landCommand(streams),

@@ -1,4 +1,6 @@
-package cli
+// Package reportcmd is `vibeteam report`: a session's report as one HTML
+// file.
+package reportcmd
 
 import (
 	"bytes"
@@ -13,10 +15,25 @@ import (
 
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/report"
+	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/internal/reportpage"
 )
 
-func reportCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam report` is asked.
+type Options struct {
+	IO      cmdutil.IO
+	Manager *state.Manager
+	ID      string // the session's whole id
+	Out     string // --out: a file, "-" for stdout, "" for .vibeteam/reports/ID.html
+	Open    bool   // --open
+}
+
+// NewCmdReport is the `report` command. Its action gathers the Options and
+// hands them to runF (nil: Run).
+func NewCmdReport(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "report",
 		Usage:     "write a session's report: one HTML file with its timeline, spend, slowest steps and outcomes",
@@ -42,35 +59,40 @@ session.`,
 			if err != nil {
 				return err
 			}
-			now := time.Now()
-			r, err := report.Build(mgr, id, now)
-			if err != nil {
-				return cmdutil.SessionLoadError(err)
-			}
-			var page bytes.Buffer
-			if err := reportpage.Render(&page, r, now); err != nil {
-				return exitf(ExitFailed, "render the report: %v", err)
-			}
-			out := c.String("out")
-			if out == "-" {
-				if _, err := streams.Out.Write(page.Bytes()); err != nil {
-					return exitf(ExitFailed, "%v", err)
-				}
-				return nil
-			}
-			if out == "" {
-				out = filepath.Join(mgr.Root(), "reports", r.ID+".html")
-			}
-			if err := writeReport(out, page.Bytes()); err != nil {
-				return exitf(ExitFailed, "write the report: %v", err)
-			}
-			fmt.Fprintln(streams.Out, out)
-			if c.Bool("open") && streams.ErrTTY {
-				openInBrowser(out)
-			}
-			return nil
+			return runF(&Options{IO: streams, Manager: mgr, ID: id, Out: c.String("out"), Open: c.Bool("open")})
 		},
 	}
+}
+
+// Run writes the session's report where opts say, and prints its path.
+func Run(opts *Options) error {
+	now := time.Now()
+	r, err := report.Build(opts.Manager, opts.ID, now)
+	if err != nil {
+		return cmdutil.SessionLoadError(err)
+	}
+	var page bytes.Buffer
+	if err := reportpage.Render(&page, r, now); err != nil {
+		return cmdutil.Exitf(cmdutil.ExitFailed, "render the report: %v", err)
+	}
+	out := opts.Out
+	if out == "-" {
+		if _, err := opts.IO.Out.Write(page.Bytes()); err != nil {
+			return cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
+		}
+		return nil
+	}
+	if out == "" {
+		out = filepath.Join(opts.Manager.Root(), "reports", r.ID+".html")
+	}
+	if err := writeReport(out, page.Bytes()); err != nil {
+		return cmdutil.Exitf(cmdutil.ExitFailed, "write the report: %v", err)
+	}
+	fmt.Fprintln(opts.IO.Out, out)
+	if opts.Open && opts.IO.ErrTTY {
+		openInBrowser(out)
+	}
+	return nil
 }
 
 // writeReport writes data to path whole or not at all, private to the
