@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/vibeteam/vibeteam/builtin"
+	"github.com/vibeteam/vibeteam/cli/cancelcmd"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
@@ -125,7 +126,7 @@ Try it:  vibeteam run demo`,
 			showCommand(streams),
 			logcmd.NewCmdLog(streams, nil),
 			reportcmd.NewCmdReport(streams, nil),
-			cancelCommand(streams),
+			cancelcmd.NewCmdCancel(streams, nil),
 			readyCommand(streams),
 			landCommand(streams),
 			adaptersCommand(streams),

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -112,7 +112,7 @@ func (rb *runBead) claim(streams IO, force bool) error {
 }
 
 // bdTimeout bounds one bd call.
-const bdTimeout = 30 * time.Second
+const bdTimeout = cmdutil.BDTimeout
 
 // beadForRun reads the bead of --bead ID (through bd) or --bead-file, and
 // refuses one with open blockers (unless --force) or one another live

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -207,3 +208,6 @@ func InterruptCode(s os.Signal) int {
 	}
 	return ExitInterrupted
 }
+
+// BDTimeout bounds one bd call.
+const BDTimeout = 30 * time.Second
