@@ -15,6 +15,7 @@ import (
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/cli/cancelcmd"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
+	"github.com/vibeteam/vibeteam/cli/completioncmd"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
 	"github.com/vibeteam/vibeteam/internal/suggest"
@@ -30,8 +31,8 @@ import (
 func Main(args []string, streams IO) int {
 	// The completion protocol's arguments are a command line being typed,
 	// not options for us: they are neither reordered nor parsed.
-	if len(args) > 1 && args[1] == completeCommand {
-		complete(streams, args[2:])
+	if len(args) > 1 && args[1] == completioncmd.Command {
+		completioncmd.Complete(streams, newApp(streams), args[2:])
 		return ExitOK
 	}
 	// The in-sandbox bridge to the egress proxy: hidden, not a command a
@@ -132,7 +133,7 @@ Try it:  vibeteam run demo`,
 			adaptersCommand(streams),
 			doctorCommand(streams),
 			schemaCommand(streams),
-			completionCommand(streams),
+			completioncmd.NewCmdCompletion(streams, nil),
 			versionCommand(streams),
 			helpCommand(),
 		},
@@ -157,9 +158,9 @@ func usageError(c *ucli.Context, err error, _ bool) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
-		msg = "unknown flag " + dashed(name)
+		msg = "unknown flag " + cmdutil.Dashed(name)
 		if s := closest(name, flagNames(c.Command.VisibleFlags())); s != "" {
-			msg += fmt.Sprintf(" (did you mean %s?)", dashed(s))
+			msg += fmt.Sprintf(" (did you mean %s?)", cmdutil.Dashed(s))
 		}
 	} else {
 		// The flag package writes every flag with one dash.
@@ -169,13 +170,6 @@ func usageError(c *ucli.Context, err error, _ bool) error {
 }
 
 var singleDash = regexp.MustCompile(`(^|[\s:])-([a-z][a-z0-9-]+)`)
-
-func dashed(name string) string {
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
-}
 
 func flagNames(flags []ucli.Flag) []string {
 	var names []string

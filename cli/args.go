@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 )
 
 // interspersed moves a command's flags in front of its positional arguments,
@@ -16,7 +17,7 @@ func interspersed(args []string, app *ucli.App) []string {
 	// Skip global flags to find the command.
 	i := 1
 	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "--" {
-		if !strings.Contains(args[i], "=") && takesValue(app.Flags, args[i]) {
+		if !strings.Contains(args[i], "=") && cmdutil.TakesValue(app.Flags, args[i]) {
 			i++
 		}
 		i++
@@ -38,7 +39,7 @@ func interspersed(args []string, app *ucli.App) []string {
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			flags = append(flags, a)
-			if !strings.Contains(a, "=") && takesValue(cmd.Flags, a) && j+1 < len(rest) {
+			if !strings.Contains(a, "=") && cmdutil.TakesValue(cmd.Flags, a) && j+1 < len(rest) {
 				j++
 				flags = append(flags, rest[j])
 			}
@@ -49,22 +50,4 @@ func interspersed(args []string, app *ucli.App) []string {
 	out := append([]string{}, args[:i+1]...)
 	out = append(out, flags...)
 	return append(out, positional...)
-}
-
-// takesValue reports whether the flag named by arg (e.g. "--set") expects a
-// separate value argument.
-func takesValue(flags []ucli.Flag, arg string) bool {
-	name := strings.TrimLeft(arg, "-")
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n != name {
-				continue
-			}
-			if _, isBool := f.(*ucli.BoolFlag); isBool {
-				return false
-			}
-			return true
-		}
-	}
-	return false
 }

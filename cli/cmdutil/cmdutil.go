@@ -211,3 +211,29 @@ func InterruptCode(s os.Signal) int {
 
 // BDTimeout bounds one bd call.
 const BDTimeout = 30 * time.Second
+
+// TakesValue reports whether the flag named by arg (e.g. "--set") expects a
+// separate value argument.
+func TakesValue(flags []ucli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if _, isBool := f.(*ucli.BoolFlag); isBool {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// Dashed is a flag's name as it is typed: -x, --name.
+func Dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}

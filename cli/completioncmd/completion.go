@@ -1,4 +1,6 @@
-package cli
+// Package completioncmd is `vibeteam completion` and the hidden command
+// its scripts call: what may come next on a command line being typed.
+package completioncmd
 
 import (
 	"fmt"
@@ -15,16 +17,27 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
-// completeCommand is the hidden command the completion scripts call with the
+// Command is the hidden command the completion scripts call with the
 // words typed so far, the last one being the word under the cursor (maybe
 // empty). It prints one candidate a line, optionally followed by a tab and a
 // description (zsh and fish show it, bash drops it). All the knowledge is
 // here, so the three scripts stay small and alike.
-const completeCommand = "__complete"
+const Command = "__complete"
 
 var shells = []string{"bash", "zsh", "fish"}
 
-func completionCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam completion` is asked.
+type Options struct {
+	IO    cmdutil.IO
+	Shell string // bash, zsh or fish
+}
+
+// NewCmdCompletion is the `completion` command. Its action gathers the
+// Options and hands them to runF (nil: Run).
+func NewCmdCompletion(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "completion",
 		Usage:     "print a shell completion script (commands, flags, workflow names and files, session ids)",
@@ -42,25 +55,31 @@ or install it for good:
    fish:  vibeteam completion fish > ~/.config/fish/completions/vibeteam.fish`,
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
-				return exitf(ExitUsage, "completion needs one shell: %s; see vibeteam completion --help", strings.Join(shells, ", "))
+				return cmdutil.Exitf(cmdutil.ExitUsage, "completion needs one shell: %s; see vibeteam completion --help", strings.Join(shells, ", "))
 			}
-			script := map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[c.Args().First()]
-			if script == "" {
-				return exitf(ExitUsage, "no completion for shell %q; there is %s", c.Args().First(), strings.Join(shells, ", "))
-			}
-			_, err := fmt.Fprint(streams.Out, script)
-			return err
+			return runF(&Options{IO: streams, Shell: c.Args().First()})
 		},
 	}
 }
 
+// Run prints the completion script of opts.Shell.
+func Run(opts *Options) error {
+	script := map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}[opts.Shell]
+	if script == "" {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "no completion for shell %q; there is %s", opts.Shell, strings.Join(shells, ", "))
+	}
+	_, err := fmt.Fprint(opts.IO.Out, script)
+	return err
+}
+
 type candidate struct{ value, desc string }
 
-func complete(streams IO, words []string) {
+// Complete prints what may come as the last of words, typed on a command
+// line of app, one candidate a line (Command's protocol).
+func Complete(streams cmdutil.IO, app *ucli.App, words []string) {
 	if len(words) == 0 {
 		words = []string{""}
 	}
-	app := newApp(streams)
 	app.Setup()
 	cur := words[len(words)-1]
 	prefix := cur
@@ -123,7 +142,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-		if hasValue || !takesValue(flags, w) {
+		if hasValue || !cmdutil.TakesValue(flags, w) {
 			if name == "base-dir" {
 				base = value
 			}
@@ -142,7 +161,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 	}
 	if strings.HasPrefix(cur, "-") && !dashdash {
 		if name, value, ok := strings.Cut(cur, "="); ok {
-			if !takesValue(flags, name) {
+			if !cmdutil.TakesValue(flags, name) {
 				return nil
 			}
 			return flagValues(strings.TrimLeft(name, "-"), value, name+"=")
@@ -153,7 +172,7 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 				continue
 			}
 			for _, n := range f.Names() {
-				out = append(out, candidate{dashed(n), flagUsage(f)})
+				out = append(out, candidate{cmdutil.Dashed(n), flagUsage(f)})
 			}
 		}
 		return out
