@@ -18,6 +18,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 )
@@ -511,8 +512,34 @@ func (p *Prompter) ask(in *bufio.Reader, w waitingTask) bool {
 		p.flushNotesLocked()
 		p.outMu.Unlock()
 	}()
+	p.panel(w)
+	t := p.out
+	for {
+		p.outMu.Lock()
+		p.flushNotesLocked()
+		fmt.Fprint(t, "reply › ")
+		p.atPrompt = true
+		p.outMu.Unlock()
+		line, err := in.ReadString('\n')
+		p.outMu.Lock()
+		p.atPrompt = false
+		p.outMu.Unlock()
+		if err != nil {
+			p.inputEnded(w)
+			return false
+		}
+		if done, ok := p.reply(w, strings.TrimRight(line, "\r\n")); done {
+			return ok
+		}
+	}
+}
+
+// panel shows what the task waits for, the tasks waiting after it, and
+// the answers there are.
+func (p *Prompter) panel(w waitingTask) {
 	t := p.out
 	p.outMu.Lock()
+	defer p.outMu.Unlock()
 	fmt.Fprintf(t, "\n%s\n", p.boxLine(fmt.Sprintf("── %s needs you: %s ──", w.label, w.state)))
 	for _, l := range strings.Split(w.excerpt, "\n") {
 		fmt.Fprintln(t, p.boxLine("│ "+SafeLine(l)))
@@ -538,70 +565,52 @@ func (p *Prompter) ask(in *bufio.Reader, w waitingTask) bool {
 		fmt.Fprintf(t, "\a(%s is waiting too; it is next)\n", strings.Join(others, ", "))
 	}
 	fmt.Fprintln(t, p.boxLine("── Enter: Enter · one key: that key · text: text+Enter · :up :down :esc :tab · :attach · :done · :quit"))
-	p.outMu.Unlock()
-	for {
-		p.outMu.Lock()
-		p.flushNotesLocked()
-		fmt.Fprint(t, "reply › ")
-		p.atPrompt = true
-		p.outMu.Unlock()
-		line, err := in.ReadString('\n')
-		p.outMu.Lock()
-		p.atPrompt = false
-		p.outMu.Unlock()
-		if err != nil {
-			p.mu.Lock()
-			stopped := p.stopped
-			p.mu.Unlock()
-			if !stopped {
-				// End of input (Ctrl-D) or a terminal gone: nobody will
-				// answer, so park rather than wait for ever.
-				fmt.Fprintln(t, "\n(no more input: parking the session)")
-				p.controller(w).Park(w.id, "the terminal's input ended at a pause")
-			}
-			return false
-		}
-		line = strings.TrimRight(line, "\r\n")
-		ex := p.controller(w)
-		var sendErr error
-		switch line {
-		case "":
-			sendErr = ex.Send(w.id, "\r")
-		case ":up":
-			sendErr = ex.Send(w.id, "\x1b[A")
-		case ":down":
-			sendErr = ex.Send(w.id, "\x1b[B")
-		case ":esc":
-			sendErr = ex.Send(w.id, "\x1b")
-		case ":tab":
-			sendErr = ex.Send(w.id, "\t")
-		case ":done":
-			sendErr = ex.CompleteTask(w.id)
-		case ":quit":
-			ex.Park(w.id, "parked at the prompt")
-			return true
-		case ":attach":
-			sendErr = p.attach(w)
-		default:
-			if strings.HasPrefix(line, ":") && len(line) > 1 {
-				fmt.Fprintf(t, "unknown command %s\n", Safe(line))
-				continue
-			}
-			if len([]rune(line)) == 1 {
-				sendErr = ex.Send(w.id, line)
-			} else {
-				sendErr = ex.SendLine(w.id, line)
-			}
-		}
-		if sendErr != nil {
-			fmt.Fprintf(t, "%s\n", Safe(sendErr.Error()))
-			if ex.TaskStatus(w.id) != state.TaskWaitingForUser {
-				return true
-			}
-			continue
-		}
-		return true
+}
+
+// inputEnded parks the session when the terminal's input ended (Ctrl-D,
+// or a terminal gone) and the prompter was not stopped: nobody will
+// answer, so it must not wait for ever.
+func (p *Prompter) inputEnded(w waitingTask) {
+	p.mu.Lock()
+	stopped := p.stopped
+	p.mu.Unlock()
+	if !stopped {
+		fmt.Fprintln(p.out, "\n(no more input: parking the session)")
+		p.controller(w).Park(w.id, "the terminal's input ended at a pause")
 	}
+}
+
+// replyKeys are the replies that send a key.
+var replyKeys = map[string]string{"": "\r", ":up": "\x1b[A", ":down": "\x1b[B", ":esc": "\x1b", ":tab": "\t"}
+
+// reply applies one reply to the waiting task. done says the question is
+// over (ok: the terminal is still there); else the person is asked again.
+func (p *Prompter) reply(w waitingTask, line string) (done, ok bool) {
+	ex := p.controller(w)
+	var sendErr error
+	switch key, isKey := replyKeys[line]; {
+	case isKey:
+		sendErr = ex.Send(w.id, key)
+	case line == ":done":
+		sendErr = ex.CompleteTask(w.id)
+	case line == ":quit":
+		ex.Park(w.id, "parked at the prompt")
+		return true, true
+	case line == ":attach":
+		sendErr = p.attach(w)
+	case strings.HasPrefix(line, ":") && len(line) > 1:
+		fmt.Fprintf(p.out, "unknown command %s\n", Safe(line))
+		return false, true
+	case len([]rune(line)) == 1:
+		sendErr = ex.Send(w.id, line)
+	default:
+		sendErr = ex.SendLine(w.id, line)
+	}
+	if sendErr != nil {
+		fmt.Fprintf(p.out, "%s\n", Safe(sendErr.Error()))
+		return ex.TaskStatus(w.id) != state.TaskWaitingForUser, true
+	}
+	return true, true
 }
 
 // attach hands the task's terminal to the person until Ctrl-].
@@ -639,10 +648,18 @@ func (p *Prompter) attach(w waitingTask) error {
 	cols0, rows0 := pt.Size()
 	defer func() { _ = pt.Resize(cols0, rows0) }()
 
+	defer p.followAttached(fd, pt)()
+	p.relay(pt, w.label)
+	return nil
+}
+
+// followAttached gives the attached task the person's window size as it
+// changes, and unblocks the terminal's read when the task ends; stop ends
+// that and waits for it.
+func (p *Prompter) followAttached(fd int, pt *runner.Terminal) (stop func()) {
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	stop := make(chan struct{})
+	quit := make(chan struct{})
 	watcher := make(chan struct{})
 	go func() {
 		defer close(watcher)
@@ -653,26 +670,31 @@ func (p *Prompter) attach(w waitingTask) error {
 					_ = pt.Resize(cols, rows)
 				}
 			case <-pt.Done():
-				// The task ended while attached: unblock the read below.
+				// The task ended while attached: unblock the read.
 				_ = p.tty.SetReadDeadline(past)
 				return
-			case <-stop:
+			case <-quit:
 				return
 			}
 		}
 	}()
-	defer func() {
-		close(stop)
+	return func() {
+		close(quit)
 		<-watcher
+		signal.Stop(winch)
 		_ = p.tty.SetReadDeadline(time.Time{})
-	}()
+	}
+}
 
+// relay sends what the person types to the attached task until Ctrl-],
+// the task's end or the terminal's.
+func (p *Prompter) relay(pt *runner.Terminal, label string) {
 	buf := make([]byte, 1024)
 	for {
 		n, err := p.tty.Read(buf)
 		if err != nil {
-			fmt.Fprintf(p.tty, "\r\n(%s ended)\r\n", w.label)
-			return nil
+			fmt.Fprintf(p.tty, "\r\n(%s ended)\r\n", label)
+			return
 		}
 		chunk := buf[:n]
 		if i := strings.IndexByte(string(chunk), detachKey); i >= 0 {
@@ -680,14 +702,14 @@ func (p *Prompter) attach(w waitingTask) error {
 				_ = pt.Send(string(chunk[:i]))
 			}
 			fmt.Fprint(p.tty, "\r\n(detached)\r\n")
-			return nil
+			return
 		}
 		if err := pt.Send(string(chunk)); err != nil {
-			return nil
+			return
 		}
 		select {
 		case <-pt.Done():
-			return nil
+			return
 		default:
 		}
 	}

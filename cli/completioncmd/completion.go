@@ -116,94 +116,127 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 	if n := len(before); n > 1 && before[n-1] == "=" && strings.HasPrefix(before[n-2], "-") {
 		before = before[:n-1]
 	}
-	before = joinEquals(before)
-	var (
-		cmd      *ucli.Command
-		flags    = app.Flags
-		nargs    int
-		dashdash bool
-		base     string
-	)
+	line, values, ok := parseLine(app, joinEquals(before), cur)
+	switch {
+	case !ok || afterEquals:
+		return nil
+	case values != nil:
+		return values
+	case strings.HasPrefix(cur, "-") && !line.dashdash:
+		return flagCandidates(line.flags, cur)
+	case line.cmd == nil:
+		return commandCandidates(app)
+	}
+	if line.base == "" {
+		line.base = os.Getenv("VIBETEAM_BASE_DIR")
+	}
+	return argCandidates(app, line, cur)
+}
+
+// typedLine is what the words before the cursor say: the command, its
+// flags, how many arguments it has, whether "--" came, and --base-dir.
+type typedLine struct {
+	cmd      *ucli.Command
+	flags    []ucli.Flag
+	nargs    int
+	dashdash bool
+	base     string
+}
+
+// parseLine reads the words before the cursor as Main parses them. When
+// the last of them is a flag that takes a value, values are the
+// candidates for it; ok is false when a word is no command.
+func parseLine(app *ucli.App, before []string, cur string) (line typedLine, values []candidate, ok bool) {
+	line.flags = app.Flags
 	for i := 0; i < len(before); i++ {
 		w := before[i]
-		if dashdash || w == "-" || !strings.HasPrefix(w, "-") {
-			if cmd == nil {
-				if cmd = app.Command(w); cmd == nil {
-					return nil // not a command: nothing sensible follows
+		if line.dashdash || w == "-" || !strings.HasPrefix(w, "-") {
+			if line.cmd == nil {
+				if line.cmd = app.Command(w); line.cmd == nil {
+					return line, nil, false // not a command: nothing sensible follows
 				}
-				flags = cmd.Flags
+				line.flags = line.cmd.Flags
 				continue
 			}
-			nargs++
+			line.nargs++
 			continue
 		}
 		if w == "--" {
-			dashdash = true
+			line.dashdash = true
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
-		if hasValue || !cmdutil.TakesValue(flags, w) {
+		if hasValue || !cmdutil.TakesValue(line.flags, w) {
 			if name == "base-dir" {
-				base = value
+				line.base = value
 			}
 			continue
 		}
 		if i+1 == len(before) {
-			return flagValues(name, cur, "")
+			return line, nonNilCandidates(flagValues(name, cur, "")), true
 		}
 		i++
 		if name == "base-dir" {
-			base = before[i]
+			line.base = before[i]
 		}
 	}
-	if afterEquals {
-		return nil
+	return line, nil, true
+}
+
+// nonNilCandidates is c, empty rather than nil: the value of a flag that
+// has no candidates is still the flag's value, not an argument.
+func nonNilCandidates(c []candidate) []candidate {
+	if c == nil {
+		return []candidate{}
 	}
-	if strings.HasPrefix(cur, "-") && !dashdash {
-		if name, value, ok := strings.Cut(cur, "="); ok {
-			if !cmdutil.TakesValue(flags, name) {
-				return nil
-			}
-			return flagValues(strings.TrimLeft(name, "-"), value, name+"=")
+	return c
+}
+
+// flagCandidates are the flags that may come as cur, or the values of
+// the flag in cur's "--flag=".
+func flagCandidates(flags []ucli.Flag, cur string) []candidate {
+	if name, value, ok := strings.Cut(cur, "="); ok {
+		if !cmdutil.TakesValue(flags, name) {
+			return nil
 		}
-		var out []candidate
-		for _, f := range flags {
-			if !visible(f) {
-				continue
-			}
-			for _, n := range f.Names() {
-				out = append(out, candidate{cmdutil.Dashed(n), flagUsage(f)})
-			}
+		return flagValues(strings.TrimLeft(name, "-"), value, name+"=")
+	}
+	var out []candidate
+	for _, f := range flags {
+		if !visible(f) {
+			continue
 		}
-		return out
+		for _, n := range f.Names() {
+			out = append(out, candidate{cmdutil.Dashed(n), flagUsage(f)})
+		}
 	}
-	if cmd == nil {
-		return commandCandidates(app)
-	}
-	if base == "" {
-		base = os.Getenv("VIBETEAM_BASE_DIR")
-	}
-	switch cmd.Name {
+	return out
+}
+
+// argCandidates are the arguments the command may take as cur.
+func argCandidates(app *ucli.App, line typedLine, cur string) []candidate {
+	first := line.nargs == 0
+	switch line.cmd.Name {
 	case "run", "preview", "doctor":
-		if nargs == 0 {
-			return workflowCandidates(base, cur)
+		if first {
+			return workflowCandidates(line.base, cur)
 		}
 	case "validate":
-		return workflowCandidates(base, cur)
+		return workflowCandidates(line.base, cur)
 	case "show", "resume", "log", "report":
-		if nargs == 0 {
-			return sessionCandidates(base, cmd.Name == "resume")
+		if first {
+			return sessionCandidates(line.base, line.cmd.Name == "resume")
 		}
 	case "help":
-		if nargs == 0 {
+		if first {
 			return commandCandidates(app)
 		}
 	case "completion":
-		if nargs == 0 {
+		if first {
 			return words(shells...)
 		}
 	case "schema":
-		if nargs == 0 {
+		if first {
 			return words("workflow", "adapter")
 		}
 	}
