@@ -18,6 +18,7 @@ import (
 	"github.com/vibeteam/vibeteam/cli/completioncmd"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
+	"github.com/vibeteam/vibeteam/cli/showcmd"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	ucli "github.com/urfave/cli/v2"
@@ -123,8 +124,8 @@ Try it:  vibeteam run demo`,
 			resumeCommand(streams),
 			validateCommand(streams),
 			previewCommand(streams),
-			sessionsCommand(streams),
-			showCommand(streams),
+			showcmd.NewCmdSessions(streams, nil),
+			showcmd.NewCmdShow(streams, showBacklog, nil),
 			logcmd.NewCmdLog(streams, nil),
 			reportcmd.NewCmdReport(streams, nil),
 			cancelcmd.NewCmdCancel(streams, nil),

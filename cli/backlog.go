@@ -669,7 +669,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	}
 	if out.Status == state.StatusLimited && sess.Limit != nil {
 		b.LimitedUntil = sess.Limit.ResetAt
-		b.Reason = limitLine(sess.Limit, time.Now())
+		b.Reason = ui.LimitLine(sess.Limit, time.Now())
 	}
 	t := sess.AgentTotals()
 	b.Tokens, b.CostUSD = t.Tokens.Input+t.Tokens.Output, t.CostUSD

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/vibeteam/vibeteam/cli/showcmd"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -685,11 +686,11 @@ func TestShowAndSessionsOfABead(t *testing.T) {
 	}
 	r = p.bdExec("sessions", "--json")
 	wantCode(t, r, 0)
-	var rows []sessionSummary
+	var rows []showcmd.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]sessionSummary{}
+	got := map[string]showcmd.Summary{}
 	for _, row := range rows {
 		got[row.Bead] = row
 	}

@@ -1,27 +1,10 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/core/budget"
-	"github.com/vibeteam/vibeteam/core/state"
 )
-
-// showBudgets gives the session's spend against each budget it has: the
-// run's (--max-cost, --max-tokens) and the grimoire's.
-func showBudgets(out io.Writer, s *state.Session) {
-	t := s.AgentTotals()
-	tokens := budget.Tokens(t.Tokens.Input, t.Tokens.Output)
-	if l := s.RunBudget; l != nil && !l.IsZero() {
-		fmt.Fprintf(out, "budget    %s (the run's: --max-cost, --max-tokens)\n", budget.Against(tokens, t.CostUSD, *l))
-	}
-	if def := s.WorkflowDefinition; def != nil && def.Budget != nil && !def.Budget.IsZero() {
-		fmt.Fprintf(out, "budget    %s (the grimoire's)\n", budget.Against(tokens, t.CostUSD, *def.Budget))
-	}
-}
 
 func positiveCost(_ *ucli.Context, v float64) error {
 	if !(v > 0) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
 // defaultWaitLimits is how long a bare --wait-limits waits for usage
@@ -49,27 +50,11 @@ func waitLimitsOf(c *ucli.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// limitLine says a limit on one line: "claude usage limit, resets
-// 2026-11-25 17:00 UTC (in 1h32m)".
-func limitLine(l *state.Limit, now time.Time) string {
-	s := safe(l.Adapter) + " usage limit"
-	if l.ResetAt == nil {
-		return s + ", reset time not given"
-	}
-	s += ", resets " + l.ResetAt.Local().Format("2006-01-02 15:04 MST")
-	if in := l.ResetAt.Sub(now); in > 0 {
-		s += " (in " + in.Round(time.Second).String() + ")"
-	} else {
-		s += " (passed)"
-	}
-	return s
-}
-
 // limitedReport is what a run that stopped on a usage limit says.
 func limitedReport(sess *state.Session) string {
 	var b strings.Builder
 	if l := sess.Limit; l != nil {
-		fmt.Fprintf(&b, "limited: %s\n  %s says: %s\n", limitLine(l, time.Now()), safe(l.Adapter), safe(excerpt.OneLine(l.Message, 0)))
+		fmt.Fprintf(&b, "limited: %s\n  %s says: %s\n", ui.LimitLine(l, time.Now()), safe(l.Adapter), safe(excerpt.OneLine(l.Message, 0)))
 	}
 	fmt.Fprintf(&b, "session %s is limited; after the reset: vibeteam resume %s (the agent's session continues), or wait for it: vibeteam resume %s --wait-limits", sess.ID, sess.ID, sess.ID)
 	return b.String()

@@ -1,6 +1,10 @@
 package cli
 
-import "github.com/vibeteam/vibeteam/cli/cmdutil"
+import (
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
+	"github.com/vibeteam/vibeteam/cli/showcmd"
+	"github.com/vibeteam/vibeteam/core/state"
+)
 
 // What every command shares is cmdutil's, for the command groups'
 // packages too; these are its names in cli, which main and the tests use.
@@ -24,3 +28,7 @@ func StdIO() IO { return cmdutil.StdIO() }
 type exitError = cmdutil.ExitError
 
 func exitf(code int, format string, args ...any) error { return cmdutil.Exitf(code, format, args...) }
+
+// nextCommand is the command a person types to move a session on
+// (showcmd.NextCommand).
+func nextCommand(s *state.Session, running bool) string { return showcmd.NextCommand(s, running) }

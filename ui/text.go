@@ -129,3 +129,19 @@ func BeadElapsed(b *state.BacklogBead, now time.Time) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// LimitLine says a limit on one line: "claude usage limit, resets
+// 2026-11-25 17:00 UTC (in 1h32m)".
+func LimitLine(l *state.Limit, now time.Time) string {
+	s := Safe(l.Adapter) + " usage limit"
+	if l.ResetAt == nil {
+		return s + ", reset time not given"
+	}
+	s += ", resets " + l.ResetAt.Local().Format("2006-01-02 15:04 MST")
+	if in := l.ResetAt.Sub(now); in > 0 {
+		s += " (in " + in.Round(time.Second).String() + ")"
+	} else {
+		s += " (passed)"
+	}
+	return s
+}

@@ -1,8 +1,9 @@
-package cli
+package showcmd
 
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -21,8 +22,8 @@ import (
 	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
-// sessionSummary is one row of `vibeteam sessions --json`.
-type sessionSummary struct {
+// Summary is one row of `vibeteam sessions --json`.
+type Summary struct {
 	ID       string `json:"id"`
 	Workflow string `json:"workflow"`
 	Goal     string `json:"goal"`
@@ -50,8 +51,8 @@ type sessionSummary struct {
 }
 
 // damagedSummary is the row of a session file that cannot be read.
-func damagedSummary(d *state.DamagedError) sessionSummary {
-	sum := sessionSummary{ID: d.ID, Status: statusDamaged, Damaged: d.Reason, grimoire: true} // no stage to show
+func damagedSummary(d *state.DamagedError) Summary {
+	sum := Summary{ID: d.ID, Status: statusDamaged, Damaged: d.Reason, grimoire: true} // no stage to show
 	if fi, err := os.Stat(d.Path); err == nil {
 		sum.UpdatedAt = fi.ModTime()
 	}
@@ -62,8 +63,8 @@ func damagedSummary(d *state.DamagedError) sessionSummary {
 // or journal cannot be read whole.
 const statusDamaged = "damaged"
 
-func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
-	sum := sessionSummary{ID: s.ID, Workflow: s.Workflow, Goal: s.Goal, Status: string(s.Status), Stage: s.CurrentStageIndex, UpdatedAt: s.UpdatedAt, Running: mgr.Running(s.ID)}
+func summarize(mgr *state.Manager, s *state.Session) Summary {
+	sum := Summary{ID: s.ID, Workflow: s.Workflow, Goal: s.Goal, Status: string(s.Status), Stage: s.CurrentStageIndex, UpdatedAt: s.UpdatedAt, Running: mgr.Running(s.ID)}
 	if s.WorkflowDefinition != nil {
 		sum.Stages = len(s.WorkflowDefinition.Stages())
 	}
@@ -72,7 +73,7 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 		sum.Goal, sum.Bead = "bead "+id+": "+title, id
 	}
 	sum.BlockedReason, sum.Worktree = s.BlockedReason, s.Worktree
-	sum.Next = nextCommand(s, sum.Running)
+	sum.Next = NextCommand(s, sum.Running)
 	if b := s.Broken; b != nil {
 		// Never "waiting for you": resume refuses it as it is.
 		sum.Status, sum.Next = statusDamaged, ""
@@ -125,7 +126,19 @@ func summarize(mgr *state.Manager, s *state.Session) sessionSummary {
 	return sum
 }
 
-func sessionsCommand(streams IO) *ucli.Command {
+// SessionsOptions are what `vibeteam sessions` is asked.
+type SessionsOptions struct {
+	IO   cmdutil.IO
+	Base string // the project's base dir
+	JSON bool   // --json
+}
+
+// NewCmdSessions is the `sessions` command. Its action gathers the options
+// and hands them to runF (nil: RunSessions).
+func NewCmdSessions(streams cmdutil.IO, runF func(*SessionsOptions) error) *ucli.Command {
+	if runF == nil {
+		runF = RunSessions
+	}
 	return &ucli.Command{
 		Name:  "sessions",
 		Usage: "list sessions, newest first (running ones are marked)",
@@ -135,90 +148,107 @@ func sessionsCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			mgr := state.NewManager(base)
-			list, damaged, err := mgr.Scan()
-			if err != nil {
-				return exitf(ExitFailed, "%v", err)
-			}
-			rows := make([]sessionSummary, 0, len(list)+len(damaged))
-			for _, s := range list {
-				rows = append(rows, summarize(mgr, s))
-			}
-			for _, d := range damaged {
-				rows = append(rows, damagedSummary(d))
-			}
-			if c.Bool("json") {
-				enc := json.NewEncoder(streams.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintf(streams.Err, "no sessions under %s\n", safe(mgr.Root()))
-				return nil
-			}
-			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS/STEPS\tUPDATED\tGOAL")
-			for _, r := range rows {
-				status := safe(r.Status)
-				if r.BlockedReason != "" && r.Status == string(state.StatusBlocked) {
-					status += " (" + safe(r.BlockedReason) + ")"
-				}
-				switch {
-				case r.Running && r.Status != string(vocab.SessionRunning):
-					status += " (running)"
-				case !r.Running && r.Status == string(vocab.SessionRunning):
-					status += " (no live process)"
-				}
-				stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
-				if r.grimoire {
-					// A grimoire has steps, not stages: the one it is at.
-					stage = "-"
-					if r.Step != "" {
-						stage = "step " + ui.Fit(safe(r.Step), 24)
-					}
-				}
-				// Session files hold workflow text: safe before printing.
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", safe(r.ID), safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), ui.Fit(safe(r.Goal), 50))
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			var waiting, broken []sessionSummary
-			for _, r := range rows {
-				if r.Next != "" {
-					waiting = append(waiting, r)
-				}
-				if r.Damaged != "" {
-					broken = append(broken, r)
-				}
-			}
-			if len(broken) > 0 {
-				fmt.Fprintln(streams.Out, "\ndamaged:")
-				for _, r := range broken {
-					fmt.Fprintf(streams.Out, "  %s\t%s\n", safe(r.ID), safe(r.Damaged))
-				}
-			}
-			if len(waiting) > 0 {
-				fmt.Fprintln(streams.Out, "\nwaiting for you:")
-				tw = tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
-				for _, r := range waiting {
-					where := ""
-					if r.Worktree != "" {
-						where = "worktree " + safe(r.Worktree)
-					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", safe(r.ID), safe(r.Next), where)
-				}
-				return tw.Flush()
-			}
-			return nil
+			return runF(&SessionsOptions{IO: streams, Base: base, JSON: c.Bool("json")})
 		},
 	}
 }
 
-// nextCommand is the command a person types to move a session on: review
+// RunSessions lists the sessions under opts.Base, and what waits for a
+// person.
+func RunSessions(opts *SessionsOptions) error {
+	mgr := state.NewManager(opts.Base)
+	list, damaged, err := mgr.Scan()
+	if err != nil {
+		return cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
+	}
+	rows := make([]Summary, 0, len(list)+len(damaged))
+	for _, s := range list {
+		rows = append(rows, summarize(mgr, s))
+	}
+	for _, d := range damaged {
+		rows = append(rows, damagedSummary(d))
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(opts.IO.Err, "no sessions under %s\n", ui.Safe(mgr.Root()))
+		return nil
+	}
+	if err := sessionTable(opts.IO.Out, rows); err != nil {
+		return err
+	}
+	return followUps(opts.IO.Out, rows)
+}
+
+// sessionTable is a line per session.
+func sessionTable(out io.Writer, rows []Summary) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTAGE\tTASKS/STEPS\tUPDATED\tGOAL")
+	for _, r := range rows {
+		status := ui.Safe(r.Status)
+		if r.BlockedReason != "" && r.Status == string(state.StatusBlocked) {
+			status += " (" + ui.Safe(r.BlockedReason) + ")"
+		}
+		switch {
+		case r.Running && r.Status != string(vocab.SessionRunning):
+			status += " (running)"
+		case !r.Running && r.Status == string(vocab.SessionRunning):
+			status += " (no live process)"
+		}
+		stage := fmt.Sprintf("%d/%d", min(r.Stage+1, r.Stages), r.Stages)
+		if r.grimoire {
+			// A grimoire has steps, not stages: the one it is at.
+			stage = "-"
+			if r.Step != "" {
+				stage = "step " + ui.Fit(ui.Safe(r.Step), 24)
+			}
+		}
+		// Session files hold workflow text: safe before printing.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", ui.Safe(r.ID), ui.Safe(r.Workflow), status, stage, r.Done, r.Tasks, r.UpdatedAt.Local().Format("2006-01-02 15:04:05"), ui.Fit(ui.Safe(r.Goal), 50))
+	}
+	return tw.Flush()
+}
+
+// followUps are the damaged sessions, and those waiting for a person with
+// the command that moves each on.
+func followUps(out io.Writer, rows []Summary) error {
+	var waiting, broken []Summary
+	for _, r := range rows {
+		if r.Next != "" {
+			waiting = append(waiting, r)
+		}
+		if r.Damaged != "" {
+			broken = append(broken, r)
+		}
+	}
+	if len(broken) > 0 {
+		fmt.Fprintln(out, "\ndamaged:")
+		for _, r := range broken {
+			fmt.Fprintf(out, "  %s\t%s\n", ui.Safe(r.ID), ui.Safe(r.Damaged))
+		}
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintln(out, "\nwaiting for you:")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, r := range waiting {
+			where := ""
+			if r.Worktree != "" {
+				where = "worktree " + ui.Safe(r.Worktree)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", ui.Safe(r.ID), ui.Safe(r.Next), where)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// NextCommand is the command a person types to move a session on: review
 // a waiting merge, retry after a conflict is resolved, or resume. Empty
 // for a session that runs, completed or was cancelled.
-func nextCommand(s *state.Session, running bool) string {
+func NextCommand(s *state.Session, running bool) string {
 	if running {
 		return ""
 	}
