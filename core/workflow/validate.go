@@ -233,89 +233,16 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	default:
 		known = c.adapterKnown(af, t.Adapter, c.at(af, tpos))
 	}
-
-	mf := tf + ".executionMode"
-	validMode := c.modeValid(mf, t.ExecutionMode, tpos)
-
-	effective := t.ExecutionMode
-	if effective == "" {
-		effective = ModeInteractive
-	}
-	if c.opts.ForceHeadless {
-		effective = ModeHeadless
-	}
-	// runnable: the adapter is known and has the mode the task runs in.
-	runnable := known && (validMode || c.opts.ForceHeadless)
-	if ms, ok := c.opts.Adapters.(ModeSet); ok && runnable {
-		if !ms.HasMode(t.Adapter, effective) {
-			runnable = false
-			msg := fmt.Sprintf("adapter %q has no %s mode", t.Adapter, effective)
-			if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
-				msg += " (--headless runs every task headless)"
-			}
-			c.add(c.at(mf, tpos), af, msg)
-		} else if len(t.PendingInputs) > 0 && !ms.TakesQueue(t.Adapter, effective) {
-			qf := tf + ".pendingInputs"
-			c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
-		}
-	}
-
+	effective, runnable := c.taskMode(tf, t, tpos, known)
 	if known {
 		c.mcpTaken(tf, t.Adapter, effective, t.MCP, tpos)
 	}
 
 	pf := tf + ".prompt"
-	headless := t.ExecutionMode == ModeHeadless || c.opts.ForceHeadless
-	if (headless || t.ExecutionMode == ModeACP) && strings.TrimSpace(t.Prompt) == "" && !c.broken[pf] {
+	if !c.promptGiven(pf, t, tpos) {
 		runnable = false // the launch check would say it again
-		msg := "a headless task needs a prompt"
-		if !headless {
-			msg = "an acp task needs a prompt (its session/prompt)"
-		}
-		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
-			msg = fmt.Sprintf("task %q has no prompt; --headless runs every task headless, and a headless task needs a prompt", t.ID)
-		}
-		c.add(c.at(pf, tpos), pf, msg)
 	}
-
-	// The prompt as the agent will get it, when that can be known here.
-	prompt, promptKnown := t.Prompt, !strings.Contains(t.Prompt, "{{")
-	if t.PromptIsCommand() && !c.broken[pf] && !promptKnown {
-		// A command line: every value must have a place the shell quotes.
-		n := len(c.errs)
-		c.scriptCommand(t.ID, pf, t.Prompt, c.at(pf, tpos))
-		if len(c.errs) > n {
-			runnable = false
-		}
-	}
-	if c.grimoire {
-		// Rendered at run time, with the outputs of the steps before.
-		c.template(pf, t.Prompt, tpos)
-	} else if !c.broken[pf] && !promptKnown && t.PromptIsCommand() {
-		if c.opts.Vars != nil && runnable {
-			out, err := render.CommandPrompt(t.ID, t.Prompt, c.opts.Vars, c.goal)
-			if err != nil {
-				c.add(c.at(pf, tpos), pf, strings.TrimPrefix(err.Error(), fmt.Sprintf("prompt of task %q: ", t.ID)))
-			} else {
-				prompt, promptKnown = out, true
-			}
-		}
-	} else if !c.broken[pf] && !promptKnown {
-		if _, err := template.New("prompt").Funcs(render.Funcs()).Parse(t.Prompt); err != nil {
-			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
-			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
-			c.add(c.at(pf, tpos), pf, "template line "+msg)
-		} else if c.opts.Vars != nil {
-			// Rendered as run renders it, so a missing --set variable is
-			// found here, at its task, and not by a run already under way.
-			out, err := render.Prompt(t.ID, t.Prompt, c.opts.Vars, c.goal)
-			if err != nil {
-				c.add(c.at(pf, tpos), pf, strings.TrimPrefix(err.Error(), fmt.Sprintf("prompt of task %q: ", t.ID)))
-			} else {
-				prompt, promptKnown = out, true
-			}
-		}
-	}
+	prompt, promptKnown, runnable := c.taskPrompt(pf, t, tpos, runnable)
 	if ls, ok := c.opts.Adapters.(LaunchSet); ok && runnable && promptKnown && !c.broken[pf] {
 		if err := ls.CheckLaunch(t.Adapter, effective, prompt, t.ExtraArgs); err != nil {
 			c.add(c.at(pf, tpos), pf, err.Error())
@@ -334,6 +261,104 @@ func (c *checker) task(tf string, t Task, tpos Pos, ids map[string]firstDef) {
 	if dir, dirOK := c.dir(tf, t, tpos); known && dirOK {
 		c.installed(af, t.Adapter, effective, dir, c.at(af, tpos))
 	}
+}
+
+// taskMode checks the task's execution mode, and that its adapter (known:
+// registered) has it. effective is the mode it runs in; runnable says the
+// adapter is known and has that mode.
+func (c *checker) taskMode(tf string, t Task, tpos Pos, known bool) (effective string, runnable bool) {
+	af, mf := tf+".adapter", tf+".executionMode"
+	validMode := c.modeValid(mf, t.ExecutionMode, tpos)
+	effective = t.ExecutionMode
+	if effective == "" {
+		effective = ModeInteractive
+	}
+	if c.opts.ForceHeadless {
+		effective = ModeHeadless
+	}
+	runnable = known && (validMode || c.opts.ForceHeadless)
+	ms, ok := c.opts.Adapters.(ModeSet)
+	if !ok || !runnable {
+		return effective, runnable
+	}
+	if !ms.HasMode(t.Adapter, effective) {
+		msg := fmt.Sprintf("adapter %q has no %s mode", t.Adapter, effective)
+		if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
+			msg += " (--headless runs every task headless)"
+		}
+		c.add(c.at(mf, tpos), af, msg)
+		return effective, false
+	}
+	if len(t.PendingInputs) > 0 && !ms.TakesQueue(t.Adapter, effective) {
+		qf := tf + ".pendingInputs"
+		c.add(c.at(qf, tpos), qf, fmt.Sprintf("adapter %q has no interaction_idle state in %s mode, so these would never be sent", t.Adapter, effective))
+	}
+	return effective, true
+}
+
+// promptGiven reports whether a task that needs a prompt (headless, acp)
+// has one, and says so at pf when it has not.
+func (c *checker) promptGiven(pf string, t Task, tpos Pos) bool {
+	headless := t.ExecutionMode == ModeHeadless || c.opts.ForceHeadless
+	if !(headless || t.ExecutionMode == ModeACP) || strings.TrimSpace(t.Prompt) != "" || c.broken[pf] {
+		return true
+	}
+	msg := "a headless task needs a prompt"
+	if !headless {
+		msg = "an acp task needs a prompt (its session/prompt)"
+	}
+	if c.opts.ForceHeadless && t.ExecutionMode != ModeHeadless {
+		msg = fmt.Sprintf("task %q has no prompt; --headless runs every task headless, and a headless task needs a prompt", t.ID)
+	}
+	c.add(c.at(pf, tpos), pf, msg)
+	return false
+}
+
+// taskPrompt checks the task's prompt, and is the prompt as the agent will
+// get it when that can be known here (known). A command-line prompt whose
+// values have no place the shell quotes makes the task not runnable.
+func (c *checker) taskPrompt(pf string, t Task, tpos Pos, runnable bool) (prompt string, known, stillRunnable bool) {
+	prompt, known = t.Prompt, !strings.Contains(t.Prompt, "{{")
+	if t.PromptIsCommand() && !c.broken[pf] && !known {
+		// A command line: every value must have a place the shell quotes.
+		n := len(c.errs)
+		c.scriptCommand(t.ID, pf, t.Prompt, c.at(pf, tpos))
+		if len(c.errs) > n {
+			runnable = false
+		}
+	}
+	switch {
+	case c.grimoire:
+		// Rendered at run time, with the outputs of the steps before.
+		c.template(pf, t.Prompt, tpos)
+	case c.broken[pf] || known:
+	case t.PromptIsCommand():
+		if c.opts.Vars != nil && runnable {
+			prompt, known = c.rendered(pf, t, tpos, render.CommandPrompt)
+		}
+	default:
+		if _, err := template.New("prompt").Funcs(render.Funcs()).Parse(t.Prompt); err != nil {
+			// "template: prompt:1: unclosed action" → "template line 1: unclosed action"
+			msg := strings.TrimPrefix(err.Error(), "template: prompt:")
+			c.add(c.at(pf, tpos), pf, "template line "+msg)
+		} else if c.opts.Vars != nil {
+			// Rendered as run renders it, so a missing --set variable is
+			// found here, at its task, and not by a run already under way.
+			prompt, known = c.rendered(pf, t, tpos, render.Prompt)
+		}
+	}
+	return prompt, known, runnable
+}
+
+// rendered is the task's prompt rendered with --set's variables, or the
+// error at pf and the prompt unknown.
+func (c *checker) rendered(pf string, t Task, tpos Pos, render func(id, text string, vars map[string]string, goal string) (string, error)) (string, bool) {
+	out, err := render(t.ID, t.Prompt, c.opts.Vars, c.goal)
+	if err != nil {
+		c.add(c.at(pf, tpos), pf, strings.TrimPrefix(err.Error(), fmt.Sprintf("prompt of task %q: ", t.ID)))
+		return t.Prompt, false
+	}
+	return out, true
 }
 
 // adapterKnown reports whether adapter is registered, and when a registry is
