@@ -437,42 +437,9 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 		}
 		c.agent(a, sf, spos)
 	case StepScript:
-		sc := s.Script
-		if sc == nil {
-			sc = &ScriptStep{}
-		}
-		cf := sf + ".command"
-		switch {
-		case c.broken[cf]:
-		case strings.TrimSpace(sc.Command) == "":
-			c.missing(sf, "command", spos)
-		default:
-			c.scriptCommand(s.Name, cf, sc.Command, c.at(cf, spos))
-		}
-		c.oneOf(sf+".on_fail", sc.OnFail, spos, OnFailContinue, OnFailBlock)
-		osf := sf + ".on_success"
-		c.oneOf(osf, sc.OnSuccess, spos, OnSuccessExitLoop)
-		if sc.OnSuccess == OnSuccessExitLoop && !inLoop && !c.broken[osf] {
-			c.add(c.at(osf, spos), osf, "exit_loop leaves the enclosing loop, and this step is not in a loop")
-		}
+		c.scriptStep(s, sf, spos, inLoop)
 	case StepLoop:
-		l := s.Loop
-		if l == nil {
-			l = &LoopStep{}
-		}
-		lf := sf + ".steps"
-		if len(l.Steps) == 0 && !c.broken[lf] {
-			if c.notWritten(lf) {
-				c.missing(sf, "steps", spos)
-			} else {
-				c.add(c.at(lf, spos), lf, fmt.Sprintf("loop %q needs at least one step", s.Name))
-			}
-		}
-		if mf := sf + ".max_iterations"; l.MaxIterations < 0 && !c.broken[mf] {
-			c.add(c.at(mf, spos), mf, "must be at least 1")
-		}
-		c.oneOf(sf+".on_max_iterations", l.OnMaxIterations, spos, OnMaxBlock, OnMaxExit, OnMaxContinue)
-		c.gsteps(l.Steps, lf, root, true)
+		c.loopStep(s, sf, spos, root)
 	case StepMerge:
 		// That it needs a bead (a worktree to merge) is for run to say.
 		if m := s.Merge; m != nil && m.GateDefault && c.opts.DefaultGate != nil && *c.opts.DefaultGate == "" {
@@ -492,6 +459,50 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 			c.task(kf+"["+strconv.Itoa(j)+"]", t, orRoot(t.Pos, spos), c.taskIDs)
 		}
 	}
+}
+
+// scriptStep checks a script step: its command, on_fail and on_success.
+func (c *checker) scriptStep(s *Step, sf string, spos Pos, inLoop bool) {
+	sc := s.Script
+	if sc == nil {
+		sc = &ScriptStep{}
+	}
+	cf := sf + ".command"
+	switch {
+	case c.broken[cf]:
+	case strings.TrimSpace(sc.Command) == "":
+		c.missing(sf, "command", spos)
+	default:
+		c.scriptCommand(s.Name, cf, sc.Command, c.at(cf, spos))
+	}
+	c.oneOf(sf+".on_fail", sc.OnFail, spos, OnFailContinue, OnFailBlock)
+	osf := sf + ".on_success"
+	c.oneOf(osf, sc.OnSuccess, spos, OnSuccessExitLoop)
+	if sc.OnSuccess == OnSuccessExitLoop && !inLoop && !c.broken[osf] {
+		c.add(c.at(osf, spos), osf, "exit_loop leaves the enclosing loop, and this step is not in a loop")
+	}
+}
+
+// loopStep checks a loop step: its steps (at least one), max_iterations
+// and on_max_iterations.
+func (c *checker) loopStep(s *Step, sf string, spos, root Pos) {
+	l := s.Loop
+	if l == nil {
+		l = &LoopStep{}
+	}
+	lf := sf + ".steps"
+	if len(l.Steps) == 0 && !c.broken[lf] {
+		if c.notWritten(lf) {
+			c.missing(sf, "steps", spos)
+		} else {
+			c.add(c.at(lf, spos), lf, fmt.Sprintf("loop %q needs at least one step", s.Name))
+		}
+	}
+	if mf := sf + ".max_iterations"; l.MaxIterations < 0 && !c.broken[mf] {
+		c.add(c.at(mf, spos), mf, "must be at least 1")
+	}
+	c.oneOf(sf+".on_max_iterations", l.OnMaxIterations, spos, OnMaxBlock, OnMaxExit, OnMaxContinue)
+	c.gsteps(l.Steps, lf, root, true)
 }
 
 // agent checks an agent step: its spell, its input, and the adapter and mode

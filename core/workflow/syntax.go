@@ -82,34 +82,15 @@ func decodeJSON(data []byte, file string) (*yaml.Node, ErrorList) {
 			return fail(start, "invalid JSON: %v", err)
 		}
 		end = int(dec.InputOffset())
-		var n *yaml.Node
-		switch v := tok.(type) {
-		case json.Delim:
-			switch v {
-			case '{':
-				n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}
-			case '[':
-				n = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
-			default:
-				if len(open) > 0 {
-					open = open[:len(open)-1]
-				}
-				continue
-			}
-		case string:
-			n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: v}
-		case json.Number:
-			tag := "!!int"
-			if strings.ContainsAny(string(v), ".eE") {
-				tag = "!!float"
-			}
-			n = &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(v)}
-		case bool:
-			n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}
-		case nil:
-			n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
-		default:
+		n, closes, ok := jsonNode(tok)
+		switch {
+		case !ok:
 			return fail(start, "invalid JSON: unexpected token %v", tok)
+		case closes:
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+			continue
 		}
 		n.Line, n.Column = lc.Pos(start)
 		if len(open) == 0 {
@@ -126,6 +107,35 @@ func decodeJSON(data []byte, file string) (*yaml.Node, ErrorList) {
 		return fail(0, yamlnode.MsgEmptyFile)
 	}
 	return root, nil
+}
+
+// jsonNode is the node yaml.v3 gives for a JSON token, positions aside;
+// closes says the token ends a mapping or a sequence (no node); ok is
+// false for a token JSON has not.
+func jsonNode(tok json.Token) (n *yaml.Node, closes, ok bool) {
+	switch v := tok.(type) {
+	case json.Delim:
+		switch v {
+		case '{':
+			return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle}, false, true
+		case '[':
+			return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}, false, true
+		}
+		return nil, true, true
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: v}, false, true
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(string(v), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: string(v)}, false, true
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}, false, true
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, false, true
+	}
+	return nil, false, false
 }
 
 // tokenStart skips from the end of one token to the start of the next: the
