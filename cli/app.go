@@ -1,5 +1,7 @@
-// Package cli is the vibeteam command line: one file per command, plus the
-// terminal UI (status board, pauses). It is the only package that prints.
+// Package cli is the vibeteam command line: the app and its commands, run
+// and resume and the bead and backlog set-up behind them here, the other
+// command groups in packages of their own (cli/*cmd). What it shows while a
+// run goes on is the ui package's; core prints nothing.
 package cli
 
 import (
