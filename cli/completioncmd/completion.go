@@ -118,10 +118,12 @@ func completions(app *ucli.App, before []string, cur string) []candidate {
 	}
 	line, values, ok := parseLine(app, joinEquals(before), cur)
 	switch {
-	case !ok || afterEquals:
+	case !ok:
 		return nil
 	case values != nil:
 		return values
+	case afterEquals:
+		return nil
 	case strings.HasPrefix(cur, "-") && !line.dashdash:
 		return flagCandidates(line.flags, cur)
 	case line.cmd == nil:
