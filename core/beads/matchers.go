@@ -129,84 +129,103 @@ func parseMatchers(rel string, data []byte, cfg *Config) error {
 	if len(doc.Content) == 0 {
 		return nil
 	}
-	w := yamlnode.NewWalker(rel, len(data))
-	name := func(n *yaml.Node, field string) (string, bool) { return grimoireName(w, n, field) }
-	globs := func(n *yaml.Node, field string) []string {
-		list := w.Strings(n, field, w.String)
-		for i, p := range list {
-			if _, err := path.Match(p, ""); err != nil {
-				w.Fail(n, fmt.Sprintf("%s[%d]", field, i), "%q is not a glob pattern: %v", p, err)
-			}
-		}
-		return list
-	}
-	ints := func(n *yaml.Node, field string) []int {
-		elems, ok := w.Seq(n, field, "a list of priorities (0 to 4)")
-		if !ok {
-			return nil
-		}
-		var out []int
-		for i, el := range elems {
-			if v, ok := w.Int(el, fmt.Sprintf("%s[%d]", field, i), 0, 4); ok {
-				out = append(out, v)
-			}
-		}
-		return out
-	}
+	r := matcherReader{w: yamlnode.NewWalker(rel, len(data)), rel: rel}
+	w := r.w
 	w.Fields(doc.Content[0], "", "", []string{"matchers", "default"}, func(kv yamlnode.Pair) {
 		switch kv.Key.Value {
 		case "default":
-			cfg.MatchersDefault, _ = name(kv.Val, "default")
+			cfg.MatchersDefault, _ = grimoireName(w, kv.Val, "default")
 		case "matchers":
 			elems, ok := w.Seq(kv.Val, "matchers", "a list of matchers")
 			if !ok {
 				return
 			}
 			for i, el := range elems {
-				field := fmt.Sprintf("matchers[%d]", i)
-				m := Matcher{File: rel, Line: w.At(el).Line, Index: i}
-				conditions := 0
-				seen, ok := w.Fields(el, field, "a matcher (grimoire, any_tags, all_tags, not_tags, priority, priority_range)",
-					[]string{"grimoire", "any_tags", "all_tags", "not_tags", "priority", "priority_range"}, func(kv yamlnode.Pair) {
-						f := field + "." + kv.Key.Value
-						if kv.Key.Value != "grimoire" {
-							conditions++
-						}
-						switch kv.Key.Value {
-						case "grimoire":
-							m.Grimoire, _ = name(kv.Val, f)
-						case "any_tags":
-							m.AnyTags = globs(kv.Val, f)
-						case "all_tags":
-							m.AllTags = globs(kv.Val, f)
-						case "not_tags":
-							m.NotTags = globs(kv.Val, f)
-						case "priority":
-							m.Priority = ints(kv.Val, f)
-						case "priority_range":
-							r := ints(kv.Val, f)
-							if len(r) != 2 || r[0] > r[1] {
-								w.Fail(kv.Val, f, "must be [from, to], two priorities from 0 to 4, from ≤ to")
-								return
-							}
-							m.PriorityRange = r
-						}
-					})
-				if !ok {
-					continue
+				if m, ok := r.matcher(el, i); ok {
+					cfg.Matchers = append(cfg.Matchers, m)
 				}
-				if _, has := seen["grimoire"]; !has {
-					w.Fail(el, field, "%s", yamlnode.MissingKey("grimoire"))
-					continue
-				}
-				if conditions == 0 {
-					w.Fail(el, field, "has no condition: give any_tags, all_tags, not_tags, priority or priority_range (default: is the grimoire of every other bead)")
-					continue
-				}
-				cfg.Matchers = append(cfg.Matchers, m)
 			}
 		}
 	})
 	w.Errs.Sort()
 	return w.Errs.Err()
+}
+
+// matcherReader reads the matchers of a matchers file (rel), its errors
+// gathered by w.
+type matcherReader struct {
+	w   *yamlnode.Walker
+	rel string
+}
+
+// matcher is the i-th matcher, el; ok is false when it has an error.
+func (r matcherReader) matcher(el *yaml.Node, i int) (Matcher, bool) {
+	w := r.w
+	field := fmt.Sprintf("matchers[%d]", i)
+	m := Matcher{File: r.rel, Line: w.At(el).Line, Index: i}
+	conditions := 0
+	seen, ok := w.Fields(el, field, "a matcher (grimoire, any_tags, all_tags, not_tags, priority, priority_range)",
+		[]string{"grimoire", "any_tags", "all_tags", "not_tags", "priority", "priority_range"}, func(kv yamlnode.Pair) {
+			f := field + "." + kv.Key.Value
+			if kv.Key.Value != "grimoire" {
+				conditions++
+			}
+			switch kv.Key.Value {
+			case "grimoire":
+				m.Grimoire, _ = grimoireName(w, kv.Val, f)
+			case "any_tags":
+				m.AnyTags = r.globs(kv.Val, f)
+			case "all_tags":
+				m.AllTags = r.globs(kv.Val, f)
+			case "not_tags":
+				m.NotTags = r.globs(kv.Val, f)
+			case "priority":
+				m.Priority = r.priorities(kv.Val, f)
+			case "priority_range":
+				pr := r.priorities(kv.Val, f)
+				if len(pr) != 2 || pr[0] > pr[1] {
+					w.Fail(kv.Val, f, "must be [from, to], two priorities from 0 to 4, from ≤ to")
+					return
+				}
+				m.PriorityRange = pr
+			}
+		})
+	_, named := seen["grimoire"]
+	switch {
+	case !ok:
+		return m, false
+	case !named:
+		w.Fail(el, field, "%s", yamlnode.MissingKey("grimoire"))
+		return m, false
+	case conditions == 0:
+		w.Fail(el, field, "has no condition: give any_tags, all_tags, not_tags, priority or priority_range (default: is the grimoire of every other bead)")
+		return m, false
+	}
+	return m, true
+}
+
+// globs is a list of tag glob patterns.
+func (r matcherReader) globs(n *yaml.Node, field string) []string {
+	list := r.w.Strings(n, field, r.w.String)
+	for i, p := range list {
+		if _, err := path.Match(p, ""); err != nil {
+			r.w.Fail(n, fmt.Sprintf("%s[%d]", field, i), "%q is not a glob pattern: %v", p, err)
+		}
+	}
+	return list
+}
+
+// priorities is a list of priorities, 0 to 4.
+func (r matcherReader) priorities(n *yaml.Node, field string) []int {
+	elems, ok := r.w.Seq(n, field, "a list of priorities (0 to 4)")
+	if !ok {
+		return nil
+	}
+	var out []int
+	for i, el := range elems {
+		if v, ok := r.w.Int(el, fmt.Sprintf("%s[%d]", field, i), 0, 4); ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -128,53 +128,13 @@ var doubleQuoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`
 // place finds where each sentinel of text landed. The error joins one
 // problem per value that cannot be placed safely.
 func (c *commandValues) place(text string, actions []action) ([]landing, error) {
-	// problem says that value i cannot be placed, and why: the {{.x}} of
-	// the advice is the action as written.
-	problem := func(i int, why string) error {
-		a := action{line: 1, src: "the value"}
-		if c.actions[i] < len(actions) {
-			a = actions[c.actions[i]]
-		}
-		return fmt.Errorf("line %d: %s %s", a.line, a.src, strings.ReplaceAll(why, "{{.x}}", a.src))
-	}
 	p := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash))
 	f, err := p.Parse(strings.NewReader(text), "")
 	if err != nil {
-		line, msg := 1, err.Error()
-		var pe syntax.ParseError
-		if errors.As(err, &pe) {
-			line, msg = int(pe.Pos.Line()), pe.Text
-		}
-		// The message may quote a sentinel: say the value as written.
-		msg = c.re.ReplaceAllStringFunc(msg, func(m string) string {
-			i, _ := strconv.Atoi(c.re.FindStringSubmatch(m)[1])
-			if i < len(c.actions) && c.actions[i] < len(actions) {
-				return actions[c.actions[i]].src
-			}
-			return "the value"
-		})
-		return nil, fmt.Errorf("line %d: the command does not parse as shell (%s), so vibeteam cannot tell where its values land to quote them", line, msg)
+		return nil, c.parseError(err, actions)
 	}
-	lands := make([]landing, len(c.values))
-	seen := make([]int, len(c.values))
-	problems := make([]string, len(c.values))
+	pl := &placement{c: c, lands: make([]landing, len(c.values)), seen: make([]int, len(c.values)), problems: make([]string, len(c.values))}
 	var stack []syntax.Node
-	mark := func(value string, l landing, problem string, backslashes bool) {
-		for _, m := range c.re.FindAllStringSubmatchIndex(value, -1) {
-			i, _ := strconv.Atoi(value[m[2]:m[3]])
-			if i >= len(c.values) {
-				continue
-			}
-			seen[i]++
-			lands[i] = l
-			if problem == "" && backslashes && oddBackslashes(value[:m[0]]) {
-				problem = "follows a backslash, which would take the quoting of the value apart; remove the backslash"
-			}
-			if problems[i] == "" {
-				problems[i] = problem
-			}
-		}
-	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
 			stack = stack[:len(stack)-1]
@@ -183,32 +143,90 @@ func (c *commandValues) place(text string, actions []action) ([]landing, error) 
 		switch n := n.(type) {
 		case *syntax.Lit:
 			l, problem := landingOf(n, stack)
-			mark(n.Value, l, problem, true)
+			pl.mark(n.Value, l, problem, true)
 		case *syntax.SglQuoted:
 			l, problem := landingOf(n, stack)
-			mark(n.Value, l, problem, false)
+			pl.mark(n.Value, l, problem, false)
 		case *syntax.Comment:
-			mark(n.Text, landWord, "is inside a comment, where a newline in the value would end the comment and run the rest as commands", false)
+			pl.mark(n.Text, landWord, "is inside a comment, where a newline in the value would end the comment and run the rest as commands", false)
 		}
 		stack = append(stack, n)
 		return true
 	})
+	return pl.lands, c.problems(pl, actions)
+}
+
+// parseError says that the command is no shell, the value as written
+// where the parser's message quotes a sentinel.
+func (c *commandValues) parseError(err error, actions []action) error {
+	line, msg := 1, err.Error()
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		line, msg = int(pe.Pos.Line()), pe.Text
+	}
+	msg = c.re.ReplaceAllStringFunc(msg, func(m string) string {
+		i, _ := strconv.Atoi(c.re.FindStringSubmatch(m)[1])
+		if i < len(c.actions) && c.actions[i] < len(actions) {
+			return actions[c.actions[i]].src
+		}
+		return "the value"
+	})
+	return fmt.Errorf("line %d: the command does not parse as shell (%s), so vibeteam cannot tell where its values land to quote them", line, msg)
+}
+
+// placement is where each value's sentinel landed, how many times, and
+// the first problem of its place.
+type placement struct {
+	c        *commandValues
+	lands    []landing
+	seen     []int
+	problems []string
+}
+
+// mark notes the sentinels in value (a literal's or a comment's text) as
+// landed at l, with problem ("" none); backslashes: one before a sentinel
+// would escape the value's quoting.
+func (pl *placement) mark(value string, l landing, problem string, backslashes bool) {
+	for _, m := range pl.c.re.FindAllStringSubmatchIndex(value, -1) {
+		i, _ := strconv.Atoi(value[m[2]:m[3]])
+		if i >= len(pl.c.values) {
+			continue
+		}
+		pl.seen[i]++
+		pl.lands[i] = l
+		if problem == "" && backslashes && oddBackslashes(value[:m[0]]) {
+			problem = "follows a backslash, which would take the quoting of the value apart; remove the backslash"
+		}
+		if pl.problems[i] == "" {
+			pl.problems[i] = problem
+		}
+	}
+}
+
+// problems joins one error per value that cannot be placed safely: the
+// {{.x}} of the advice is the action as written.
+func (c *commandValues) problems(pl *placement, actions []action) error {
 	var errs []error
 	said := map[string]bool{} // a range prints an action many times
 	for i := range c.values {
-		why := problems[i]
-		if why == "" && seen[i] != 1 {
+		why := pl.problems[i]
+		if why == "" && pl.seen[i] != 1 {
 			why = cannotQuote
 		}
 		if why == "" {
 			continue
 		}
-		if err := problem(i, why); !said[err.Error()] {
+		a := action{line: 1, src: "the value"}
+		if c.actions[i] < len(actions) {
+			a = actions[c.actions[i]]
+		}
+		err := fmt.Errorf("line %d: %s %s", a.line, a.src, strings.ReplaceAll(why, "{{.x}}", a.src))
+		if !said[err.Error()] {
 			said[err.Error()] = true
 			errs = append(errs, err)
 		}
 	}
-	return lands, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // oddBackslashes reports whether s ends in an odd number of backslashes:
