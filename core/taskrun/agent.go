@@ -154,17 +154,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		fmt.Fprintf(text, "· thinking: %s\n", excerpt.OneLine(ev.Text, 200))
 	case agentstream.ToolCall:
 		host.Emit(id, events.ToolCall{Tool: ev.Tool, ToolID: ev.ToolID, Input: rawOrNull(ev.Input), Status: ev.Status})
-		if ev.ToolID != "" && s.shownTools[ev.ToolID] {
-			return
-		}
-		if ev.ToolID != "" && ev.Status != "" {
-			if s.shownTools == nil {
-				s.shownTools = map[string]bool{}
-			}
-			s.shownTools[ev.ToolID] = true
-		}
-		s.breakDeltaLocked(text)
-		fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, excerpt.OneLine(string(ev.Input), 300))
+		s.toolCallLocked(ev, text)
 	case agentstream.Plan:
 		host.Emit(id, events.Plan{Entries: ev.Plan})
 		s.breakDeltaLocked(text)
@@ -175,21 +165,7 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 	case agentstream.ToolResult:
 		host.Emit(id, events.ToolResult{Tool: ev.Tool, ToolID: ev.ToolID, Output: ev.Output, IsError: ev.IsError, DurationMS: ev.DurationMS})
 		s.breakDeltaLocked(text)
-		mark := "⎿"
-		if ev.IsError {
-			mark = "⎿ error:"
-		}
-		out := strings.Split(strings.TrimRight(ev.Output, "\n"), "\n")
-		if len(out) > 5 {
-			out = append(out[:5], fmt.Sprintf("… (%d more lines)", len(out)-5))
-		}
-		for i, l := range out {
-			if i == 0 {
-				fmt.Fprintf(text, "  %s %s\n", mark, excerpt.OneLine(l, 300))
-			} else {
-				fmt.Fprintf(text, "    %s\n", excerpt.OneLine(l, 300))
-			}
-		}
+		toolResultText(ev, text)
 	case agentstream.Usage:
 		if ev.Tokens != nil {
 			host.Emit(id, events.Usage{
@@ -205,6 +181,43 @@ func (s *agentStream) emitLocked(ev agentstream.Event, text *strings.Builder) {
 		host.Emit(id, events.Warn{Warning: "task " + id + ": " + ev.Text})
 		s.breakDeltaLocked(text)
 		fmt.Fprintf(text, "· warning: %s\n", excerpt.OneLine(ev.Text, 500))
+	}
+}
+
+// toolCallLocked writes a tool call's line to the task's text, once per
+// tool id: the same call seen again (its status updated) is not written
+// again.
+func (s *agentStream) toolCallLocked(ev agentstream.Event, text *strings.Builder) {
+	if ev.ToolID != "" && s.shownTools[ev.ToolID] {
+		return
+	}
+	if ev.ToolID != "" && ev.Status != "" {
+		if s.shownTools == nil {
+			s.shownTools = map[string]bool{}
+		}
+		s.shownTools[ev.ToolID] = true
+	}
+	s.breakDeltaLocked(text)
+	fmt.Fprintf(text, "▸ %s %s\n", ev.Tool, excerpt.OneLine(string(ev.Input), 300))
+}
+
+// toolResultText writes a tool's result to the task's text: its first
+// five lines.
+func toolResultText(ev agentstream.Event, text *strings.Builder) {
+	mark := "⎿"
+	if ev.IsError {
+		mark = "⎿ error:"
+	}
+	out := strings.Split(strings.TrimRight(ev.Output, "\n"), "\n")
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("… (%d more lines)", len(out)-5))
+	}
+	for i, l := range out {
+		if i == 0 {
+			fmt.Fprintf(text, "  %s %s\n", mark, excerpt.OneLine(l, 300))
+		} else {
+			fmt.Fprintf(text, "    %s\n", excerpt.OneLine(l, 300))
+		}
 	}
 }
 
