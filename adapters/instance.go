@@ -83,35 +83,11 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 	// The prompt goes last: after a separator every element is
 	// positional, and a variadic option anywhere before it (claude's
 	// --allowedTools) cannot take it as one of its values.
-	var stdin string
-	if prompt != "" {
-		p := m.prompt
-		if p.position == PromptNone {
-			return LaunchConfig{}, fmt.Errorf("adapter %s does not take a prompt in mode %s", a.def.name, mode)
-		}
-		long := len(prompt) > MaxArgPrompt
-		switch {
-		case p.position == PromptStdin || long && p.longOnStdin:
-			stdin = prompt
-		case long:
-			return LaunchConfig{}, fmt.Errorf("the prompt is %d KiB, longer than one argument may be (%d KiB), and adapter %s passes it as an argument in mode %s: if %s reads its prompt from stdin, set modes.%s.prompt.longOnStdin: true (or position: stdin) in its adapter file; or shorten the prompt (a spell can tell the agent to read a file)",
-				len(prompt)>>10, MaxArgPrompt>>10, a.def.name, mode, a.def.command, mode)
-		}
-		if stdin == "" && strings.HasPrefix(prompt, "-") && !p.optionSafe() && !p.allowLeadingDash {
-			return LaunchConfig{}, leadingDashError(a.def, mode, p, prompt)
-		}
-		switch {
-		case stdin != "":
-		case p.position == PromptArg && p.separator != "":
-			args = append(args, p.separator, prompt)
-		case p.position == PromptArg:
-			args = append(args, prompt)
-		case p.form == PromptFormEquals:
-			args = append(args, p.flag+"="+prompt)
-		default:
-			args = append(args, p.flag, prompt)
-		}
+	promptArgs, stdin, err := a.promptArgs(mode, m.prompt, prompt)
+	if err != nil {
+		return LaunchConfig{}, err
 	}
+	args = append(args, promptArgs...)
 	var env map[string]string
 	if len(a.env)+len(mcp.env)+len(injectEnv) > 0 {
 		env = make(map[string]string, len(a.env)+len(mcp.env)+len(injectEnv))
@@ -137,6 +113,37 @@ func (a *instance) LaunchConfig(mode Mode, prompt string, extraArgs []string) (L
 		Files:   mcp.files,
 		Stdin:   stdin,
 	}, nil
+}
+
+// promptArgs is how the prompt reaches the agent in mode, as p says: the
+// arguments that carry it, or stdin.
+func (a *instance) promptArgs(mode Mode, p promptSpec, prompt string) (args []string, stdin string, err error) {
+	if prompt == "" {
+		return nil, "", nil
+	}
+	if p.position == PromptNone {
+		return nil, "", fmt.Errorf("adapter %s does not take a prompt in mode %s", a.def.name, mode)
+	}
+	long := len(prompt) > MaxArgPrompt
+	switch {
+	case p.position == PromptStdin || long && p.longOnStdin:
+		return nil, prompt, nil
+	case long:
+		return nil, "", fmt.Errorf("the prompt is %d KiB, longer than one argument may be (%d KiB), and adapter %s passes it as an argument in mode %s: if %s reads its prompt from stdin, set modes.%s.prompt.longOnStdin: true (or position: stdin) in its adapter file; or shorten the prompt (a spell can tell the agent to read a file)",
+			len(prompt)>>10, MaxArgPrompt>>10, a.def.name, mode, a.def.command, mode)
+	}
+	if strings.HasPrefix(prompt, "-") && !p.optionSafe() && !p.allowLeadingDash {
+		return nil, "", leadingDashError(a.def, mode, p, prompt)
+	}
+	switch {
+	case p.position == PromptArg && p.separator != "":
+		return []string{p.separator, prompt}, "", nil
+	case p.position == PromptArg:
+		return []string{prompt}, "", nil
+	case p.form == PromptFormEquals:
+		return []string{p.flag + "=" + prompt}, "", nil
+	}
+	return []string{p.flag, prompt}, "", nil
 }
 
 // leadingDashError explains why a prompt was refused and how the adapter
