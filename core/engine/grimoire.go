@@ -61,29 +61,7 @@ type grimoire struct {
 
 func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	def := x.sess.WorkflowDefinition
-	g := &grimoire{
-		host:   x,
-		cfg:    x.settings(),
-		bead:   beadID(x.sess.Bead),
-		def:    def,
-		scope:  render.NewScope(def.Goal, x.sess.Vars),
-		spells: render.NewSpells(x.sess.BaseDir),
-		dir:    x.sess.BaseDir,
-		tag:    x.sess.ID + "/script",
-	}
-	if goal, ok := x.sess.Vars["goal"]; ok {
-		g.scope.Goal = goal
-	}
-	// {{.workflow.name}}; and the warning of an output key an agent did
-	// not report, which renders empty.
-	g.scope.Workflow = def.ID
-	g.scope.Warn = func(step, w string) {
-		x.emit("", events.TemplateWarning{Step: step, Warning: w})
-	}
-	if x.sess.Bead != nil {
-		g.scope.SetBead(x.sess.Bead)
-	}
-	g.title, _ = x.sess.Bead["title"].(string)
+	g := x.newGrimoire(def)
 	if ws := x.opts.Workspace; ws != nil {
 		g.dir = ws.Dir()
 		x.mu.Lock()
@@ -137,6 +115,42 @@ func (x *Executor) runGrimoire(ctx context.Context) Outcome {
 	}
 	out := in.Run(ctx, def.Steps)
 
+	return x.grimoireEnd(ctx, def, out, start)
+}
+
+// newGrimoire is the run of def by this session: its scope (goal, vars,
+// bead, the warnings of its templates), spells and where steps run.
+func (x *Executor) newGrimoire(def *workflow.Definition) *grimoire {
+	g := &grimoire{
+		host:   x,
+		cfg:    x.settings(),
+		bead:   beadID(x.sess.Bead),
+		def:    def,
+		scope:  render.NewScope(def.Goal, x.sess.Vars),
+		spells: render.NewSpells(x.sess.BaseDir),
+		dir:    x.sess.BaseDir,
+		tag:    x.sess.ID + "/script",
+	}
+	if goal, ok := x.sess.Vars["goal"]; ok {
+		g.scope.Goal = goal
+	}
+	// {{.workflow.name}}; and the warning of an output key an agent did
+	// not report, which renders empty.
+	g.scope.Workflow = def.ID
+	g.scope.Warn = func(step, w string) {
+		x.emit("", events.TemplateWarning{Step: step, Warning: w})
+	}
+	if x.sess.Bead != nil {
+		g.scope.SetBead(x.sess.Bead)
+	}
+	g.title, _ = x.sess.Bead["title"].(string)
+	return g
+}
+
+// grimoireEnd is how the session ends once the interpreter returned out:
+// parked, pending a merge, blocked, cancelled, waiting, failed or
+// completed.
+func (x *Executor) grimoireEnd(ctx context.Context, def *workflow.Definition, out flow.Outcome, start time.Time) Outcome {
 	x.mu.Lock()
 	parked, ptask, preason := x.parkStatus, x.parkTask, x.parkReason
 	x.sess.IterationSummaries = iterationSummaries(def, x.sess.Runs)

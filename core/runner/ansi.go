@@ -61,88 +61,13 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 				i = j - 1
 				continue
 			}
-			switch {
-			case b == 0x1b:
-				s.st = sEsc
-			case b == '\r':
-				if s.pending {
-					dst = append(dst, '\n')
-				}
-				s.pending = true
-				continue
-			case b == '\n':
-				s.pending = false
-				dst = append(dst, '\n')
-				continue
-			case b == '\t' || b >= 0x20 && b != 0x7f:
-				if s.pending {
-					// A lone carriage return starts the line over (progress
-					// redraws); in a log that reads best as a new line.
-					dst = append(dst, '\n')
-					s.pending = false
-				}
-				dst = append(dst, b)
-			}
+			dst = s.textByte(dst, b)
 		case sEsc:
-			switch b {
-			case '[':
-				s.st = sCSI
-				s.param, s.params, s.priv = 0, 0, 0
-			case ']':
-				s.st = sString
-				s.isOSC, s.oscLen = true, 0
-			case 'P', 'X', '^', '_':
-				s.st = sString
-				s.isOSC = false
-			case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
-				s.st = sCharset
-			default:
-				s.st = sText
-			}
+			s.escByte(b)
 		case sCSI:
-			switch {
-			case b >= '0' && b <= '9':
-				if s.param < 1000 {
-					s.param = s.param*10 + int(b-'0')
-				}
-				if s.params == 0 {
-					s.params = 1
-				}
-			case b == ';':
-				s.param = 0
-				s.params++
-			case b >= '<' && b <= '?':
-				s.priv = b
-			case b >= 0x40 && b <= 0x7e:
-				s.st = sText
-				if s.OnQuery != nil && (b == 'n' || b == 'c') && s.params <= 1 {
-					s.csiQuery(b)
-				}
-				// TUIs (Claude's Ink) draw spaces as cursor moves; without
-				// them the text runs together.
-				switch b {
-				case 'C':
-					n := max(s.param, 1)
-					for i := 0; i < min(n, 200); i++ {
-						dst = append(dst, ' ')
-					}
-				case 'G':
-					dst = append(dst, ' ')
-				}
-			}
+			dst = s.csiByte(dst, b)
 		case sString:
-			switch b {
-			case 0x07:
-				s.st = sText
-				s.oscEnd()
-			case 0x1b:
-				s.st = sStringEs
-			default:
-				if s.isOSC && s.oscLen < len(s.osc) {
-					s.osc[s.oscLen] = b
-					s.oscLen++
-				}
-			}
+			s.stringByte(b)
 		case sStringEs:
 			if b == '\\' {
 				s.st = sText
@@ -155,6 +80,104 @@ func (s *Stripper) Strip(dst, p []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// textByte takes a byte of text that is no printable run: an escape, a
+// line end, a tab.
+func (s *Stripper) textByte(dst []byte, b byte) []byte {
+	switch {
+	case b == 0x1b:
+		s.st = sEsc
+	case b == '\r':
+		if s.pending {
+			dst = append(dst, '\n')
+		}
+		s.pending = true
+	case b == '\n':
+		s.pending = false
+		dst = append(dst, '\n')
+	case b == '\t' || b >= 0x20 && b != 0x7f:
+		if s.pending {
+			// A lone carriage return starts the line over (progress
+			// redraws); in a log that reads best as a new line.
+			dst = append(dst, '\n')
+			s.pending = false
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// escByte takes the byte after ESC: the kind of sequence it starts.
+func (s *Stripper) escByte(b byte) {
+	switch b {
+	case '[':
+		s.st = sCSI
+		s.param, s.params, s.priv = 0, 0, 0
+	case ']':
+		s.st = sString
+		s.isOSC, s.oscLen = true, 0
+	case 'P', 'X', '^', '_':
+		s.st = sString
+		s.isOSC = false
+	case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
+		s.st = sCharset
+	default:
+		s.st = sText
+	}
+}
+
+// csiByte takes a byte of a control sequence: a parameter, or its final
+// byte, which may answer a query or stand for spaces.
+func (s *Stripper) csiByte(dst []byte, b byte) []byte {
+	switch {
+	case b >= '0' && b <= '9':
+		if s.param < 1000 {
+			s.param = s.param*10 + int(b-'0')
+		}
+		if s.params == 0 {
+			s.params = 1
+		}
+	case b == ';':
+		s.param = 0
+		s.params++
+	case b >= '<' && b <= '?':
+		s.priv = b
+	case b >= 0x40 && b <= 0x7e:
+		s.st = sText
+		if s.OnQuery != nil && (b == 'n' || b == 'c') && s.params <= 1 {
+			s.csiQuery(b)
+		}
+		// TUIs (Claude's Ink) draw spaces as cursor moves; without them
+		// the text runs together.
+		switch b {
+		case 'C':
+			n := max(s.param, 1)
+			for i := 0; i < min(n, 200); i++ {
+				dst = append(dst, ' ')
+			}
+		case 'G':
+			dst = append(dst, ' ')
+		}
+	}
+	return dst
+}
+
+// stringByte takes a byte of an OSC, DCS, SOS, PM or APC string: its end,
+// or an OSC's text kept.
+func (s *Stripper) stringByte(b byte) {
+	switch b {
+	case 0x07:
+		s.st = sText
+		s.oscEnd()
+	case 0x1b:
+		s.st = sStringEs
+	default:
+		if s.isOSC && s.oscLen < len(s.osc) {
+			s.osc[s.oscLen] = b
+			s.oscLen++
+		}
+	}
 }
 
 // StripString is Strip on a whole string with a fresh state.

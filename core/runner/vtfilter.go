@@ -72,22 +72,7 @@ func (f *screenFilter) apply(dst, p []byte) []byte {
 			}
 			continue
 		case fEsc:
-			switch b {
-			case '[':
-				f.st = fCSI
-				f.seq = append(f.seq[:0], 0x1b, '[')
-			case ']', 'P', 'X', '^', '_':
-				f.st = fStr
-			case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
-				f.st = fCharset
-				dst = append(dst, 0x1b, b)
-			case 0x1b:
-				dst = append(dst, 0x1b) // ESC ESC: the first one is lone
-				f.st = fEsc
-			default:
-				f.st = fText
-				dst = append(dst, 0x1b, b)
-			}
+			dst = f.escByte(dst, b)
 			start = i + 1
 		case fCharset:
 			f.st = fText
@@ -95,34 +80,7 @@ func (f *screenFilter) apply(dst, p []byte) []byte {
 			start = i + 1
 		case fCSI:
 			start = i + 1
-			switch {
-			case b == 0x18 || b == 0x1a: // CAN, SUB abort the sequence
-				f.st = fText
-				dst = append(dst, f.seq...)
-				dst = append(dst, b)
-			case b == 0x1b: // a new escape aborts this one
-				dst = append(dst, f.seq...)
-				f.st = fEsc
-			case b >= 0x40 && b <= 0x7e:
-				f.seq = append(f.seq, b)
-				f.st = fText
-				if keepCSI(f.seq[2:]) {
-					dst = append(dst, f.seq...)
-				} else if s := string(f.seq[2:]); s == "?2026h" {
-					if !f.inSync {
-						f.inSync, f.syncMark = true, len(dst)
-						f.syncStarts++
-					}
-				} else if s == "?2026l" {
-					f.inSync = false
-				}
-			default:
-				f.seq = append(f.seq, b)
-				if len(f.seq) >= maxCSI {
-					dst = append(dst, f.seq...)
-					f.st = fText
-				}
-			}
+			dst = f.csiByte(dst, b)
 		case fStr:
 			start = i + 1
 			switch b {
@@ -144,6 +102,63 @@ func (f *screenFilter) apply(dst, p []byte) []byte {
 	}
 	if f.st == fText {
 		dst = append(dst, p[start:]...)
+	}
+	return dst
+}
+
+// escByte takes the byte after ESC: a CSI is kept until its end, a string
+// dropped, anything else passes.
+func (f *screenFilter) escByte(dst []byte, b byte) []byte {
+	switch b {
+	case '[':
+		f.st = fCSI
+		f.seq = append(f.seq[:0], 0x1b, '[')
+	case ']', 'P', 'X', '^', '_':
+		f.st = fStr
+	case '(', ')', '*', '+', '-', '.', '/', '#', '%', ' ':
+		f.st = fCharset
+		dst = append(dst, 0x1b, b)
+	case 0x1b:
+		dst = append(dst, 0x1b) // ESC ESC: the first one is lone
+		f.st = fEsc
+	default:
+		f.st = fText
+		dst = append(dst, 0x1b, b)
+	}
+	return dst
+}
+
+// csiByte takes a byte of a CSI: at its final byte the sequence reaches
+// the screen (keepCSI) or is dropped, and a synchronized update's start
+// and end are noted.
+func (f *screenFilter) csiByte(dst []byte, b byte) []byte {
+	switch {
+	case b == 0x18 || b == 0x1a: // CAN, SUB abort the sequence
+		f.st = fText
+		dst = append(dst, f.seq...)
+		dst = append(dst, b)
+	case b == 0x1b: // a new escape aborts this one
+		dst = append(dst, f.seq...)
+		f.st = fEsc
+	case b >= 0x40 && b <= 0x7e:
+		f.seq = append(f.seq, b)
+		f.st = fText
+		if keepCSI(f.seq[2:]) {
+			dst = append(dst, f.seq...)
+		} else if s := string(f.seq[2:]); s == "?2026h" {
+			if !f.inSync {
+				f.inSync, f.syncMark = true, len(dst)
+				f.syncStarts++
+			}
+		} else if s == "?2026l" {
+			f.inSync = false
+		}
+	default:
+		f.seq = append(f.seq, b)
+		if len(f.seq) >= maxCSI {
+			dst = append(dst, f.seq...)
+			f.st = fText
+		}
 	}
 	return dst
 }

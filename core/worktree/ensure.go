@@ -263,118 +263,139 @@ func (r *Repo) addWorktree(ctx context.Context, args []string) error {
 // owner record is then written), and the git worktree add that makes it
 // (nil when it is there already).
 func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktree, bool, []string, error) {
-
 	if info, err := os.Lstat(filepath.Join(r.Top, WorktreesDir)); err == nil && info.Mode()&os.ModeSymlink != 0 {
 		// Worktrees are made and removed there: never through a link to a
 		// place vibeteam did not make.
 		target, _ := os.Readlink(filepath.Join(r.Top, WorktreesDir))
 		return nil, false, nil, fmt.Errorf("%s is a symbolic link (to %s): vibeteam does not make or remove worktrees through one; make it a directory", filepath.Join(r.Top, WorktreesDir), target)
 	}
-	branch := BranchPrefix + beadID
-	ref := "refs/heads/" + branch
-	owner, err := r.Owner(beadID)
+	f, err := r.survey(ctx, beadID)
 	if err != nil {
 		return nil, false, nil, err
 	}
-	path := filepath.Join(r.Top, WorktreesDir, beadID)
-	if owner != nil && owner.Path != "" {
-		path = owner.Path
-	}
-	list, err := r.worktreesNow(ctx)
-	if err != nil {
-		return nil, false, nil, err
-	}
-	atPath := findPath(list, path)
-	onBranch := findBranch(list, ref)
-	_, branchExists, err := revParse(ctx, r.Top, ref)
-	if err != nil {
-		return nil, false, nil, err
-	}
-	_, statErr := os.Lstat(path)
-	pathExists := statErr == nil
-	anything := branchExists || pathExists || atPath != nil || len(onBranch) > 0
-
-	if owner != nil && owner.Session != session {
-		if anything {
-			return nil, false, nil, &OwnedError{BeadID: beadID, Path: path, Branch: branch, Session: owner.Session}
+	if f.owner != nil && f.owner.Session != session {
+		if f.anything {
+			return nil, false, nil, &OwnedError{BeadID: beadID, Path: f.path, Branch: f.branch, Session: f.owner.Session}
 		}
 		// A record with neither worktree nor branch (a run killed between
 		// the two): there is no work to lose, the bead is free.
-		owner = nil
-		path = filepath.Join(r.Top, WorktreesDir, beadID)
-		atPath = findPath(list, path)
-		_, statErr = os.Lstat(path)
-		pathExists = statErr == nil
-		anything = pathExists || atPath != nil
+		f.owner = nil
+		f.path = filepath.Join(r.Top, WorktreesDir, beadID)
+		f.atPath = findPath(f.list, f.path)
+		_, statErr := os.Lstat(f.path)
+		f.pathExists = statErr == nil
+		f.anything = f.pathExists || f.atPath != nil
 	}
+	if f.owner == nil {
+		return r.planNew(ctx, f, base, session)
+	}
+	return r.planOwn(ctx, f, base, session)
+}
 
-	if owner == nil {
-		if anything {
-			e := &LeftoverError{BeadID: beadID, Branch: branch, BranchExists: branchExists}
-			if pathExists {
-				e.Path = path
-			}
-			if atPath != nil {
-				e.Worktrees = append(e.Worktrees, atPath.Path)
-			}
-			for _, w := range onBranch {
-				if atPath == nil || w.Path != atPath.Path {
-					e.Worktrees = append(e.Worktrees, w.Path)
-				}
-			}
-			return nil, false, nil, e
+// beadWorktree is what is there of a bead's worktree: its owner record,
+// where it is or would be, git's worktrees at that path and on its branch,
+// and whether the branch and the path exist.
+type beadWorktree struct {
+	beadID, branch, ref, path string
+	owner                     *Owner
+	list                      []gitWorktree
+	atPath                    *gitWorktree
+	onBranch                  []gitWorktree
+	branchExists, pathExists  bool
+	anything                  bool // any of them is there
+}
+
+// survey looks at what is there of the bead's worktree.
+func (r *Repo) survey(ctx context.Context, beadID string) (*beadWorktree, error) {
+	f := &beadWorktree{beadID: beadID, branch: BranchPrefix + beadID}
+	f.ref = "refs/heads/" + f.branch
+	var err error
+	if f.owner, err = r.Owner(beadID); err != nil {
+		return nil, err
+	}
+	f.path = filepath.Join(r.Top, WorktreesDir, beadID)
+	if f.owner != nil && f.owner.Path != "" {
+		f.path = f.owner.Path
+	}
+	if f.list, err = r.worktreesNow(ctx); err != nil {
+		return nil, err
+	}
+	f.atPath = findPath(f.list, f.path)
+	f.onBranch = findBranch(f.list, f.ref)
+	if _, f.branchExists, err = revParse(ctx, r.Top, f.ref); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Lstat(f.path)
+	f.pathExists = statErr == nil
+	f.anything = f.branchExists || f.pathExists || f.atPath != nil || len(f.onBranch) > 0
+	return f, nil
+}
+
+// planNew is plan for a bead no session owns: a new worktree on a new
+// branch from base, unless something of an old one is left.
+func (r *Repo) planNew(ctx context.Context, f *beadWorktree, base, session string) (*Worktree, bool, []string, error) {
+	if f.anything {
+		e := &LeftoverError{BeadID: f.beadID, Branch: f.branch, BranchExists: f.branchExists}
+		if f.pathExists {
+			e.Path = f.path
 		}
-		if base == "" {
-			if base, err = r.CurrentBranch(ctx); err != nil {
-				return nil, false, nil, err
+		if f.atPath != nil {
+			e.Worktrees = append(e.Worktrees, f.atPath.Path)
+		}
+		for _, w := range f.onBranch {
+			if f.atPath == nil || w.Path != f.atPath.Path {
+				e.Worktrees = append(e.Worktrees, w.Path)
 			}
 		}
-		name, start, err := r.baseBranch(ctx, base)
-		if err != nil {
+		return nil, false, nil, e
+	}
+	if base == "" {
+		var err error
+		if base, err = r.CurrentBranch(ctx); err != nil {
 			return nil, false, nil, err
 		}
-		wt := &Worktree{Path: path, Branch: branch, Base: name, BeadID: beadID, Session: session}
-		add, err := r.create(wt, start)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		return wt, true, add, nil
 	}
+	name, start, err := r.baseBranch(ctx, base)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	wt := &Worktree{Path: f.path, Branch: f.branch, Base: name, BeadID: f.beadID, Session: session}
+	add, err := r.create(wt, start)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	return wt, true, add, nil
+}
 
-	// The session's own worktree.
+// planOwn is plan for the session's own worktree: there already, its
+// branch checked out again, or made now.
+func (r *Repo) planOwn(ctx context.Context, f *beadWorktree, base, session string) (*Worktree, bool, []string, error) {
+	owner, path, branch, beadID := f.owner, f.path, f.branch, f.beadID
 	if base != "" && strings.TrimPrefix(base, "refs/heads/") != owner.Base {
 		return nil, false, nil, fmt.Errorf("the worktree %s of bead %s merges into %s, not %s: it was created from %s by session %s",
 			path, beadID, owner.Base, base, owner.Base, session)
 	}
 	wt := &Worktree{Path: path, Branch: branch, Base: owner.Base, BeadID: beadID, Session: session}
 	switch {
-	case atPath != nil && !atPath.Prunable && pathExists:
-		if atPath.Branch != ref {
+	case f.atPath != nil && !f.atPath.Prunable && f.pathExists:
+		if f.atPath.Branch != f.ref {
 			on := "a detached HEAD"
-			if atPath.Branch != "" {
-				on = "branch " + strings.TrimPrefix(atPath.Branch, "refs/heads/")
+			if f.atPath.Branch != "" {
+				on = "branch " + strings.TrimPrefix(f.atPath.Branch, "refs/heads/")
 			}
 			return nil, false, nil, fmt.Errorf("the worktree %s of bead %s is on %s, not on its branch %s: check out %s there (git -C %s switch %s)",
 				path, beadID, on, branch, branch, shellQuote(path), shellQuote(branch))
 		}
 		return wt, false, nil, nil
-	case branchExists:
+	case f.branchExists:
 		// The directory is gone (removed by hand); the work is on the
 		// branch: check it out again.
-		if pathExists {
-			return nil, false, nil, fmt.Errorf("%s exists but is not a worktree of this repository: move it away so the worktree of bead %s can be checked out there again", path, beadID)
+		add, err := f.checkoutAgain()
+		if err != nil {
+			return nil, false, nil, err
 		}
-		for _, w := range onBranch {
-			if atPath == nil || w.Path != atPath.Path {
-				return nil, false, nil, fmt.Errorf("branch %s of bead %s is checked out in %s: remove that worktree or switch it to another branch", branch, beadID, w.Path)
-			}
-		}
-		args := []string{"worktree", "add"}
-		if atPath != nil {
-			args = append(args, "--force") // registered, its directory gone
-		}
-		return wt, false, append(args, "--", path, branch), nil
-	case !pathExists && atPath == nil:
+		return wt, false, add, nil
+	case !f.pathExists && f.atPath == nil:
 		// The record was written but the worktree never made (a run
 		// killed in between): make it now.
 		_, start, err := r.baseBranch(ctx, owner.Base)
@@ -389,6 +410,24 @@ func (r *Repo) plan(ctx context.Context, beadID, base, session string) (*Worktre
 	}
 	return nil, false, nil, fmt.Errorf("the worktree %s of bead %s is there but its branch %s is gone; nothing was changed: look at it, then remove it (git worktree remove %s) to start again",
 		path, beadID, branch, shellQuote(path))
+}
+
+// checkoutAgain is the git worktree add that checks the bead's branch out
+// again where its directory was.
+func (f *beadWorktree) checkoutAgain() ([]string, error) {
+	if f.pathExists {
+		return nil, fmt.Errorf("%s exists but is not a worktree of this repository: move it away so the worktree of bead %s can be checked out there again", f.path, f.beadID)
+	}
+	for _, w := range f.onBranch {
+		if f.atPath == nil || w.Path != f.atPath.Path {
+			return nil, fmt.Errorf("branch %s of bead %s is checked out in %s: remove that worktree or switch it to another branch", f.branch, f.beadID, w.Path)
+		}
+	}
+	args := []string{"worktree", "add"}
+	if f.atPath != nil {
+		args = append(args, "--force") // registered, its directory gone
+	}
+	return append(args, "--", f.path, f.branch), nil
 }
 
 // create records the owner and returns the git worktree add that makes the

@@ -42,46 +42,14 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 		return err
 	}
 	if branchExists && !force {
-		if wt.Base == "" {
-			return fmt.Errorf("cannot tell whether branch %s is merged: its base branch is not known", wt.Branch)
-		}
-		baseRef := "refs/heads/" + wt.Base
-		// Merged (the usual case) in one git; anything else is looked at
-		// more closely.
-		merged, err := isAncestor(ctx, r.Top, tip, baseRef)
-		if err != nil || !merged {
-			base, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("cannot tell whether branch %s is merged: base branch %s does not exist", wt.Branch, wt.Base)
-			}
-			if merged, err = isAncestor(ctx, r.Top, tip, base); err != nil {
-				return err
-			}
-			if !merged {
-				n, _ := git(ctx, r.Top, "rev-list", "--count", base+".."+tip)
-				return fmt.Errorf("branch %s has %s commit(s) not merged into %s; nothing was removed (the worktree is %s)",
-					wt.Branch, strings.TrimSpace(n), wt.Base, wt.Path)
-			}
+		if err := r.refuseUnmerged(ctx, wt, tip); err != nil {
+			return err
 		}
 	}
 
-	list, err := r.worktreesNow(ctx)
+	at, err := r.removableAt(ctx, wt, ref, force)
 	if err != nil {
 		return err
-	}
-	at := findPath(list, wt.Path)
-	for _, w := range findBranch(list, ref) {
-		if at == nil || w.Path != at.Path {
-			return fmt.Errorf("branch %s is checked out in %s, not in the bead's worktree %s: nothing was removed", wt.Branch, w.Path, wt.Path)
-		}
-	}
-	if at != nil {
-		if at.Branch != ref && !force {
-			return fmt.Errorf("the worktree %s is not on branch %s: nothing was removed", wt.Path, wt.Branch)
-		}
 	}
 	// The changes under the repository's lock as well: git worktree remove
 	// reads every worktree's administrative files (see addWorktree), and
@@ -119,4 +87,55 @@ func (r *Repo) Remove(ctx context.Context, wt *Worktree, force bool) error {
 		}
 	}
 	return nil
+}
+
+// refuseUnmerged is an error when the branch (at tip) has commits its base
+// branch does not have, or when that cannot be told.
+func (r *Repo) refuseUnmerged(ctx context.Context, wt *Worktree, tip string) error {
+	if wt.Base == "" {
+		return fmt.Errorf("cannot tell whether branch %s is merged: its base branch is not known", wt.Branch)
+	}
+	baseRef := "refs/heads/" + wt.Base
+	// Merged (the usual case) in one git; anything else is looked at more
+	// closely.
+	merged, err := isAncestor(ctx, r.Top, tip, baseRef)
+	if err == nil && merged {
+		return nil
+	}
+	base, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("cannot tell whether branch %s is merged: base branch %s does not exist", wt.Branch, wt.Base)
+	}
+	if merged, err = isAncestor(ctx, r.Top, tip, base); err != nil {
+		return err
+	}
+	if !merged {
+		n, _ := git(ctx, r.Top, "rev-list", "--count", base+".."+tip)
+		return fmt.Errorf("branch %s has %s commit(s) not merged into %s; nothing was removed (the worktree is %s)",
+			wt.Branch, strings.TrimSpace(n), wt.Base, wt.Path)
+	}
+	return nil
+}
+
+// removableAt is the bead's worktree as git lists it (nil: gone), once it
+// is sure the branch is checked out nowhere else and, without force, that
+// the worktree is on it.
+func (r *Repo) removableAt(ctx context.Context, wt *Worktree, ref string, force bool) (*gitWorktree, error) {
+	list, err := r.worktreesNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	at := findPath(list, wt.Path)
+	for _, w := range findBranch(list, ref) {
+		if at == nil || w.Path != at.Path {
+			return nil, fmt.Errorf("branch %s is checked out in %s, not in the bead's worktree %s: nothing was removed", wt.Branch, w.Path, wt.Path)
+		}
+	}
+	if at != nil && at.Branch != ref && !force {
+		return nil, fmt.Errorf("the worktree %s is not on branch %s: nothing was removed", wt.Path, wt.Branch)
+	}
+	return at, nil
 }
