@@ -224,14 +224,22 @@ func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Add
 		return gateRed(step, ws, gate.lastRun(), out.Batch, g.cfg.SessionID)
 	case out.Moving != "":
 		return flow.Result{Status: flow.Blocked, Output: out.Moving, Reason: BlockedMergeMoving.Because(out.Moving)}
-	case out.UpToDate && !underWay:
+	case out.UpToDate && !underWay && host.landedMerge() == "":
 		// The base had the branch already, and no merge of this session
-		// was under way to have put it there: there was nothing to bring.
+		// was under way or landed to have put it there: there was nothing
+		// to bring.
 		host.setIntent(nil)
 		return nothingToMerge(step, ws, g.cfg.SessionID)
 	}
-	host.merged(out.Commit)
-	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: out.Commit, Branch: ws.Branch(), Base: ws.Base(), QueuedMS: out.Waited.Milliseconds()})
+	commit := out.Commit
+	if landed := host.landedMerge(); out.UpToDate && landed != "" {
+		// This session's merge landed and was recorded, and vibeteam was
+		// killed before the step's end was: the same merge, with its own
+		// commit (the base's tip may be a later bead's by now).
+		commit = landed
+	}
+	host.merged(commit)
+	host.emit("", events.MergeDone{Step: step.Label(), Address: at.Key(), Commit: commit, Branch: ws.Branch(), Base: ws.Base(), QueuedMS: out.Waited.Milliseconds()})
 	summary := fmt.Sprintf("merged %s into %s", ws.Branch(), ws.Base())
 	if last := gate.lastRun(); last != nil {
 		summary += fmt.Sprintf(", its gate green in %s", last.Duration.Round(time.Millisecond))
@@ -239,7 +247,7 @@ func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Add
 			summary += fmt.Sprintf(" (run %d times: %s moved meanwhile)", out.Attempts, ws.Base())
 		}
 	}
-	return flow.Result{Status: flow.Done, Output: out.Commit, Summary: summary}
+	return flow.Result{Status: flow.Done, Output: commit, Summary: summary}
 }
 
 // gateRed is the result of a merge whose gate was red: blocked, with

@@ -135,6 +135,8 @@ type stepHost interface {
 	// under way); merged records the merge's commit and closes its intent.
 	setIntent(in *state.GitIntent)
 	merged(commit string)
+	// landedMerge is the merge commit this session recorded ("": none).
+	landedMerge() string
 	addGateRun(run state.GateRun)
 	setBlockedReason(reason vocab.Reason)
 }

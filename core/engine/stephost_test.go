@@ -17,8 +17,11 @@ import (
 // runner reaching for more than the test expects fails it.
 type recordingHost struct {
 	stepHost
-	ws *fakeWorkspace
+	ws     *fakeWorkspace
+	landed string // the merge commit the session recorded
 }
+
+func (h *recordingHost) landedMerge() string { return h.landed }
 
 func (h *recordingHost) emit(taskID string, p events.Payload) {}
 func (h *recordingHost) takeMergeDecision() (string, string)  { return "", "" }
@@ -39,17 +42,23 @@ func TestMergeRunnerRecordsIntentAroundTheMerge(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		outcome MergeOutcome
+		landed  string
 		status  flow.Status
 		calls   string
 	}{
-		{"merged", MergeOutcome{Commit: "m1"}, flow.Done, "commit bd-1: Fix it,intent merge,merge,merged m1"},
-		{"conflict", MergeOutcome{Conflicts: []MergeConflict{{Path: "a.go", Hunks: "<<<"}}}, flow.Blocked, "commit bd-1: Fix it,intent merge,merge,intent none"},
+		{"merged", MergeOutcome{Commit: "m1"}, "", flow.Done, "commit bd-1: Fix it,intent merge,merge,merged m1"},
+		{"conflict", MergeOutcome{Conflicts: []MergeConflict{{Path: "a.go", Hunks: "<<<"}}}, "", flow.Blocked, "commit bd-1: Fix it,intent merge,merge,intent none"},
+		// Nothing the base lacks, and no merge of this session landed.
+		{"nothing to merge", MergeOutcome{UpToDate: true, Commit: "tip"}, "", flow.Blocked, "commit bd-1: Fix it,intent merge,merge,intent none"},
+		// A kill after the merge was recorded, before the step's end was:
+		// the step ends with the session's own merge, not the base's tip.
+		{"landed before a kill", MergeOutcome{UpToDate: true, Commit: "tip"}, "m1", flow.Done, "commit bd-1: Fix it,intent merge,merge,merged m1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := &fakeWorkspace{dir: t.TempDir(), outcome: tc.outcome}
 			g := &grimoire{
-				host: &recordingHost{ws: ws}, cfg: taskSettings{Options: Options{Workspace: ws}, SessionID: "s"},
+				host: &recordingHost{ws: ws, landed: tc.landed}, cfg: taskSettings{Options: Options{Workspace: ws}, SessionID: "s"},
 				bead: "bd-1", title: "Fix it", def: &workflow.Definition{ID: "g"},
 			}
 			step := &workflow.Step{Type: workflow.StepMerge, Name: "merge", Merge: &workflow.MergeStep{}}

@@ -208,6 +208,12 @@ func (s *sessionStore) setIntent(in *state.GitIntent) {
 	s.checkpointLocked(state.Change{}, true)
 }
 
+func (s *sessionStore) landedMerge() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess.Merged
+}
+
 func (s *sessionStore) merged(commit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
