@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/events"
@@ -777,14 +778,14 @@ func (ts *terminal) turnEvidence(d runner.Detection, idleAt int) string {
 	if ts.turnRan {
 		return evidenceWorking
 	}
-	if ts.hasWorkingState() {
-		// Its working state is the evidence. The screen fallback would be
-		// fooled by a CLI that shows the submitted text well before it
-		// starts the turn (opencode on a loaded machine: the message shown,
-		// 4 s of quiet, no request yet).
+	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, idleAt, ts.turnText) {
 		return ""
 	}
-	if !ts.term.LastOutput().After(ts.typedAt) || !shownOutside(d, idleAt, ts.turnText) {
+	if ts.hasWorkingState() && !answeredBelow(d, idleAt, ts.turnText) {
+		// A turn too quick to be seen working shows its answer below the
+		// submitted text. Without one, the text alone is no evidence: a CLI
+		// may show it well before it starts the turn (opencode on a loaded
+		// machine: the message shown, 4 s of quiet, no request yet).
 		return ""
 	}
 	if !ts.quietFor(ts.typedAt, ts.settle) {
@@ -804,17 +805,48 @@ func (ts *terminal) hasWorkingState() bool {
 	return false
 }
 
+// answeredBelow reports whether a line of the transcript above the idle
+// match (at idleAt) shows text (as shownOutside finds it) with a line that
+// has a word below it: the turn's answer.
+func answeredBelow(d runner.Detection, idleAt int, text string) bool {
+	want := shownText(text)
+	if want == "" {
+		return true
+	}
+	lines := strings.Split(d.Screen[:idleAt], "\n")
+	for i, l := range lines {
+		if !strings.Contains(strings.Join(strings.Fields(l), " "), want) {
+			continue
+		}
+		for _, after := range lines[i+1:] {
+			// Borders and rules (the idle box's top edge) are not words.
+			if strings.IndexFunc(after, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shownText is what of a submitted text a transcript is searched for: its
+// first line, spaces collapsed, at most 40 runes (long lines wrap; the
+// start is enough).
+func shownText(text string) string {
+	want := excerpt.OneLine(excerpt.FirstLine(text), 0)
+	if n := []rune(want); len(n) > 40 {
+		want = string(n[:40])
+	}
+	return want
+}
+
 // shownOutside reports whether text (its first line, spaces collapsed) is
 // on d's screen outside its idle match (at idleAt), where a transcript
 // shows what was submitted. An empty text (a bare Enter) cannot be looked
 // for: any output then counts.
 func shownOutside(d runner.Detection, idleAt int, text string) bool {
-	want := excerpt.OneLine(excerpt.FirstLine(text), 0)
+	want := shownText(text)
 	if want == "" {
 		return true
-	}
-	if n := []rune(want); len(n) > 40 {
-		want = string(n[:40]) // long lines wrap; the start is enough
 	}
 	screen := d.Screen[:idleAt] + "\n" + d.Screen[idleAt+len(d.Match):]
 	for _, l := range strings.Split(screen, "\n") {
