@@ -228,7 +228,7 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string, id []s
 func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending, seen []gitWorktree) (MergeResult, bool, error) {
 	var res MergeResult
 	baseRef := "refs/heads/" + wt.Base
-	old, commit := m.old, m.commit
+	old := m.old
 	if now, ok, err := revParse(ctx, r.Top, baseRef+"^{commit}"); err != nil {
 		return res, false, err
 	} else if !ok {
@@ -240,8 +240,25 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending, seen []gitWor
 		return MergeResult{Refused: why}, false, nil
 	}
 
-	// The one checkout of the base seen before the queue, if it still has
-	// the base checked out; else git is asked.
+	holders, refused, err := r.baseHolders(ctx, wt, seen)
+	if err != nil || refused != "" {
+		return MergeResult{Refused: refused}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return res, false, err
+	}
+	reflog := "vibeteam: merge " + wt.Branch
+	if len(holders) == 0 {
+		return r.moveRef(ctx, baseRef, m, reflog)
+	}
+	return r.fastForwardCheckout(ctx, wt, holders[0], m, reflog)
+}
+
+// baseHolders is the checkouts that have the base checked out: the one
+// seen before the queue, if it still has it, else as git says now. Several
+// of them is a refusal.
+func (r *Repo) baseHolders(ctx context.Context, wt *Worktree, seen []gitWorktree) ([]gitWorktree, string, error) {
+	baseRef := "refs/heads/" + wt.Base
 	holders := seen
 	if len(seen) != 1 || seen[0].Prunable {
 		holders = nil
@@ -251,7 +268,7 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending, seen []gitWor
 	if holders == nil {
 		list, err := r.worktreesNow(ctx)
 		if err != nil {
-			return res, false, err
+			return nil, "", err
 		}
 		holders = findBranch(list, baseRef)
 	}
@@ -260,25 +277,29 @@ func (r *Repo) land(ctx context.Context, wt *Worktree, m *pending, seen []gitWor
 		for _, h := range holders {
 			paths = append(paths, h.Path)
 		}
-		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in several worktrees (%s): merge by hand", wt.Base, strings.Join(paths, ", "))}, false, nil
+		return nil, fmt.Sprintf("branch %s is checked out in several worktrees (%s): merge by hand", wt.Base, strings.Join(paths, ", ")), nil
 	}
-	if err := ctx.Err(); err != nil {
-		return res, false, err
-	}
-	reflog := "vibeteam: merge " + wt.Branch
-	if len(holders) == 0 {
-		// Checked out nowhere: move the ref, if it is still where the merge
-		// was computed from.
-		if _, err := run(ctx, cmd{dir: r.Top, args: []string{"update-ref", "-m", reflog, baseRef, commit, old}, keep: true}); err != nil {
-			if now, _, rerr := revParse(context.WithoutCancel(ctx), r.Top, baseRef+"^{commit}"); rerr == nil && now != old && now != commit {
-				return res, true, nil // moved by someone who does not queue (the user)
-			}
-			return res, false, err
-		}
-		return MergeResult{Merged: true, Commit: commit}, false, nil
-	}
+	return holders, "", nil
+}
 
-	h := holders[0]
+// moveRef lands m on a base checked out nowhere: the ref moves, if it is
+// still where the merge was computed from.
+func (r *Repo) moveRef(ctx context.Context, baseRef string, m *pending, reflog string) (MergeResult, bool, error) {
+	old, commit := m.old, m.commit
+	if _, err := run(ctx, cmd{dir: r.Top, args: []string{"update-ref", "-m", reflog, baseRef, commit, old}, keep: true}); err != nil {
+		if now, _, rerr := revParse(context.WithoutCancel(ctx), r.Top, baseRef+"^{commit}"); rerr == nil && now != old && now != commit {
+			return MergeResult{}, true, nil // moved by someone who does not queue (the user)
+		}
+		return MergeResult{}, false, err
+	}
+	return MergeResult{Merged: true, Commit: commit}, false, nil
+}
+
+// fastForwardCheckout lands m in h, the one checkout of the base.
+func (r *Repo) fastForwardCheckout(ctx context.Context, wt *Worktree, h gitWorktree, m *pending, reflog string) (MergeResult, bool, error) {
+	var res MergeResult
+	baseRef := "refs/heads/" + wt.Base
+	old, commit := m.old, m.commit
 	if h.Prunable {
 		return MergeResult{Refused: fmt.Sprintf("branch %s is checked out in %s, which is gone: run git worktree prune", wt.Base, h.Path)}, false, nil
 	}
