@@ -58,6 +58,8 @@ func newUpstream(t *testing.T, tls bool) *upstream {
 		fmt.Fprintf(w, "hello from %s", r.URL.Path)
 	})
 	u.Server = httptest.NewUnstartedServer(h)
+	u.Listener.Close()
+	u.Listener = notTheBridgePort(t)
 	// A tunnel the test closes unused is a handshake error, not news.
 	u.Config.ErrorLog = discardLog
 	if tls {
@@ -67,6 +69,25 @@ func newUpstream(t *testing.T, tls bool) *upstream {
 	}
 	t.Cleanup(u.Close)
 	return u
+}
+
+// notTheBridgePort is a loopback listener on any port but the bridge's
+// (DefaultBridgeListen): the proxy takes a CONNECT to that address for a
+// tunnel to itself, as it is inside a sandbox, so an upstream the kernel
+// happened to put there would be the proxy, not the server (CI, once).
+func notTheBridgePort(t *testing.T) net.Listener {
+	t.Helper()
+	_, bridgePort, _ := net.SplitHostPort(DefaultBridgeListen)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, port, _ := net.SplitHostPort(l.Addr().String()); port != bridgePort {
+			return l
+		}
+		defer l.Close() // held until a free port other than this one is found
+	}
 }
 
 func (u *upstream) hits() int {
