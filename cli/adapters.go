@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 )
 
@@ -47,7 +45,7 @@ adapter.`,
 			}
 			broken := reg.BrokenFiles()
 			for _, b := range broken {
-				rows = append(rows, row{Name: b.Name, Source: b.File, Broken: true, Problems: problemLines(b.Err)})
+				rows = append(rows, row{Name: b.Name, Source: b.File, Broken: true, Problems: cmdutil.ProblemLines(b.Err)})
 			}
 			sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 			var done error
@@ -85,17 +83,4 @@ adapter.`,
 			return done
 		},
 	}
-}
-
-// problemLines is one file:line:col: field: message line per problem.
-func problemLines(err error) []string {
-	var list adapters.ErrorList
-	if !errors.As(err, &list) {
-		return []string{err.Error()}
-	}
-	out := make([]string, len(list))
-	for i, e := range list {
-		out[i] = e.Error()
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/vibeteam/vibeteam/cli/cancelcmd"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/cli/completioncmd"
+	"github.com/vibeteam/vibeteam/cli/doctorcmd"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
 	"github.com/vibeteam/vibeteam/cli/showcmd"
@@ -134,7 +135,7 @@ Try it:  vibeteam run demo`,
 			readyCommand(streams),
 			landCommand(streams),
 			adaptersCommand(streams),
-			doctorCommand(streams),
+			doctorcmd.NewCmdDoctor(streams, nil),
 			schemaCommand(streams),
 			completioncmd.NewCmdCompletion(streams, nil),
 			versionCommand(streams),

@@ -129,7 +129,7 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 	}
 	defer br.close()
 	if name := c.Args().First(); name != "" {
-		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
+		def, err := cmdutil.LoadDefinition(name, base, loadOptions(c, reg, base))
 		if err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, r
 	}
 	br.sess = sess
 	if name := sess.Backlog.Grimoire; name != "" {
-		def, err := loadDefinition(name, base, loadOptions(c, reg, base))
+		def, err := cmdutil.LoadDefinition(name, base, loadOptions(c, reg, base))
 		if err != nil {
 			return err
 		}

@@ -125,7 +125,7 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 	}
 	gate := c.String("gate")
 	if gate == "" && !c.Bool("no-gate") {
-		g := projectGate(l.base)
+		g := cmdutil.ProjectGate(l.base)
 		if g == nil {
 			return 0, exitf(ExitUsage, "land: %s cannot be read (vibeteam validate says why); --gate or --no-gate decides without it", ".vibeteam/config.yaml")
 		}

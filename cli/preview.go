@@ -105,7 +105,7 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 			if err != nil {
 				return err
 			}
-			warnBrokenAdapters(streams.Err, reg)
+			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			found, err := workflow.Locate(arg, base)
 			if err != nil {
 				return exitf(ExitUsage, "%v", err)

@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -77,7 +78,7 @@ func applyReload(c *ucli.Context, streams IO, base string, reg *adapters.Registr
 		vars[k] = v
 	}
 	lo.Vars = vars
-	def, err := loadDefinition(src, base, lo)
+	def, err := cmdutil.LoadDefinition(src, base, lo)
 	if err != nil {
 		return err
 	}

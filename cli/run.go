@@ -77,7 +77,7 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			warnBrokenAdapters(streams.Err, reg)
+			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			if c.Bool("ready") {
 				vars, _, err := templateVars(c)
 				if err != nil {
@@ -98,7 +98,7 @@ func runCommand(streams IO) *ucli.Command {
 				// Chosen by the bead: a name in the grimoire directories.
 				def, err = loadChosenGrimoire(name, base, loadOptions(c, reg, base))
 			} else {
-				def, err = loadDefinition(name, base, loadOptions(c, reg, base))
+				def, err = cmdutil.LoadDefinition(name, base, loadOptions(c, reg, base))
 			}
 			if err != nil {
 				return err
@@ -168,7 +168,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			warnBrokenAdapters(streams.Err, reg)
+			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			mgr := state.NewManager(base)
 			id, err := cmdutil.ResolveSession(mgr, c.Args().First())
 			if err != nil {
@@ -295,31 +295,6 @@ func loadChosenGrimoire(name, base string, opts workflow.LoadOptions) (*workflow
 		return def, nil
 	}
 	return nil, exitf(ExitUsage, "%v (built-in grimoires: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
-}
-
-// loadDefinition resolves FILE|NAME (a file, .vibeteam/workflows/NAME.*, or
-// a built-in workflow) and loads it; problems exit 2 naming file:line:col.
-func loadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Definition, error) {
-	path, err := workflow.Resolve(arg, base)
-	if err != nil {
-		var nf *workflow.NotFoundError
-		if errors.As(err, &nf) {
-			if data, source, ok := builtin.Workflow(arg); ok {
-				def, perr := workflow.Parse(data, source, opts)
-				if perr != nil {
-					return nil, exitf(ExitUsage, "%v", perr)
-				}
-				return def, nil
-			}
-			return nil, exitf(ExitUsage, "%v (built-in workflows: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
-		}
-		return nil, exitf(ExitUsage, "%v", err)
-	}
-	def, err := workflow.LoadFile(path, opts)
-	if err != nil {
-		return nil, exitf(ExitUsage, "%v", err)
-	}
-	return def, nil
 }
 
 // lineDelay is how long a status line may wait before it is written when

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -68,14 +66,14 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 			if err != nil {
 				return err
 			}
-			warnBrokenAdapters(streams.Err, reg)
+			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			opts := workflow.LoadOptions{
 				Adapters:      reg,
 				ForceHeadless: c.Bool("headless"),
 				Vars:          vars,
 				BaseDir:       base,
 				Commands:      workflow.CheckError,
-				DefaultGate:   projectGate(base),
+				DefaultGate:   cmdutil.ProjectGate(base),
 			}
 			if c.Bool("offline") {
 				opts.Commands = workflow.CheckWarn
@@ -244,25 +242,6 @@ func workflowSummary(file string, def *workflow.Definition) summary {
 	return summary{file, fmt.Sprintf("%d stages, %d tasks", len(def.Stages()), n), def}
 }
 
-// warnBrokenAdapters says, in one line, which user adapter files could not
-// be loaded: they fail only the workflows that use them, so the others go
-// on, but the user should know.
-func warnBrokenAdapters(w io.Writer, reg *adapters.Registry) {
-	broken := reg.BrokenFiles()
-	if len(broken) == 0 {
-		return
-	}
-	files := make([]string, len(broken))
-	for i, b := range broken {
-		files[i] = b.File
-	}
-	what := "a broken adapter file"
-	if len(files) > 1 {
-		what = strconv.Itoa(len(files)) + " broken adapter files"
-	}
-	fmt.Fprintf(w, "vibeteam: warning: ignoring %s (%s); vibeteam adapters shows the problems\n", what, strings.Join(files, ", "))
-}
-
 // loadOptions are the checks a workflow gets before run starts anything.
 // validate makes the same ones, with an agent CLI that is not installed
 // only a warning. A bad --set leaves Vars nil, for the caller to report.
@@ -274,22 +253,8 @@ func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.
 		Vars:          vars,
 		BaseDir:       base,
 		Commands:      workflow.CheckError,
-		DefaultGate:   projectGate(base),
+		DefaultGate:   cmdutil.ProjectGate(base),
 	}
-}
-
-// installCommands are the commands that install the CLIs of the built-in
-// adapters, by command name.
-var installCommands = map[string]string{
-	"claude":   "npm i -g @anthropic-ai/claude-code",
-	"codex":    "npm i -g @openai/codex",
-	"gemini":   "npm i -g @google/gemini-cli",
-	"opencode": "npm i -g opencode-ai",
-	"qwen":     "npm i -g @qwen-code/qwen-code",
-	// The ACP adapters of claude and codex run the user's CLI: both
-	// packages.
-	"claude-agent-acp": "npm i -g @agentclientprotocol/claude-agent-acp @anthropic-ai/claude-code",
-	"codex-acp":        "npm i -g @agentclientprotocol/codex-acp @openai/codex",
 }
 
 // notInstalledRE matches the problem of an adapter CLI not found on PATH.
@@ -299,7 +264,7 @@ var notInstalledRE = regexp.MustCompile(`^(?:acp )?command "([^"]+)" (?:of adapt
 // the problem that says it is not installed.
 func withInstallHint(msg string) string {
 	if m := notInstalledRE.FindStringSubmatch(msg); m != nil {
-		if install, ok := installCommands[m[1]]; ok {
+		if install, ok := cmdutil.InstallCommands[m[1]]; ok {
 			return msg + "; install it: " + install
 		}
 	}

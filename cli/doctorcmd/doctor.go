@@ -1,4 +1,7 @@
-package cli
+// Package doctorcmd is `vibeteam doctor`: whether the agent CLIs the
+// adapters run are installed, at the tested version, with their
+// credentials, MCP servers and ACP commands, and whether the sandbox works.
+package doctorcmd
 
 import (
 	"context"
@@ -25,7 +28,21 @@ import (
 // defaultVersionTimeout bounds each `COMMAND --version` doctor runs.
 const defaultVersionTimeout = 10 * time.Second
 
-func doctorCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam doctor` is asked.
+type Options struct {
+	IO      cmdutil.IO
+	Base    string   // the project's base dir
+	Args    []string // FILE|NAME, or none for every adapter
+	JSON    bool     // --json
+	Timeout time.Duration
+}
+
+// NewCmdDoctor is the `doctor` command. Its action gathers the Options and
+// hands them to runF (nil: Run).
+func NewCmdDoctor(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "doctor",
 		Usage:     "check the agent CLIs: on PATH, their version against the tested one, their auth environment (every adapter, or those FILE|NAME uses)",
@@ -94,61 +111,74 @@ a missing CLI is only reported.`,
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 1 {
-				return exitf(ExitUsage, "doctor takes at most one workflow file or name, got %d arguments; see vibeteam doctor --help", c.NArg())
+				return cmdutil.Exitf(cmdutil.ExitUsage, "doctor takes at most one workflow file or name, got %d arguments; see vibeteam doctor --help", c.NArg())
 			}
 			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			reg, err := cmdutil.LoadRegistry(base)
-			if err != nil {
-				return err
-			}
-			var def *workflow.Definition
-			if c.NArg() == 1 {
-				// Only the adapters' names are checked by the loader: a
-				// broken adapter file is doctor's finding (exit 1), and
-				// whether a command is installed is doctor's question.
-				def, err = loadDefinition(c.Args().First(), base, workflow.LoadOptions{Adapters: doctorAdapterSet{reg}})
-				if err != nil {
-					return err
-				}
-			}
-			reports := diagnose(reg, base, def, c.Duration("timeout"))
-			if c.Bool("json") {
-				enc := json.NewEncoder(streams.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(reports); err != nil {
-					return err
-				}
-			} else {
-				printDoctor(streams.Out, def, reports)
-				printSandboxDoctor(streams.Out, c.Duration("timeout"))
-			}
-			if def == nil {
-				return nil
-			}
-			var missing []string
-			for _, r := range reports {
-				switch {
-				case r.broken:
-					missing = append(missing, fmt.Sprintf("adapter %s: its file is broken", r.Adapter))
-				case !r.Found, r.acpNeeded && r.ACP != nil && r.ACP.Path == "":
-					missing = append(missing, fmt.Sprintf("adapter %s: %s", r.Adapter, strings.Join(r.Problems, "; ")))
-				default:
-					for _, m := range r.MCP {
-						if !m.Found {
-							missing = append(missing, fmt.Sprintf("MCP server %s (of %s's agents): %s", m.Name, r.Adapter, m.Command))
-						}
-					}
-				}
-			}
-			if len(missing) > 0 {
-				return exitf(ExitFailed, "%s cannot run here: %s", def.Source, strings.Join(missing, "; "))
-			}
-			return nil
+			return runF(&Options{IO: streams, Base: base, Args: c.Args().Slice(), JSON: c.Bool("json"), Timeout: c.Duration("timeout")})
 		},
 	}
+}
+
+// Run checks the adapters (those the workflow opts.Args names uses, when
+// given) and prints
+// what it found.
+func Run(opts *Options) error {
+	reg, err := cmdutil.LoadRegistry(opts.Base)
+	if err != nil {
+		return err
+	}
+	var def *workflow.Definition
+	if len(opts.Args) == 1 {
+		// Only the adapters' names are checked by the loader: a broken
+		// adapter file is doctor's finding (exit 1), and whether a
+		// command is installed is doctor's question.
+		def, err = cmdutil.LoadDefinition(opts.Args[0], opts.Base, workflow.LoadOptions{Adapters: doctorAdapterSet{reg}})
+		if err != nil {
+			return err
+		}
+	}
+	reports := diagnose(reg, opts.Base, def, opts.Timeout)
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(opts.IO.Out, def, reports)
+		printSandboxDoctor(opts.IO.Out, opts.Timeout)
+	}
+	if def == nil {
+		return nil
+	}
+	if missing := missingFor(reports); len(missing) > 0 {
+		return cmdutil.Exitf(cmdutil.ExitFailed, "%s cannot run here: %s", def.Source, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// missingFor is what the workflow needs and this machine lacks: an
+// adapter's CLI, a broken adapter file, an MCP server's command.
+func missingFor(reports []*doctorReport) []string {
+	var missing []string
+	for _, r := range reports {
+		switch {
+		case r.broken:
+			missing = append(missing, fmt.Sprintf("adapter %s: its file is broken", r.Adapter))
+		case !r.Found, r.acpNeeded && r.ACP != nil && r.ACP.Path == "":
+			missing = append(missing, fmt.Sprintf("adapter %s: %s", r.Adapter, strings.Join(r.Problems, "; ")))
+		default:
+			for _, m := range r.MCP {
+				if !m.Found {
+					missing = append(missing, fmt.Sprintf("MCP server %s (of %s's agents): %s", m.Name, r.Adapter, m.Command))
+				}
+			}
+		}
+	}
+	return missing
 }
 
 // doctorAdapterSet is the registry as the loader sees it for doctor: a name
@@ -278,7 +308,7 @@ func checkACP(r *doctorReport, reg *adapters.Registry, base string, timeout time
 		if r.acpNeeded {
 			msg = err.Error() + ": the acp tasks cannot start"
 		}
-		if install, ok := installCommands[lc.Command]; ok {
+		if install, ok := cmdutil.InstallCommands[lc.Command]; ok {
 			msg += "; install it: " + install
 		}
 		if r.acpNeeded {
@@ -464,7 +494,7 @@ func acpUsed(def *workflow.Definition) map[string]bool {
 
 func brokenReport(b adapters.BrokenFile) *doctorReport {
 	r := &doctorReport{Adapter: b.Name, Source: b.File, broken: true}
-	for _, line := range problemLines(b.Err) {
+	for _, line := range cmdutil.ProblemLines(b.Err) {
 		r.problem("file", line)
 	}
 	return r
