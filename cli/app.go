@@ -20,8 +20,10 @@ import (
 	"github.com/vibeteam/vibeteam/cli/completioncmd"
 	"github.com/vibeteam/vibeteam/cli/doctorcmd"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
+	"github.com/vibeteam/vibeteam/cli/previewcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
 	"github.com/vibeteam/vibeteam/cli/showcmd"
+	"github.com/vibeteam/vibeteam/cli/validatecmd"
 	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	ucli "github.com/urfave/cli/v2"
@@ -125,8 +127,8 @@ Try it:  vibeteam run demo`,
 		Commands: []*ucli.Command{
 			runCommand(streams),
 			resumeCommand(streams),
-			validateCommand(streams),
-			previewCommand(streams),
+			validatecmd.NewCmdValidate(streams, nil),
+			previewcmd.NewCmdPreview(streams, nil),
 			showcmd.NewCmdSessions(streams, nil),
 			showcmd.NewCmdShow(streams, showBacklog, nil),
 			logcmd.NewCmdLog(streams, nil),

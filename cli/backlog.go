@@ -575,7 +575,7 @@ func (br *backlogRun) choose(fields map[string]any, named string) (def *workflow
 		}
 		name, rule = named, "chosen before"
 	default:
-		if name, rule, err = selectGrimoire(br.base, fields); err != nil {
+		if name, rule, err = cmdutil.SelectGrimoire(br.base, fields); err != nil {
 			return nil, "", "", errors.New(exitMessage(err))
 		}
 		if def, err = loadChosenGrimoire(name, br.base, loadOptions(br.c, br.reg, br.base)); err != nil {

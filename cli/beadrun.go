@@ -41,7 +41,7 @@ func refuseBead(client *beads.Client, b beads.Bead, force bool) error {
 		return exitf(ExitUsage, "bead %s is closed (%s); to work on it again, run it with --force (it is reopened, and closed anew when the run completes)", safe(id), safe(why))
 	}
 	// Readiness is bd's (beadBlockers).
-	blockers, err := beadBlockers(client, b)
+	blockers, err := cmdutil.BeadBlockers(client, b)
 	if err != nil {
 		return exitf(ExitFailed, "%v", err)
 	}
@@ -136,7 +136,7 @@ func beadForRun(c *ucli.Context, streams IO, base string) (*runBead, error) {
 		}
 		rb.fields, rb.source = b, file
 	} else {
-		client, b, err := showBead(streams, base, id)
+		client, b, err := cmdutil.ShowBead(streams, base, id)
 		if err != nil {
 			return nil, err
 		}
@@ -157,25 +157,6 @@ func beadForRun(c *ucli.Context, streams IO, base string) (*runBead, error) {
 	return rb, nil
 }
 
-// showBead reads bead id through bd (bd show ID --json), with bd's own
-// message when it fails, and returns the client for the run's updates.
-func showBead(streams IO, base, id string) (*beads.Client, beads.Bead, error) {
-	client, err := beads.NewClient(base)
-	if err != nil {
-		return nil, nil, exitf(ExitUsage, "%v, %s", err, beads.NoBDFileHint)
-	}
-	// What bd says on stderr while it succeeds reaches the user (the run
-	// routes it through its events once it starts).
-	client.Notice = func(l string) { fmt.Fprintf(streams.Err, "bd: %s\n", safe(l)) }
-	ctx, cancel := context.WithTimeout(context.Background(), bdTimeout)
-	defer cancel()
-	b, err := client.Show(ctx, id)
-	if err != nil {
-		return nil, nil, exitf(ExitFailed, "%v", err)
-	}
-	return client, b, nil
-}
-
 // liveSessionOn names a running session that works on bead id, if any.
 func liveSessionOn(base, id string) string {
 	mgr := state.NewManager(base)
@@ -194,28 +175,12 @@ func liveSessionOn(base, id string) string {
 // chooseGrimoire picks the grimoire for a bead run without a name, and
 // says which rule chose it.
 func chooseGrimoire(streams IO, base string, rb *runBead) (string, error) {
-	name, rule, err := selectGrimoire(base, rb.fields)
+	name, rule, err := cmdutil.SelectGrimoire(base, rb.fields)
 	if err != nil {
 		return "", err
 	}
 	fmt.Fprintf(streams.Err, "bead %s: grimoire %s (%s)\n", safe(rb.id), safe(name), safe(rule))
 	return name, nil
-}
-
-// selectGrimoire is the grimoire a bead gets by the selection rules
-// (label, .vibeteam/config.yaml by type, its default, implement-bead), and
-// the rule that chose it.
-func selectGrimoire(base string, bead map[string]any) (name, rule string, err error) {
-	cfg, err := beads.LoadConfig(base)
-	if err != nil {
-		return "", "", exitf(ExitUsage, "%v", err)
-	}
-	// By name only: a label or the config naming a path is refused.
-	name, rule, err = beads.Choose(beads.Bead(bead), cfg)
-	if err != nil {
-		return "", "", exitf(ExitUsage, "%v", err)
-	}
-	return name, rule, nil
 }
 
 // resumeBead gives a resumed session on a bead its tracker and worktree

@@ -297,6 +297,21 @@ func loadChosenGrimoire(name, base string, opts workflow.LoadOptions) (*workflow
 	return nil, exitf(ExitUsage, "%v (built-in grimoires: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
 }
 
+// loadOptions are the checks a workflow gets before run starts anything.
+// validate makes the same ones, with an agent CLI that is not installed
+// only a warning. A bad --set leaves Vars nil, for the caller to report.
+func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.LoadOptions {
+	vars, _ := render.ParseSets(c.StringSlice("set"))
+	return workflow.LoadOptions{
+		Adapters:      reg,
+		ForceHeadless: c.Bool("headless"),
+		Vars:          vars,
+		BaseDir:       base,
+		Commands:      workflow.CheckError,
+		DefaultGate:   cmdutil.ProjectGate(base),
+	}
+}
+
 // lineDelay is how long a status line may wait before it is written when
 // stderr is not a terminal.
 const lineDelay = 20 * time.Millisecond

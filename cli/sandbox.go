@@ -3,19 +3,15 @@ package cli
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
-
-// sandboxEnv turns the sandbox on or off for CI and scripts (on|off); a
-// flag wins over it, and it wins over the files.
-const sandboxEnv = "VIBETEAM_SANDBOX"
 
 func sandboxFlags() []ucli.Flag {
 	return []ucli.Flag{
@@ -44,7 +40,7 @@ func sandboxFor(c *ucli.Context, warn func(string), base string, def *workflow.D
 		cfg = project.Sandbox
 	}
 	var asked string // who asked for the sandbox; "" for the default
-	switch env := strings.ToLower(strings.TrimSpace(os.Getenv(sandboxEnv))); {
+	switch env := strings.ToLower(strings.TrimSpace(os.Getenv(cmdutil.SandboxEnv))); {
 	case c.Bool("sandbox") && c.Bool("no-sandbox"):
 		return nil, exitf(ExitUsage, "--sandbox and --no-sandbox: one or the other")
 	case c.Bool("no-sandbox"):
@@ -57,9 +53,9 @@ func sandboxFor(c *ucli.Context, warn func(string), base string, def *workflow.D
 	case env == "off" || env == "0" || env == "false":
 		return nil, nil
 	case env == "on" || env == "1" || env == "true":
-		asked = sandboxEnv + "=on"
+		asked = cmdutil.SandboxEnv + "=on"
 	case env != "":
-		return nil, exitf(ExitUsage, "%s=%s: it is on or off", sandboxEnv, os.Getenv(sandboxEnv))
+		return nil, exitf(ExitUsage, "%s=%s: it is on or off", cmdutil.SandboxEnv, os.Getenv(cmdutil.SandboxEnv))
 	case def != nil && def.Sandbox != nil:
 		asked = "the sandbox: block of " + def.Source
 	case project.Sandbox != nil:
@@ -72,24 +68,16 @@ func sandboxFor(c *ucli.Context, warn func(string), base string, def *workflow.D
 	}
 	if _, err := sandbox.Find(); err != nil {
 		if asked != "" {
-			return nil, exitf(ExitUsage, "%s asks for the sandbox, but %v", asked, noSandboxWhy(err))
+			return nil, exitf(ExitUsage, "%s asks for the sandbox, but %v", asked, cmdutil.NoSandboxWhy(err))
 		}
 		what := "this bead run"
 		if !beadRun {
 			what = "this --auto-approve run"
 		}
-		warn(fmt.Sprintf("%s runs UNSANDBOXED: %v; its agents, scripts and gates can read your ~/.ssh, ~/.aws and API keys and write anywhere you can (--no-sandbox silences this)", what, noSandboxWhy(err)))
+		warn(fmt.Sprintf("%s runs UNSANDBOXED: %v; its agents, scripts and gates can read your ~/.ssh, ~/.aws and API keys and write anywhere you can (--no-sandbox silences this)", what, cmdutil.NoSandboxWhy(err)))
 		return nil, nil
 	}
 	return cfg, nil
-}
-
-// noSandboxWhy says why there is no sandbox here.
-func noSandboxWhy(err error) error {
-	if runtime.GOOS != "linux" {
-		return fmt.Errorf("the sandbox is Linux-only (bubblewrap) for now; on %s, use --no-sandbox", runtime.GOOS)
-	}
-	return err
 }
 
 // warnLine writes a warning line to stderr.

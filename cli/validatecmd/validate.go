@@ -1,4 +1,6 @@
-package cli
+// Package validatecmd is `vibeteam validate`: workflow and adapter files
+// checked as run checks them, nothing run, every problem as file:line:col.
+package validatecmd
 
 import (
 	"encoding/json"
@@ -19,7 +21,23 @@ import (
 	"github.com/vibeteam/vibeteam/internal/source"
 )
 
-func validateCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam validate` is asked.
+type Options struct {
+	IO       cmdutil.IO
+	Base     string   // the project's base dir
+	Files    []string // FILE|NAME..., at least one
+	Headless bool     // --headless
+	Sets     []string // --set key=value
+	JSON     bool     // --json
+	Offline  bool     // --offline
+}
+
+// NewCmdValidate is the `validate` command. Its action gathers the Options
+// and hands them to runF (nil: Run).
+func NewCmdValidate(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "validate",
 		Usage:     "check workflow and adapter files without running anything: every problem as file:line:col",
@@ -52,70 +70,81 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
-				return exitf(ExitUsage, "validate needs at least one workflow or adapter file")
+				return cmdutil.Exitf(cmdutil.ExitUsage, "validate needs at least one workflow or adapter file")
 			}
 			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			vars, err := render.ParseSets(c.StringSlice("set"))
-			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			reg, err := cmdutil.LoadRegistry(base)
-			if err != nil {
-				return err
-			}
-			cmdutil.WarnBrokenAdapters(streams.Err, reg)
-			opts := workflow.LoadOptions{
-				Adapters:      reg,
-				ForceHeadless: c.Bool("headless"),
-				Vars:          vars,
-				BaseDir:       base,
-				Commands:      workflow.CheckError,
-				DefaultGate:   cmdutil.ProjectGate(base),
-			}
-			if c.Bool("offline") {
-				opts.Commands = workflow.CheckWarn
-			}
-			asJSON := c.Bool("json")
-			all := []problem{}
-			bad := 0
-			for _, arg := range c.Args().Slice() {
-				probs, summary := validateOne(arg, base, opts)
-				for i := range probs {
-					probs[i].Message = withInstallHint(probs[i].Message)
-				}
-				all = append(all, probs...)
-				failed := slices.ContainsFunc(probs, func(p problem) bool { return p.Severity == severityError })
-				if failed {
-					bad++
-				}
-				if asJSON {
-					continue
-				}
-				for _, p := range probs {
-					fmt.Fprintln(streams.Err, p)
-				}
-				if !failed {
-					fmt.Fprintf(streams.Out, "%s: ok (%s)\n", summary.file, summary.what)
-					if summary.def != nil {
-						newSandboxView(base, summary.def, false, "").print(streams.Out, "  ")
-					}
-				}
-			}
-			if asJSON {
-				enc := json.NewEncoder(streams.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(all); err != nil {
-					return err
-				}
-			}
-			if bad > 0 {
-				return exitf(ExitUsage, "%d of %d file(s) invalid", bad, c.NArg())
-			}
-			return nil
+			return runF(&Options{IO: streams, Base: base, Files: c.Args().Slice(), Headless: c.Bool("headless"),
+				Sets: c.StringSlice("set"), JSON: c.Bool("json"), Offline: c.Bool("offline")})
 		},
+	}
+}
+
+// Run validates the files of opts and reports their problems.
+func Run(opts *Options) error {
+	vars, err := render.ParseSets(opts.Sets)
+	if err != nil {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+	}
+	reg, err := cmdutil.LoadRegistry(opts.Base)
+	if err != nil {
+		return err
+	}
+	cmdutil.WarnBrokenAdapters(opts.IO.Err, reg)
+	lo := workflow.LoadOptions{
+		Adapters:      reg,
+		ForceHeadless: opts.Headless,
+		Vars:          vars,
+		BaseDir:       opts.Base,
+		Commands:      workflow.CheckError,
+		DefaultGate:   cmdutil.ProjectGate(opts.Base),
+	}
+	if opts.Offline {
+		lo.Commands = workflow.CheckWarn
+	}
+	all := []problem{}
+	bad := 0
+	for _, arg := range opts.Files {
+		probs, summary := validateOne(arg, opts.Base, lo)
+		for i := range probs {
+			probs[i].Message = withInstallHint(probs[i].Message)
+		}
+		all = append(all, probs...)
+		failed := slices.ContainsFunc(probs, func(p problem) bool { return p.Severity == severityError })
+		if failed {
+			bad++
+		}
+		if !opts.JSON {
+			printOne(opts, probs, summary, failed)
+		}
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(all); err != nil {
+			return err
+		}
+	}
+	if bad > 0 {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%d of %d file(s) invalid", bad, len(opts.Files))
+	}
+	return nil
+}
+
+// printOne is the text report of one file: its problems on stderr, and
+// when it has no error, "ok" and the sandbox its run would have.
+func printOne(opts *Options, probs []problem, summary summary, failed bool) {
+	for _, p := range probs {
+		fmt.Fprintln(opts.IO.Err, p)
+	}
+	if failed {
+		return
+	}
+	fmt.Fprintf(opts.IO.Out, "%s: ok (%s)\n", summary.file, summary.what)
+	if summary.def != nil {
+		cmdutil.NewSandboxView(opts.Base, summary.def, false, "").Print(opts.IO.Out, "  ")
 	}
 }
 
@@ -240,21 +269,6 @@ func workflowSummary(file string, def *workflow.Definition) summary {
 		n += len(st.Tasks)
 	}
 	return summary{file, fmt.Sprintf("%d stages, %d tasks", len(def.Stages()), n), def}
-}
-
-// loadOptions are the checks a workflow gets before run starts anything.
-// validate makes the same ones, with an agent CLI that is not installed
-// only a warning. A bad --set leaves Vars nil, for the caller to report.
-func loadOptions(c *ucli.Context, reg *adapters.Registry, base string) workflow.LoadOptions {
-	vars, _ := render.ParseSets(c.StringSlice("set"))
-	return workflow.LoadOptions{
-		Adapters:      reg,
-		ForceHeadless: c.Bool("headless"),
-		Vars:          vars,
-		BaseDir:       base,
-		Commands:      workflow.CheckError,
-		DefaultGate:   cmdutil.ProjectGate(base),
-	}
 }
 
 // notInstalledRE matches the problem of an adapter CLI not found on PATH.

@@ -1,4 +1,6 @@
-package cli
+// Package previewcmd is `vibeteam preview`: what a grimoire would do,
+// walked by run's interpreter and rendered with run's scope, nothing run.
+package previewcmd
 
 import (
 	"context"
@@ -18,9 +20,26 @@ import (
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
-func previewCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam preview` is asked.
+type Options struct {
+	IO       cmdutil.IO
+	Base     string   // the project's base dir
+	Arg      string   // NAME|FILE; "" to choose by the bead
+	Bead     string   // --bead ID
+	BeadFile string   // --bead-file
+	Sets     []string // --set key=value
+	Full     bool     // --full
+}
+
+// NewCmdPreview is the `preview` command. Its action gathers the Options
+// and hands them to runF (nil: Run).
+func NewCmdPreview(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "preview",
 		Usage:     "show what a grimoire would do, running nothing: its steps with their rendered prompts and commands, every problem as file:line",
@@ -75,107 +94,115 @@ Exit status: 0 when the grimoire is valid (warnings allowed), 2 otherwise.`,
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 1 {
-				return exitf(ExitUsage, "preview takes one grimoire file or name (see vibeteam preview --help)")
+				return cmdutil.Exitf(cmdutil.ExitUsage, "preview takes one grimoire file or name (see vibeteam preview --help)")
 			}
 			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			vars, err := render.ParseSets(c.StringSlice("set"))
-			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			bead, err := previewBead(c, streams, base)
-			if err != nil {
-				return err
-			}
-			arg := c.Args().First()
-			if arg == "" {
-				if bead == nil {
-					return exitf(ExitUsage, "preview needs a grimoire file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam preview --help)")
-				}
-				name, rule, err := selectGrimoire(base, bead)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(streams.Out, "bead %s: grimoire %s (%s)\n\n", safe(beads.Bead(bead).ID()), safe(name), safe(rule))
-				arg = name
-			}
-			reg, err := cmdutil.LoadRegistry(base)
-			if err != nil {
-				return err
-			}
-			cmdutil.WarnBrokenAdapters(streams.Err, reg)
-			found, err := workflow.Locate(arg, base)
-			if err != nil {
-				return exitf(ExitUsage, "%v", err)
-			}
-			// validate's checks: an agent CLI that is not installed here is
-			// a warning, as the grimoire may run elsewhere.
-			def, probs := found.Diagnose(workflow.LoadOptions{
-				Adapters: reg,
-				Vars:     vars,
-				BaseDir:  base,
-				Commands: workflow.CheckWarn,
-			})
-			if def == nil || probs.HasErrors() {
-				printProblems(streams.Err, probs)
-				return exitf(ExitUsage, "%s is invalid: %s; nothing was run", found.Path, countErrors(probs))
-			}
-			from := found.Path
-			if found.Builtin() {
-				from = "built-in " + arg
-			}
-			beadID := ""
-			if bead != nil {
-				beadID = beads.Bead(bead).ID()
-			}
-			pv := &previewer{out: streams.Out, full: c.Bool("full"), load: probs, sandbox: newSandboxView(base, def, bead != nil, beadID)}
-			if def.Kind == workflow.KindGrimoire {
-				pv.grimoire(def, from, vars, bead, base)
-			} else {
-				if bead != nil {
-					return exitf(ExitUsage, "--bead and --bead-file are for grimoires; %s is a stage workflow", def.Source)
-				}
-				pv.stages(def, from, vars)
-			}
-			all := append(probs, pv.probs...)
-			printProblems(streams.Err, all)
-			if all.HasErrors() {
-				return exitf(ExitUsage, "%s: %s; nothing was run", def.Source, countErrors(all))
-			}
-			return nil
+			return runF(&Options{IO: streams, Base: base, Arg: c.Args().First(), Bead: c.String("bead"),
+				BeadFile: c.String("bead-file"), Sets: c.StringSlice("set"), Full: c.Bool("full")})
 		},
 	}
+}
+
+// Run previews the grimoire (or stage workflow) opts name.
+func Run(opts *Options) error {
+	streams, base := opts.IO, opts.Base
+	vars, err := render.ParseSets(opts.Sets)
+	if err != nil {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+	}
+	bead, err := previewBead(opts)
+	if err != nil {
+		return err
+	}
+	arg := opts.Arg
+	if arg == "" {
+		if bead == nil {
+			return cmdutil.Exitf(cmdutil.ExitUsage, "preview needs a grimoire file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam preview --help)")
+		}
+		name, rule, err := cmdutil.SelectGrimoire(base, bead)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(streams.Out, "bead %s: grimoire %s (%s)\n\n", ui.Safe(beads.Bead(bead).ID()), ui.Safe(name), ui.Safe(rule))
+		arg = name
+	}
+	reg, err := cmdutil.LoadRegistry(base)
+	if err != nil {
+		return err
+	}
+	cmdutil.WarnBrokenAdapters(streams.Err, reg)
+	found, err := workflow.Locate(arg, base)
+	if err != nil {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+	}
+	// validate's checks: an agent CLI that is not installed here is a
+	// warning, as the grimoire may run elsewhere.
+	def, probs := found.Diagnose(workflow.LoadOptions{
+		Adapters: reg,
+		Vars:     vars,
+		BaseDir:  base,
+		Commands: workflow.CheckWarn,
+	})
+	if def == nil || probs.HasErrors() {
+		printProblems(streams.Err, probs)
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%s is invalid: %s; nothing was run", found.Path, countErrors(probs))
+	}
+	from := found.Path
+	if found.Builtin() {
+		from = "built-in " + arg
+	}
+	beadID := ""
+	if bead != nil {
+		beadID = beads.Bead(bead).ID()
+	}
+	pv := &previewer{out: streams.Out, full: opts.Full, load: probs, sandbox: cmdutil.NewSandboxView(base, def, bead != nil, beadID)}
+	if def.Kind == workflow.KindGrimoire {
+		pv.grimoire(def, from, vars, bead, base)
+	} else {
+		if bead != nil {
+			return cmdutil.Exitf(cmdutil.ExitUsage, "--bead and --bead-file are for grimoires; %s is a stage workflow", def.Source)
+		}
+		pv.stages(def, from, vars)
+	}
+	all := append(probs, pv.probs...)
+	printProblems(streams.Err, all)
+	if all.HasErrors() {
+		return cmdutil.Exitf(cmdutil.ExitUsage, "%s: %s; nothing was run", def.Source, countErrors(all))
+	}
+	return nil
 }
 
 // previewBead reads the bead of --bead ID (through bd, read only) or
 // --bead-file; nil without either. Open blockers are a warning: preview
 // shows what run would do once they are closed, or with --force.
-func previewBead(c *ucli.Context, streams IO, base string) (map[string]any, error) {
-	id, file := c.String("bead"), c.String("bead-file")
+func previewBead(opts *Options) (map[string]any, error) {
+	streams, base := opts.IO, opts.Base
+	id, file := opts.Bead, opts.BeadFile
 	switch {
 	case id != "" && file != "":
-		return nil, exitf(ExitUsage, "--bead and --bead-file: one or the other")
+		return nil, cmdutil.Exitf(cmdutil.ExitUsage, "--bead and --bead-file: one or the other")
 	case file != "":
-		b, err := readBeadFile(file)
+		b, err := beads.ReadFile(file)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
+			return nil, cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
 		}
 		return b, nil
 	case id == "":
 		return nil, nil
 	}
-	client, b, err := showBead(streams, base, id)
+	client, b, err := cmdutil.ShowBead(streams, base, id)
 	if err != nil {
 		return nil, err
 	}
-	blockers, err := beadBlockers(client, b)
+	blockers, err := cmdutil.BeadBlockers(client, b)
 	if err != nil {
-		return nil, exitf(ExitFailed, "%v", err)
+		return nil, cmdutil.Exitf(cmdutil.ExitFailed, "%v", err)
 	}
 	if len(blockers) > 0 {
-		fmt.Fprintf(streams.Err, "warning: bead %s is blocked by %s, still open: run refuses it until they are closed, or with --force\n", safe(id), safe(strings.Join(blockers, ", ")))
+		fmt.Fprintf(streams.Err, "warning: bead %s is blocked by %s, still open: run refuses it until they are closed, or with --force\n", ui.Safe(id), ui.Safe(strings.Join(blockers, ", ")))
 	}
 	return b, nil
 }
@@ -194,7 +221,7 @@ type previewer struct {
 	orig  map[*workflow.Step]*workflow.Step
 	depth int // of the loops the walk is in
 	// sandbox is the run's sandbox, shown before the steps.
-	sandbox *sandboxView
+	sandbox *cmdutil.SandboxView
 }
 
 func (pv *previewer) printf(format string, args ...any) { fmt.Fprintf(pv.out, format, args...) }
@@ -206,7 +233,7 @@ func (pv *previewer) block(indent, text string) {
 		if l == "" {
 			pv.printf("%s│\n", indent)
 		} else {
-			pv.printf("%s│ %s\n", indent, safeLine(l))
+			pv.printf("%s│ %s\n", indent, ui.SafeLine(l))
 		}
 	}
 }
@@ -248,9 +275,9 @@ func (pv *previewer) warnings(pos workflow.Pos, step, field string, warns []stri
 }
 
 func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[string]string, bead map[string]any, base string) {
-	pv.printf("grimoire %s, from %s\n", safe(def.ID), safe(from))
+	pv.printf("grimoire %s, from %s\n", ui.Safe(def.ID), ui.Safe(from))
 	if def.Description != "" {
-		pv.printf("  %s\n", safe(def.Description))
+		pv.printf("  %s\n", ui.Safe(def.Description))
 	}
 	if def.Timeout > 0 {
 		pv.printf("  timeout %s\n", duration(def.Timeout))
@@ -260,15 +287,15 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 		for _, k := range slices.Sorted(maps.Keys(vars)) {
 			kv = append(kv, k+"="+vars[k])
 		}
-		pv.printf("  variables: %s\n", safe(strings.Join(kv, ", ")))
+		pv.printf("  variables: %s\n", ui.Safe(strings.Join(kv, ", ")))
 	}
 	if bead != nil {
 		id, _ := bead["id"].(string)
 		title, _ := bead["title"].(string)
-		pv.printf("  bead: %s\n", safe(strings.TrimSpace(id+" "+title)))
+		pv.printf("  bead: %s\n", ui.Safe(strings.TrimSpace(id+" "+title)))
 	}
 	pv.printf("  nothing is run: ⟨...⟩ is a value known only when the grimoire runs\n")
-	pv.sandbox.print(pv.out, "  ")
+	pv.sandbox.Print(pv.out, "  ")
 	pv.printf("\n")
 
 	goal := def.Goal
@@ -298,7 +325,7 @@ func (pv *previewer) grimoire(def *workflow.Definition, from string, vars map[st
 		pv.problem(workflow.Pos{File: def.Source}, fmt.Errorf("preview stopped at %s: %s", out.Step, out.Reason))
 	}
 	if opt := pv.scope.Optional(); len(opt) > 0 {
-		pv.printf("\noptional (empty, with a warning, when the agent does not report it): %s\n", safe(strings.Join(opt, ", ")))
+		pv.printf("\noptional (empty, with a warning, when the agent does not report it): %s\n", ui.Safe(strings.Join(opt, ", ")))
 	}
 }
 
@@ -434,7 +461,7 @@ const notRendered = "(not rendered: see the errors below)"
 // header prints a step's file:line, type, name and details.
 func (pv *previewer) header(s *workflow.Step) {
 	indent := strings.Repeat("    ", pv.depth)
-	pv.printf("%s%s  %s %s%s\n", indent, safe(at(s.Pos)), s.Type, safe(s.Label()), safe(stepDetails(s)))
+	pv.printf("%s%s  %s %s%s\n", indent, ui.Safe(at(s.Pos)), s.Type, ui.Safe(s.Label()), ui.Safe(stepDetails(s)))
 }
 
 // when prints a step's condition, evaluated when only known values decide it.
@@ -462,7 +489,7 @@ func (pv *previewer) when(s *workflow.Step) {
 	default:
 		note = "  → true now"
 	}
-	pv.printf("%s    when %s%s\n", strings.Repeat("    ", pv.depth), safe(s.When), note)
+	pv.printf("%s    when %s%s\n", strings.Repeat("    ", pv.depth), ui.Safe(s.When), note)
 }
 
 // body prints what a step (not a loop) would do.
@@ -485,7 +512,7 @@ func (pv *previewer) body(s *workflow.Step) {
 			if i > 0 {
 				lead = "  "
 			}
-			pv.printf("%s%s%s\n", body, lead, safeLine(l))
+			pv.printf("%s%s%s\n", body, lead, ui.SafeLine(l))
 		}
 	case workflow.StepAgent:
 		pv.agent(s, body)
@@ -496,7 +523,7 @@ func (pv *previewer) body(s *workflow.Step) {
 			warns = append(warns, pv.drain()...)
 			pv.warnings(t.Pos, label, field, warns)
 			pv.problem(t.Pos, err)
-			pv.printf("%stask %s (%s, %s):\n", body, safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))
+			pv.printf("%stask %s (%s, %s):\n", body, ui.Safe(t.ID), ui.Safe(t.Adapter), ui.Safe(t.ExecutionMode))
 			if err != nil {
 				pv.printf("%s%s\n", body, notRendered)
 			} else {
@@ -521,14 +548,14 @@ func (pv *previewer) agent(s *workflow.Step, body string) {
 		case err != nil:
 			// The spell is still checked, with the input as a placeholder.
 			inputs[in.Name] = render.Placeholder("input " + in.Name)
-			pv.printf("%sinput %s: %s\n", body, safe(in.Name), notRendered)
+			pv.printf("%sinput %s: %s\n", body, ui.Safe(in.Name), notRendered)
 		case strings.Contains(strings.TrimRight(v, "\n"), "\n"):
 			inputs[in.Name] = v
-			pv.printf("%sinput %s:\n", body, safe(in.Name))
+			pv.printf("%sinput %s:\n", body, ui.Safe(in.Name))
 			pv.block(body, v)
 		default:
 			inputs[in.Name] = v
-			pv.printf("%sinput %s: %s\n", body, safe(in.Name), safe(v))
+			pv.printf("%sinput %s: %s\n", body, ui.Safe(in.Name), ui.Safe(v))
 		}
 	}
 	pp, err := pv.scope.AgentPromptParts(label, pv.spell, a.Spell, inputs)
@@ -543,31 +570,31 @@ func (pv *previewer) agent(s *workflow.Step, body string) {
 	}
 	switch {
 	case err != nil:
-		pv.printf("%s%s: %s\n", body, safe(name), notRendered)
+		pv.printf("%s%s: %s\n", body, ui.Safe(name), notRendered)
 	case pv.full:
-		pv.printf("%sprompt: %s in the system prompt (%s):\n", body, safe(name), safe(pp.System.Source))
+		pv.printf("%sprompt: %s in the system prompt (%s):\n", body, ui.Safe(name), ui.Safe(pp.System.Source))
 		pv.block(body, pp.Prompt)
 	default:
-		pv.printf("%s%s:\n", body, safe(name))
+		pv.printf("%s%s:\n", body, ui.Safe(name))
 		pv.block(body, pp.Content)
-		pv.printf("%s(in the system prompt, %s; --full shows the whole prompt)\n", body, safe(pp.System.Source))
+		pv.printf("%s(in the system prompt, %s; --full shows the whole prompt)\n", body, ui.Safe(pp.System.Source))
 	}
 }
 
 // stages previews a stage workflow: its stages and tasks, each prompt
 // rendered as run renders it.
 func (pv *previewer) stages(def *workflow.Definition, from string, vars map[string]string) {
-	pv.printf("workflow %s, from %s\n", safe(def.ID), safe(from))
+	pv.printf("workflow %s, from %s\n", ui.Safe(def.ID), ui.Safe(from))
 	if def.Goal != "" {
-		pv.printf("  goal: %s\n", safe(def.Goal))
+		pv.printf("  goal: %s\n", ui.Safe(def.Goal))
 	}
 	pv.printf("  nothing is run: the stages run in order, the tasks of a stage in parallel\n")
-	pv.sandbox.print(pv.out, "  ")
+	pv.sandbox.Print(pv.out, "  ")
 	pv.printf("\n")
 	for _, st := range def.Stages() {
-		pv.printf("%s  stage %s\n", safe(at(st.Pos)), safe(st.Label()))
+		pv.printf("%s  stage %s\n", ui.Safe(at(st.Pos)), ui.Safe(st.Label()))
 		for _, t := range st.Tasks {
-			pv.printf("    %s  task %s (%s, %s)\n", safe(at(t.Pos)), safe(t.ID), safe(t.Adapter), safe(t.ExecutionMode))
+			pv.printf("    %s  task %s (%s, %s)\n", ui.Safe(at(t.Pos)), ui.Safe(t.ID), ui.Safe(t.Adapter), ui.Safe(t.ExecutionMode))
 			if t.Prompt == "" {
 				continue
 			}
@@ -611,7 +638,7 @@ func printProblems(w io.Writer, probs workflow.ErrorList) {
 		line := p.Error()
 		if !seen[line] {
 			seen[line] = true
-			fmt.Fprintln(w, safe(line))
+			fmt.Fprintln(w, ui.Safe(line))
 		}
 	}
 }

@@ -1,10 +1,11 @@
-package cli
+package cmdutil
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -12,12 +13,25 @@ import (
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/workflow"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
-// sandboxView is the sandbox a run of a definition would have, as
+// SandboxEnv turns the sandbox on or off for CI and scripts (on|off); a
+// flag wins over it, and it wins over the files.
+const SandboxEnv = "VIBETEAM_SANDBOX"
+
+// NoSandboxWhy says why there is no sandbox here.
+func NoSandboxWhy(err error) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("the sandbox is Linux-only (bubblewrap) for now; on %s, use --no-sandbox", runtime.GOOS)
+	}
+	return err
+}
+
+// SandboxView is the sandbox a run of a definition would have, as
 // validate and preview show it: whether it is on and why, what every
 // process gets, and each step's or task's own writable paths and network.
-type sandboxView struct {
+type SandboxView struct {
 	def     *workflow.Definition
 	project *sandbox.Config // .vibeteam/config.yaml's block; nil: none
 	policy  *sandbox.Policy // for paths only: nothing is started or made
@@ -26,10 +40,10 @@ type sandboxView struct {
 	keys    []string // the keys of the environment the proxy would hold
 }
 
-// newSandboxView is the view of def in base; bead is the bead's id for a
+// NewSandboxView is the view of def in base; bead is the bead's id for a
 // bead run ("" otherwise).
-func newSandboxView(base string, def *workflow.Definition, beadRun bool, bead string) *sandboxView {
-	v := &sandboxView{def: def, beadRun: beadRun}
+func NewSandboxView(base string, def *workflow.Definition, beadRun bool, bead string) *SandboxView {
+	v := &SandboxView{def: def, beadRun: beadRun}
 	if project, err := beads.LoadConfig(base); err == nil {
 		v.project = project.Sandbox
 	}
@@ -48,7 +62,7 @@ func newSandboxView(base string, def *workflow.Definition, beadRun bool, bead st
 
 // base is what every process of the run gets: config.yaml's block, then
 // the definition's over it.
-func (v *sandboxView) base() sandbox.Config {
+func (v *SandboxView) base() sandbox.Config {
 	var cfg sandbox.Config
 	if v.project != nil {
 		cfg = *v.project
@@ -61,13 +75,13 @@ func (v *sandboxView) base() sandbox.Config {
 
 // state says whether a run is sandboxed, and who decides it, as run
 // decides it without flags (--sandbox, --no-sandbox win over all of it).
-func (v *sandboxView) state() string {
+func (v *SandboxView) state() string {
 	var on string
-	switch env := strings.ToLower(strings.TrimSpace(os.Getenv(sandboxEnv))); {
+	switch env := strings.ToLower(strings.TrimSpace(os.Getenv(SandboxEnv))); {
 	case env == "off" || env == "0" || env == "false":
-		return "off (" + sandboxEnv + "=off; --sandbox turns it on); when on:"
+		return "off (" + SandboxEnv + "=off; --sandbox turns it on); when on:"
 	case env == "on" || env == "1" || env == "true":
-		on = "on (" + sandboxEnv + "=on)"
+		on = "on (" + SandboxEnv + "=on)"
 	case v.def.Sandbox != nil:
 		on = "on (the sandbox: block of " + v.def.Source + ")"
 	case v.project != nil:
@@ -75,16 +89,16 @@ func (v *sandboxView) state() string {
 	case v.beadRun:
 		on = "on (the default for a bead run)"
 	default:
-		return "off for this run unless asked (--sandbox, " + sandboxEnv + "=on); on by default for bead runs and --auto-approve; when on:"
+		return "off for this run unless asked (--sandbox, " + SandboxEnv + "=on); on by default for bead runs and --auto-approve; when on:"
 	}
 	if _, err := sandbox.Find(); err != nil {
-		on += ", but " + noSandboxWhy(err).Error()
+		on += ", but " + NoSandboxWhy(err).Error()
 	}
 	return on + "; --no-sandbox turns it off"
 }
 
 // common are the lines that hold for every process of the run.
-func (v *sandboxView) common() []string {
+func (v *SandboxView) common() []string {
 	work := "the base directory " + v.policy.WorkDir
 	if v.beadRun {
 		work = "the bead's worktree " + v.policy.WorkDir
@@ -106,7 +120,7 @@ func (v *sandboxView) common() []string {
 
 // of is the one line of a step's or task's own sandbox: over what every
 // process gets, its write:, hide:, env: and its network.
-func (v *sandboxView) of(own *sandbox.Config) string {
+func (v *SandboxView) of(own *sandbox.Config) string {
 	cfg := v.base()
 	if own != nil {
 		cfg = cfg.Merge(*own)
@@ -162,15 +176,15 @@ func home(paths []string) []string {
 	return out
 }
 
-// print writes the whole view: the state, what every process gets, and
+// Print writes the whole view: the state, what every process gets, and
 // one line per step, task and merge gate that runs a process.
-func (v *sandboxView) print(w io.Writer, indent string) {
-	fmt.Fprintf(w, "%ssandbox: %s\n", indent, safe(v.state()))
+func (v *SandboxView) Print(w io.Writer, indent string) {
+	fmt.Fprintf(w, "%ssandbox: %s\n", indent, ui.Safe(v.state()))
 	for _, l := range v.common() {
-		fmt.Fprintf(w, "%s  %s\n", indent, safe(l))
+		fmt.Fprintf(w, "%s  %s\n", indent, ui.Safe(l))
 	}
 	line := func(what string, own *sandbox.Config) {
-		fmt.Fprintf(w, "%s  %s: %s\n", indent, safe(what), safe(v.of(own)))
+		fmt.Fprintf(w, "%s  %s: %s\n", indent, ui.Safe(what), ui.Safe(v.of(own)))
 	}
 	if v.def.Kind != workflow.KindGrimoire {
 		for _, st := range v.def.Stages() {
@@ -194,7 +208,7 @@ type process struct {
 
 // processes are what a step starts that runs in the sandbox: a script,
 // an agent, a stage's tasks, a merge gate (a loop starts nothing itself).
-func (v *sandboxView) processes(s *workflow.Step) []process {
+func (v *SandboxView) processes(s *workflow.Step) []process {
 	at := fmt.Sprintf("line %d", s.Pos.Line)
 	switch {
 	case s.Script != nil:
