@@ -19,6 +19,7 @@ import (
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/cli/completioncmd"
 	"github.com/vibeteam/vibeteam/cli/doctorcmd"
+	"github.com/vibeteam/vibeteam/cli/landcmd"
 	"github.com/vibeteam/vibeteam/cli/logcmd"
 	"github.com/vibeteam/vibeteam/cli/previewcmd"
 	"github.com/vibeteam/vibeteam/cli/reportcmd"
@@ -135,7 +136,7 @@ Try it:  vibeteam run demo`,
 			reportcmd.NewCmdReport(streams, nil),
 			cancelcmd.NewCmdCancel(streams, nil),
 			readyCommand(streams),
-			landCommand(streams),
+			landcmd.NewCmdLand(streams, nil),
 			adaptersCommand(streams),
 			doctorcmd.NewCmdDoctor(streams, nil),
 			schemaCommand(streams),

@@ -1,4 +1,7 @@
-package cli
+// Package landcmd is `vibeteam land`: pushed or local branches merged into
+// the base branch one at a time, through the repository's merge queue and
+// gate, as a merge step merges a bead's worktree.
+package landcmd
 
 import (
 	"context"
@@ -20,9 +23,26 @@ import (
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/worktree"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/ui"
 )
 
-func landCommand(streams IO) *ucli.Command {
+// Options are what `vibeteam land` is asked.
+type Options struct {
+	IO          cmdutil.IO
+	Base        string   // the project's base dir
+	Branches    []string // BRANCH..., at least one
+	Onto        string   // --base; "" for the branch checked out
+	Gate        string   // --gate
+	NoGate      bool     // --no-gate
+	GateTimeout time.Duration
+}
+
+// NewCmdLand is the `land` command. Its action gathers the Options and
+// hands them to runF (nil: Run).
+func NewCmdLand(streams cmdutil.IO, runF func(*Options) error) *ucli.Command {
+	if runF == nil {
+		runF = Run
+	}
 	return &ucli.Command{
 		Name:      "land",
 		Usage:     "merge branches that are already pushed (or local) into the base branch, one at a time, through the repository's merge queue and gate",
@@ -56,94 +76,102 @@ checked did not land).`,
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() == 0 {
-				return exitf(ExitUsage, "land needs the branches to merge (see vibeteam land --help)")
+				return cmdutil.Exitf(cmdutil.ExitUsage, "land needs the branches to merge (see vibeteam land --help)")
 			}
 			if c.Bool("no-gate") && c.String("gate") != "" {
-				return exitf(ExitUsage, "--gate and --no-gate together: choose one")
+				return cmdutil.Exitf(cmdutil.ExitUsage, "--gate and --no-gate together: choose one")
 			}
 			base, err := cmdutil.BaseDir(c)
 			if err != nil {
 				return err
 			}
-			ctx, stop := context.WithCancel(context.Background())
-			defer stop()
-			var sig os.Signal
-			var sigMu sync.Mutex
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-			defer signal.Stop(sigs)
-			go func() {
-				s, ok := <-sigs
-				if ok {
-					sigMu.Lock()
-					sig = s
-					sigMu.Unlock()
-					stop()
-				}
-			}()
-			l := &lander{streams: streams, base: base}
-			code, err := l.land(ctx, c)
-			sigMu.Lock()
-			defer sigMu.Unlock()
-			if sig != nil {
-				return &exitError{Code: cmdutil.InterruptCode(sig)}
-			}
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return &exitError{Code: code}
-			}
-			return nil
+			return runF(&Options{IO: streams, Base: base, Branches: c.Args().Slice(), Onto: c.String("base"),
+				Gate: c.String("gate"), NoGate: c.Bool("no-gate"), GateTimeout: c.Duration("gate-timeout")})
 		},
 	}
 }
 
+// Run lands the branches of opts; a signal stops it, and the branch being
+// checked does not land.
+func Run(opts *Options) error {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var sig os.Signal
+	var sigMu sync.Mutex
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		s, ok := <-sigs
+		if ok {
+			sigMu.Lock()
+			sig = s
+			sigMu.Unlock()
+			stop()
+		}
+	}()
+	l := &lander{opts: opts, streams: opts.IO, base: opts.Base}
+	code, err := l.land(ctx)
+	sigMu.Lock()
+	defer sigMu.Unlock()
+	if sig != nil {
+		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(sig)}
+	}
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &cmdutil.ExitError{Code: code}
+	}
+	return nil
+}
+
 // lander lands the branches of one `vibeteam land`.
 type lander struct {
-	streams IO
+	opts    *Options
+	streams cmdutil.IO
 	base    string
 	logDir  string // the session-like name of its gate logs: land-TIME
 	// gateRuns counts the gate's runs (each gets its own log).
 	gateRuns atomic.Int32
 }
 
-func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
+func (l *lander) land(ctx context.Context) (int, error) {
 	repo, err := worktree.Open(ctx, l.base)
 	if err != nil {
-		return 0, exitf(ExitUsage, "land: %v", err)
+		return 0, cmdutil.Exitf(cmdutil.ExitUsage, "land: %v", err)
 	}
-	onto := c.String("base")
+	onto := l.opts.Onto
 	if onto == "" {
 		if onto, err = repo.CurrentBranch(ctx); err != nil {
-			return 0, exitf(ExitUsage, "land: %v", err)
+			return 0, cmdutil.Exitf(cmdutil.ExitUsage, "land: %v", err)
 		}
 	}
 	onto = strings.TrimPrefix(onto, "refs/heads/")
 	if ref, err := repo.BranchRef(ctx, onto); err != nil || ref != "refs/heads/"+onto {
-		return 0, exitf(ExitUsage, "land: the base %s is not a local branch", onto)
+		return 0, cmdutil.Exitf(cmdutil.ExitUsage, "land: the base %s is not a local branch", onto)
 	}
-	gate := c.String("gate")
-	if gate == "" && !c.Bool("no-gate") {
+	gate := l.opts.Gate
+	if gate == "" && !l.opts.NoGate {
 		g := cmdutil.ProjectGate(l.base)
 		if g == nil {
-			return 0, exitf(ExitUsage, "land: %s cannot be read (vibeteam validate says why); --gate or --no-gate decides without it", ".vibeteam/config.yaml")
+			return 0, cmdutil.Exitf(cmdutil.ExitUsage, "land: %s cannot be read (vibeteam validate says why); --gate or --no-gate decides without it", ".vibeteam/config.yaml")
 		}
 		gate = *g
 	}
 	// Every branch is known before anything lands.
-	refs := make([]string, c.NArg())
-	for i, name := range c.Args().Slice() {
+	refs := make([]string, len(l.opts.Branches))
+	for i, name := range l.opts.Branches {
 		if refs[i], err = repo.BranchRef(ctx, name); err != nil {
-			return 0, exitf(ExitUsage, "land: %v", err)
+			return 0, cmdutil.Exitf(cmdutil.ExitUsage, "land: %v", err)
 		}
 	}
 	l.logDir = "land-" + time.Now().UTC().Format("20060102-150405")
 	out := l.streams.Out
 	if gate != "" {
-		fmt.Fprintf(out, "landing %d branch(es) on %s, each checked by: %s\n", len(refs), safe(onto), safe(excerpt.FirstLineMarked(gate)))
+		fmt.Fprintf(out, "landing %d branch(es) on %s, each checked by: %s\n", len(refs), ui.Safe(onto), ui.Safe(excerpt.FirstLineMarked(gate)))
 	} else {
-		fmt.Fprintf(out, "landing %d branch(es) on %s, without a gate\n", len(refs), safe(onto))
+		fmt.Fprintf(out, "landing %d branch(es) on %s, without a gate\n", len(refs), ui.Safe(onto))
 	}
 	retries, size := 0, beads.DefaultBatch
 	if cfg, err := beads.LoadConfig(l.base); err == nil {
@@ -152,7 +180,7 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 			size = cfg.Batch
 		}
 	}
-	items, lasts := l.items(c, refs, onto, gate, retries)
+	items, lasts := l.items(refs, onto, gate, retries)
 	var results []worktree.MergeResult
 	var errs []error
 	if size > 1 && len(items) > 1 {
@@ -176,7 +204,7 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 		} else {
 			res, err = repo.MergeWith(ctx, it.Worktree, it.Message, worktree.MergeOptions{Gate: it.Gate, Queued: it.Queued, Retries: retries})
 		}
-		if rc, stop := l.report(ctx, c.Args().Get(i), onto, res, err, lasts[i]); stop {
+		if rc, stop := l.report(ctx, l.opts.Branches[i], onto, res, err, lasts[i]); stop {
 			return rc, nil
 		} else if rc != 0 {
 			code = rc
@@ -187,22 +215,22 @@ func (l *lander) land(ctx context.Context, c *ucli.Context) (int, error) {
 
 // items are the merges of the branches refs into onto, each gated by
 // gate; lasts get the last gate run of each.
-func (l *lander) items(c *ucli.Context, refs []string, onto, gate string, retries int) ([]worktree.MergeItem, []*core.GateResult) {
+func (l *lander) items(refs []string, onto, gate string, retries int) ([]worktree.MergeItem, []*core.GateResult) {
 	items := make([]worktree.MergeItem, len(refs))
 	lasts := make([]*core.GateResult, len(refs))
 	for i, ref := range refs {
-		name := c.Args().Get(i)
+		name := l.opts.Branches[i]
 		items[i] = worktree.MergeItem{
 			Worktree: &worktree.Worktree{Branch: ref, Base: onto},
 			Message:  fmt.Sprintf("Merge %s into %s\n\nLanded by vibeteam land.", branchName(ref), onto),
 			Retries:  retries,
 			Queued: func() {
-				fmt.Fprintf(l.streams.Out, "  %s: waiting for the merge queue: another merge into %s is under way\n", safe(name), safe(onto))
+				fmt.Fprintf(l.streams.Out, "  %s: waiting for the merge queue: another merge into %s is under way\n", ui.Safe(name), ui.Safe(onto))
 			},
 		}
 		if gate != "" {
 			items[i].Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
-				res, err := l.gate(ctx, gate, c.Duration("gate-timeout"), name, dir, try)
+				res, err := l.gate(ctx, gate, l.opts.GateTimeout, name, dir, try)
 				lasts[i] = &res
 				return res.Green, err
 			}
@@ -222,28 +250,28 @@ func (l *lander) report(ctx context.Context, name, onto string, res worktree.Mer
 	out := l.streams.Out
 	switch {
 	case err != nil && ctx.Err() != nil:
-		fmt.Fprintf(out, "✗ %s: interrupted; %s did not get it\n", safe(name), safe(onto))
-		return ExitInterrupted, true
+		fmt.Fprintf(out, "✗ %s: interrupted; %s did not get it\n", ui.Safe(name), ui.Safe(onto))
+		return cmdutil.ExitInterrupted, true
 	case err != nil:
-		fmt.Fprintf(out, "✗ %s: %v\n", safe(name), err)
-		return ExitFailed, true
+		fmt.Fprintf(out, "✗ %s: %v\n", ui.Safe(name), err)
+		return cmdutil.ExitFailed, true
 	case res.UpToDate:
-		fmt.Fprintf(out, "✓ %s: already in %s\n", safe(name), safe(onto))
+		fmt.Fprintf(out, "✓ %s: already in %s\n", ui.Safe(name), ui.Safe(onto))
 	case res.Merged:
-		line := fmt.Sprintf("✓ %s: landed on %s as %s", safe(name), safe(onto), shortCommit(res.Commit))
+		line := fmt.Sprintf("✓ %s: landed on %s as %s", ui.Safe(name), ui.Safe(onto), ui.ShortCommit(res.Commit))
 		if len(res.Batch) > 1 {
 			line += fmt.Sprintf(", in a batch of %d", len(res.Batch))
 		} else if last != nil {
-			line += ", " + gateVerdict(true, 0, "", last.Duration)
+			line += ", " + ui.GateVerdict(true, 0, "", last.Duration)
 			if res.Attempts > 1 {
-				line += fmt.Sprintf(" (try %d: %s moved meanwhile)", res.Attempts, safe(onto))
+				line += fmt.Sprintf(" (try %d: %s moved meanwhile)", res.Attempts, ui.Safe(onto))
 			}
 		}
 		fmt.Fprintln(out, line)
 	case res.GateRed:
-		line := fmt.Sprintf("✗ %s: not landed: ", safe(name))
+		line := fmt.Sprintf("✗ %s: not landed: ", ui.Safe(name))
 		if last != nil {
-			line += gateVerdict(false, last.ExitCode, last.Reason, last.Duration)
+			line += ui.GateVerdict(false, last.ExitCode, last.Reason, last.Duration)
 		} else {
 			line += "gate red"
 		}
@@ -253,29 +281,29 @@ func (l *lander) report(ctx context.Context, name, onto string, res worktree.Mer
 		fmt.Fprintln(out, line)
 		if last != nil {
 			for _, s := range strings.Split(core.FailureTail(last.Output), "\n") {
-				fmt.Fprintf(out, "  | %s\n", safeLine(s))
+				fmt.Fprintf(out, "  | %s\n", ui.SafeLine(s))
 			}
 			if last.LogPath != "" {
-				fmt.Fprintf(out, "  log: %s\n", safe(last.LogPath))
+				fmt.Fprintf(out, "  log: %s\n", ui.Safe(last.LogPath))
 			}
 		}
-		return ExitParked, false
+		return cmdutil.ExitParked, false
 	case len(res.Conflicts) > 0:
 		var paths []string
 		for _, cf := range res.Conflicts {
 			paths = append(paths, cf.Path)
 		}
-		fmt.Fprintf(out, "✗ %s: not landed: it conflicts with %s in %s\n", safe(name), safe(onto), safe(strings.Join(paths, ", ")))
-		return ExitParked, false
+		fmt.Fprintf(out, "✗ %s: not landed: it conflicts with %s in %s\n", ui.Safe(name), ui.Safe(onto), ui.Safe(strings.Join(paths, ", ")))
+		return cmdutil.ExitParked, false
 	case res.Refused != "":
-		fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", safe(name), safe(excerpt.FirstLineMarked(res.Refused)))
-		return ExitParked, false
+		fmt.Fprintf(out, "✗ %s: not landed: git refused: %s\n", ui.Safe(name), ui.Safe(excerpt.FirstLineMarked(res.Refused)))
+		return cmdutil.ExitParked, false
 	case res.Moving != "":
-		fmt.Fprintf(out, "✗ %s: not landed: %s\n", safe(name), safe(res.Moving))
-		return ExitParked, false
+		fmt.Fprintf(out, "✗ %s: not landed: %s\n", ui.Safe(name), ui.Safe(res.Moving))
+		return cmdutil.ExitParked, false
 	default:
-		fmt.Fprintf(out, "✗ %s: the merge did not happen, for no reason git gave\n", safe(name))
-		return ExitFailed, true
+		fmt.Fprintf(out, "✗ %s: the merge did not happen, for no reason git gave\n", ui.Safe(name))
+		return cmdutil.ExitFailed, true
 	}
 	return 0, false
 }
@@ -294,9 +322,9 @@ func (l *lander) gate(ctx context.Context, gate string, timeout time.Duration, n
 		// Each run its own log: a batch gates a branch more than once.
 		logName = fmt.Sprintf("%s.gate-%d-%d", name, try.Attempt, n)
 	}
-	fmt.Fprintf(l.streams.Out, "  %s: gate on %s at %s", safe(label), safe(try.Base), shortCommit(try.Commit))
+	fmt.Fprintf(l.streams.Out, "  %s: gate on %s at %s", ui.Safe(label), ui.Safe(try.Base), ui.ShortCommit(try.Commit))
 	if try.Attempt > 1 {
-		fmt.Fprintf(l.streams.Out, " (try %d: %s moved during the last)", try.Attempt, safe(try.Base))
+		fmt.Fprintf(l.streams.Out, " (try %d: %s moved during the last)", try.Attempt, ui.Safe(try.Base))
 	}
 	fmt.Fprintln(l.streams.Out)
 	mgr := state.NewManager(l.base)
