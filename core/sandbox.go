@@ -145,11 +145,11 @@ func startEgress(sess *state.Session, cfg sandbox.Config, emit func(Event)) (*sa
 // hosts), which every process of that setting joins. Once one cannot be
 // made (vibeteam is not root), it answers nil: each process then gets a
 // namespace of its own and starts the bridge there.
-func policyNamespaces(proxy *egress.Proxy, adapterHosts []string) func(network string, allow []string) ([]string, error) {
+func policyNamespaces(proxy *egress.Proxy, adapterHosts []string) func(network string, allow []string) (*os.File, error) {
 	var mu sync.Mutex
-	made := map[string][]string{}
+	made := map[string]*os.File{}
 	unavailable := false
-	return func(network string, allow []string) ([]string, error) {
+	return func(network string, allow []string) (*os.File, error) {
 		key := network + "\x00" + strings.Join(allow, "\x00")
 		mu.Lock()
 		defer mu.Unlock()

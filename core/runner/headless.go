@@ -79,13 +79,17 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	out, errOut := theirs[0], theirs[len(theirs)-1]
 	since := bootTicks()
 	cmd, cached := command(spec, in)
-	pid, pidfd, err := spawn(cmd, out, errOut)
-	if err != nil && cached && staleCommand(err) {
-		// The command found before is gone or changed: look for it again.
-		forget(spec.Command)
-		cmd, _ = command(spec, in)
+	var pid, pidfd int
+	err = spec.Sandbox.Start(func() (err error) {
 		pid, pidfd, err = spawn(cmd, out, errOut)
-	}
+		if err != nil && cached && staleCommand(err) {
+			// The command found before is gone or changed: look for it again.
+			forget(spec.Command)
+			cmd, _ = command(spec, in)
+			pid, pidfd, err = spawn(cmd, out, errOut)
+		}
+		return err
+	})
 	for _, fd := range theirs {
 		syscall.Close(fd) // the child has them
 	}

@@ -141,7 +141,11 @@ func StartTerminal(spec Spec, opts TerminalOptions) (*Terminal, error) {
 	cmd.Env = mergedEnv(withPWD(env, spec.Dir))
 	sandboxed(cmd, spec, env)
 	since := bootTicks()
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	var ptmx *os.File
+	err := spec.Sandbox.Start(func() (err error) {
+		ptmx, err = pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s in a pty: %w", spec.Command, err)
 	}

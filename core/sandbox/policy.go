@@ -86,12 +86,12 @@ type Egress struct {
 	// the bridge to it.
 	SocketFor func(network string, allow []string) (string, error)
 	WrapFor   func(socket string) []string
-	// Enter, when set, is the argv (nsenter's) that runs a program in a
-	// network namespace of the session's where the proxy listens with the
-	// policy network and allow: every process of that policy joins it, and
-	// none starts a bridge. nil, nil: there is none here (not root), and
-	// each process gets a namespace and a bridge of its own.
-	Enter func(network string, allow []string) ([]string, error)
+	// Enter, when set, is a network namespace of the session's where the
+	// proxy listens with the policy network and allow: every process of
+	// that policy starts in it (Plan.Start), and none starts a bridge.
+	// nil, nil: there is none here (not root), and each process gets a
+	// namespace and a bridge of its own.
+	Enter func(network string, allow []string) (*os.File, error)
 }
 
 // mount is one bwrap mount option: op ("--bind", "--ro-bind", "--tmpfs",
@@ -119,9 +119,9 @@ type Plan struct {
 	Set  map[string]string
 	// Before is put before the command inside (the egress bridge).
 	Before []string
-	// Enter is put before bwrap: what joins the session's network
-	// namespace (nsenter --net=… --).
-	Enter []string
+	// Netns is the session's network namespace the process starts in
+	// (Start); nil: its own (--unshare-net), or the host's (network all).
+	Netns *os.File
 	// Writable are the paths writes may go to, for a refusal's message.
 	Writable []string
 	// AgentArgs go first on the agent's command line, before its own.
@@ -201,7 +201,7 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 			return nil, err
 		}
 		if enter != nil {
-			plan.Enter, ownNetns = enter, false
+			plan.Netns, ownNetns = enter, false
 		} else {
 			socket, before, err := e.socketOf(p.Config, cfg)
 			if err != nil {
@@ -230,7 +230,7 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 
 // enter is how a process whose settings are cfg joins the session's
 // network namespace of its policy; nil where there is none.
-func (e *Egress) enter(cfg Config) ([]string, error) {
+func (e *Egress) enter(cfg Config) (*os.File, error) {
 	if e.Enter == nil {
 		return nil, nil
 	}

@@ -9,8 +9,8 @@ import (
 
 // Wrap is the sandboxed start of path (an absolute program path) with
 // args and env ("KEY=value", what the process would get unsandboxed):
-// the path of the program to run (bwrap, or nsenter before it), its argv,
-// and the environment kept. Names in explicit
+// the path of the program to run (bwrap), its argv, and the environment
+// kept; Start starts it in the plan's network namespace. Names in explicit
 // (set for this process by vibeteam: an adapter's launch environment, a
 // task's env:) are kept too. What the command line or the environment
 // names under /tmp (the program itself, a script file, an agent's launch
@@ -29,8 +29,7 @@ func (p *Plan) Wrap(path string, args, env []string, explicit func(name string) 
 	for _, k := range sortedKeys(p.Set) {
 		kept = append(kept, k+"="+p.Set[k])
 	}
-	argv := make([]string, 0, len(p.Enter)+1+len(p.Args)+8+len(p.Mounts)+len(p.Before)+1+len(args))
-	argv = append(argv, p.Enter...)
+	argv := make([]string, 0, 1+len(p.Args)+8+len(p.Mounts)+len(p.Before)+1+len(args))
 	argv = append(argv, p.Bwrap)
 	argv = append(argv, p.Args...)
 	// Before the plan's own mounts, so that those (a writable directory,

@@ -1,12 +1,14 @@
 package egress
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vibeteam/vibeteam/core/sandbox"
 )
 
 // The session's network namespace (ListenNetns), joined by two sandboxes
@@ -31,7 +33,7 @@ func TestNamespaceInsideBubblewrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	enter, err := p.ListenNetns(DefaultBridgeListen, ModeAllowList, rules(t, allowedHP))
+	ns, err := p.ListenNetns(DefaultBridgeListen, ModeAllowList, rules(t, allowedHP))
 	if errors.Is(err, ErrNoNetns) {
 		t.Skipf("no network namespace of the session's here (each process bridges): %v", err)
 	}
@@ -46,18 +48,25 @@ func TestNamespaceInsideBubblewrap(t *testing.T) {
 	}
 	var namespaces []string
 	for range 2 {
-		argv := append(slices.Clone(enter), bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		argv := append([]string{}, bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 			"--unshare-pid", "--die-with-parent", "--", "/bin/sh", "-c", `readlink /proc/self/ns/net; exec "$@"`, "sh",
 			"/usr/bin/env", "EGRESS_TEST_MODE=client", self,
 			"proxy="+allowed.URL+"/in", "proxy="+other.URL+"/out", "direct="+allowed.URL+"/direct", "route")
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH")}, ProxyEnv(inside)...), api.Env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		// Started in the session's namespace, as core/runner starts a
+		// sandboxed process.
+		err := (&sandbox.Plan{Netns: ns}).Start(cmd.Start)
+		if err == nil {
+			err = cmd.Wait()
 		}
-		ns, rest, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		namespaces = append(namespaces, ns)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.String())
+		}
+		inside, rest, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+		namespaces = append(namespaces, inside)
 		want := []string{
 			"proxy 200 hello from /in",
 			"proxy 403 vibeteam sandbox: host " + strings.TrimPrefix(other.URL, "http://") + " is not allowed; add it under sandbox.allow",
