@@ -347,8 +347,9 @@ func TestASandboxRefusedWriteBlocksWithTheWriteEntryThatAllowsIt(t *testing.T) {
 	}
 }
 
-// doctor reports the sandbox: bwrap and its version, user namespaces, a
-// trial run; without bwrap, how to install it.
+// doctor reports the sandbox: bwrap and its version, user namespaces, the
+// shared network namespace (as root), a trial run; without bwrap, how to
+// install it.
 func TestDoctorReportsTheSandbox(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
@@ -359,6 +360,13 @@ func TestDoctorReportsTheSandbox(t *testing.T) {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("doctor lacks %q:\n%s", want, r.stdout)
 			}
+		}
+		network := "✓ network  no shared network namespace"
+		if os.Geteuid() == 0 {
+			network = "✓ network  a shared network namespace per session"
+		}
+		if !strings.Contains(r.stdout, network) {
+			t.Errorf("doctor lacks %q:\n%s", network, r.stdout)
 		}
 	}
 	bin := t.TempDir() // no bwrap on this PATH

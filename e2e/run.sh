@@ -29,10 +29,12 @@ else
 	CACHE=${VIBETEAM_E2E_CACHE:-$HOME/.cache/vibeteam-e2e}
 fi
 export VIBETEAM_E2E_CACHE="$CACHE"
-# The agents reach the fake model servers on 127.0.0.1, which a sandboxed
-# run (on by default with --auto-approve where bubblewrap is installed)
-# cannot until its egress proxy is plugged in: the tier runs unsandboxed
-# unless told otherwise.
+# The tier's tests run unsandboxed unless told otherwise (a run with
+# --auto-approve is sandboxed by default where bubblewrap is installed):
+# they test the agents, and their fakes reach loopback servers that a
+# sandboxed process reaches only through the egress proxy. The sandbox
+# has its own tests here: TestSandboxedAgents (e2e/sandbox_test.go) runs
+# each real CLI with --sandbox, which wins over this variable.
 export VIBETEAM_SANDBOX="${VIBETEAM_SANDBOX:-off}"
 
 # Pinned versions: the adapters' screen patterns were checked against these.

@@ -72,8 +72,10 @@ adapters; its agent steps', claude by default), doctor reports:
            where, its version, and that it is not tested (the adapter
            runs its own command);
   sandbox  (after the adapters, not in --json) bwrap and its version,
-           whether user namespaces are usable, and a trial run of a
-           sandboxed command;
+           whether user namespaces are usable, whether sandboxed
+           processes share the session's network namespace (as root)
+           or each start a bridge, and a trial run of a sandboxed
+           command;
   acp      an adapter with an acp mode: its ACP command is started and
            asked "initialize" (the Agent Client Protocol's handshake, in
            the base dir, for at most the version timeout), and the agent's

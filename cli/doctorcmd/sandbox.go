@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/core/sandbox"
+	"github.com/vibeteam/vibeteam/core/sandbox/egress"
 )
 
 // printSandboxDoctor reports the sandbox: bwrap and its version, whether
-// it can make its namespaces (user namespaces, unless root), and a trial
-// run of a command in a sandbox as runs make them.
+// it can make its namespaces (user namespaces, unless root), whether its
+// processes share the session's network namespace, and a trial run of a
+// command in a sandbox as runs make them.
 func printSandboxDoctor(w io.Writer, timeout time.Duration) {
 	fmt.Fprintln(w)
 	line := func(mark, label, format string, args ...any) {
@@ -53,11 +55,28 @@ func printSandboxDoctor(w io.Writer, timeout time.Duration) {
 	} else {
 		line(markWarn, "userns", "%s", userns)
 	}
+	line(markOK, "network", "%s", netnsState())
 	if trialErr != nil {
 		line(markBad, "trial", "a sandboxed command failed (%v): %s", trialErr, strings.TrimSpace(string(out)))
 		return
 	}
 	line(markOK, "trial", "a sandboxed command ran in %s: /tmp writable, /etc read-only, no network", took.Round(time.Millisecond))
+}
+
+// netnsState says how a session's sandboxed processes reach its egress
+// proxy: all in one network namespace of the session's, where the proxy
+// listens (as root), or each in its own with this binary started inside
+// as its bridge (a slower start).
+func netnsState() string {
+	proxy, err := egress.New(egress.Config{Mode: egress.ModeNone})
+	if err == nil {
+		defer proxy.Close()
+		_, err = proxy.ListenNetns(egress.DefaultBridgeListen, egress.ModeNone, nil)
+	}
+	if err != nil {
+		return fmt.Sprintf("no shared network namespace (%v): each sandboxed process starts this binary inside as its bridge to the proxy, a slower start", err)
+	}
+	return "a shared network namespace per session: the proxy listens inside it, and sandboxed processes start in it with no bridge of their own"
 }
 
 // usernsState says whether bwrap can make its namespaces: root can; a
