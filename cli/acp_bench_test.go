@@ -165,8 +165,8 @@ func BenchmarkACPDoneLatency(b *testing.B) {
 		}
 	}
 	reportMS(b, lat, "")
-	// The part of it up to the agent's stdin closed (the turn judged),
-	// the rest being the agent's exit and vibeteam's record of it.
+	// When the agent's stdin was closed: DONE no longer waits for that
+	// and the agent's exit (the turn decides), so this is mostly later.
 	reportMS(b, closed, "stdin-closed-")
 }
 

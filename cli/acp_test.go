@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/vibeteam/vibeteam/core/state"
 )
@@ -196,5 +198,59 @@ func TestACPInterruptThenResumeLoads(t *testing.T) {
 	wantCode(t, p.exec("resume", s.ID), 0)
 	if l := p.acpReceived("session/load"); len(l) != 1 || p.only().Tasks["t"].Agent.Result != "went on" {
 		t.Errorf("session/load %q", l)
+	}
+}
+
+// A turn that ended done makes the task DONE at once, while its agent,
+// stdin closed, takes its time to exit: the DONE event comes before the
+// agent's exit, yet the next stage starts only after it (the attempt
+// still owns the process), and what the agent writes on its way out
+// still reaches the task's log.
+func TestACPDoneAtTheTurnsEndNotTheExit(t *testing.T) {
+	t.Parallel()
+	p := acpProject(t, `{"exitDelayMs": 2500, "turns": [{"steps": [{"say": "done"}]}]}`)
+	p.write(".vibeteam/adapters/acpfake.yaml", "command: "+fakeACP+`
+modes:
+  acp:
+    env: { FAKEACP_SCRIPT: `+p.path("script.json")+`, FAKEACP_TIMES: `+p.path("times.log")+`, FAKEACP_STATE: `+p.dir+` }
+`)
+	p.write("wf.yaml", "id: wf\nstages:\n  - id: a\n    tasks:\n      - { id: first, adapter: acpfake, executionMode: acp, prompt: go }\n"+
+		"  - id: b\n    tasks:\n      - { id: second, adapter: acpfake, executionMode: acp, prompt: go }\n")
+	r := p.exec("run", "wf.yaml", "--events", p.path("events.jsonl"))
+	wantCode(t, r, 0)
+	var exits []time.Time
+	for _, line := range strings.Split(p.read("times.log"), "\n") {
+		if v, ok := strings.CutPrefix(line, "exit_ns "); ok {
+			ns, _ := strconv.ParseInt(v, 10, 64)
+			exits = append(exits, time.Unix(0, ns))
+		}
+	}
+	at := map[string]time.Time{}
+	for _, line := range strings.Split(p.read("events.jsonl"), "\n") {
+		var e struct {
+			Time                time.Time
+			Event, Task, Status string
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "task_status" {
+			at[e.Task+" "+e.Status] = e.Time
+		}
+	}
+	done, next := at["first DONE"], at["second RUNNING"]
+	if len(exits) != 2 || done.IsZero() || next.IsZero() {
+		t.Fatalf("exits %v, events %v", exits, at)
+	}
+	if !done.Before(exits[0]) {
+		t.Errorf("first DONE at %s, after its agent's exit at %s: the turn's end was not enough", done.Format(time.StampMicro), exits[0].Format(time.StampMicro))
+	}
+	if !next.After(exits[0]) {
+		t.Errorf("the second stage started at %s, before the first agent's exit at %s", next.Format(time.StampMicro), exits[0].Format(time.StampMicro))
+	}
+	s := p.only()
+	rec := s.Tasks["first"]
+	if s.TaskStatus["first"] != state.TaskDone || rec.Reason != "end_turn" || rec.ExitCode != nil {
+		t.Errorf("first: %s %q exit %v (none is known when DONE is recorded)", s.TaskStatus["first"], rec.Reason, rec.ExitCode)
+	}
+	if log := p.read(strings.TrimPrefix(rec.LogPath, p.dir+"/")); !strings.Contains(log, "fakeacp: exiting late") {
+		t.Errorf("the task's log lacks what the agent said on its way out:\n%s", log)
 	}
 }

@@ -39,7 +39,9 @@ import (
 //     Then it selects on the process, its timers and signal(): whatever the
 //     driver's own goroutines or callbacks have for it (a screen changed, a
 //     recheck is due, a protocol message came) is handled by onSignal, on
-//     the wait loop's goroutine, where the run's state may be touched.
+//     the wait loop's goroutine, where the run's state may be touched; it
+//     ends the attempt when it returns an outcome (a protocol's turn that
+//     ended done: judged at once, the process left to exit).
 //  4. deliver takes a person's input (Send, SendLine, attach) from any
 //     goroutine. busy reports whether silence now is not inactivity (a
 //     person is being asked, or has the terminal).
@@ -82,7 +84,7 @@ type driver interface {
 	feed(l *launch) <-chan struct{}
 	watchFirst() bool
 	signal() <-chan struct{}
-	onSignal()
+	onSignal() (outcome, bool)
 	deliver(in input) error
 	busy() bool
 	judge(res runner.Result) (outcome, bool)

@@ -57,9 +57,10 @@ func (a *Attempt) end(o outcome) (bool, string) {
 	default:
 		host.Emit(t.ID, events.Warn{Warning: fmt.Sprintf("task %s: %s", t.ID, refused)})
 	}
-	if a.log != nil && !a.kept {
+	if a.log != nil && !a.kept && a.procGone() {
 		// Its process is gone: the output is whole, and the record says
-		// whether it has a file.
+		// whether it has a file. (One still exiting, an ACP agent whose
+		// turn ended done, may yet write: its log closes after it.)
 		_ = a.log.Close()
 	}
 	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
@@ -91,6 +92,16 @@ func (a *Attempt) end(o outcome) (bool, string) {
 	}
 	host.Emit(t.ID, events.TaskEnd{Status: o.status, Reason: ev.Reason, Error: ev.Error, Evidence: ev.Evidence, ExitCode: ev.ExitCode, Signal: ev.Signal})
 	return o.status == state.TaskDone, o.msg
+}
+
+// procGone reports whether the attempt's process has ended.
+func (a *Attempt) procGone() bool {
+	select {
+	case <-a.proc.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // judgeExit judges a process that exited by itself, as its exit, queue and

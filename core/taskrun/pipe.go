@@ -86,8 +86,8 @@ func (p *pipe) feed(l *launch) <-chan struct{} {
 func (p *pipe) watchFirst() bool { return true }
 
 // signal: nothing of the pipe's own comes to the wait loop.
-func (p *pipe) signal() <-chan struct{} { return nil }
-func (p *pipe) onSignal()               {}
+func (p *pipe) signal() <-chan struct{}   { return nil }
+func (p *pipe) onSignal() (outcome, bool) { return outcome{}, false }
 
 // deliver writes a person's input to stdin at once; there is no terminal
 // to take over.

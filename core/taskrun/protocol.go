@@ -54,15 +54,33 @@ type protocol struct {
 	result acp.Outcome // the turn's end, once turned
 	turned bool
 	done   chan struct{} // closed once the session's work is over (feed's end)
-	asking int           // permission requests being asked of a person
+	// turnEnded has a value once the turn has ended (result set): the
+	// wait loop judges a turn that ended done without waiting for the
+	// agent's exit.
+	turnEnded chan struct{}
+	asking    int // permission requests being asked of a person
 }
 
 func (p *protocol) reportsSpend() bool      { return true }
 func (p *protocol) shortLog(Capture) bool   { return false }
 func (p *protocol) watchFirst() bool        { return false }
-func (p *protocol) signal() <-chan struct{} { return nil }
-func (p *protocol) onSignal()               {}
+func (p *protocol) signal() <-chan struct{} { return p.turnEnded }
 func (p *protocol) closeLogs()              {}
+
+// onSignal: a turn that ended done is judged at once, and the task is
+// DONE while its agent, its stdin closed, exits: the turn is the evidence,
+// not the exit (see judge), and the attempt still waits for the process
+// before it returns, so nothing starts after it sooner. Any other end
+// (failed, stopped, parked, limited) is judged once the process is gone.
+func (p *protocol) onSignal() (outcome, bool) {
+	p.mu.Lock()
+	out, turned := p.result, p.turned
+	p.mu.Unlock()
+	if !turned || out.Status != acp.Done {
+		return outcome{}, false
+	}
+	return p.judgeReport(true, nil)
+}
 
 // busy: while a person is asked, the agent waits silently.
 func (p *protocol) busy() bool {
@@ -99,7 +117,7 @@ func (ap acpParser) Summary() agentstream.Summary {
 
 func (p *protocol) start(l *launch, out func(runner.Chunk)) (runner.Process, error) {
 	a := p.a
-	p.out, p.done = out, make(chan struct{})
+	p.out, p.done, p.turnEnded = out, make(chan struct{}), make(chan struct{}, 1)
 	stdoutR, stdoutW := io.Pipe()
 	p.stdout = stdoutW
 	p.client = acp.Start(procWriter{p}, stdoutR, acp.Options{
@@ -177,6 +195,7 @@ func (p *protocol) feed(l *launch) <-chan struct{} {
 		p.mu.Lock()
 		p.result, p.turned = out, true
 		p.mu.Unlock()
+		p.turnEnded <- struct{}{} // once: the buffer holds it
 		_ = proc.CloseInput()
 		select {
 		case <-ended:
@@ -308,7 +327,6 @@ func (p *protocol) judge(res runner.Result) (outcome, bool) {
 	p.mu.Lock()
 	out, turned := p.result, p.turned
 	p.mu.Unlock()
-	a := p.a
 	if !turned {
 		return outcome{}, false
 	}
@@ -316,14 +334,8 @@ func (p *protocol) judge(res runner.Result) (outcome, bool) {
 	case acp.Parked:
 		return p.park(res), true
 	case acp.Done, acp.Limited:
-		// As a headless agent's report: its summary recorded, a final
-		// message that asks a question asked, a limit waited out or
-		// parked.
-		if st, reason, msg, judged := a.judgeAgent(runner.Result{}); judged {
-			return outcome{status: st, reason: reason, msg: msg, res: &res}, true
-		}
-		if out.Status == acp.Done {
-			return doneWith(endTurnReason, res), true
+		if o, judged := p.judgeReport(out.Status == acp.Done, &res); judged {
+			return o, true
 		}
 	case acp.Stopped:
 		p.record()
@@ -335,6 +347,20 @@ func (p *protocol) judge(res runner.Result) (outcome, bool) {
 		msg += fmt.Sprintf(" (the agent exited: %s)", exitText(res))
 	}
 	return failedWith(vocab.Reason(out.Reason), msg, res), true
+}
+
+// judgeReport judges a turn that ended done (or limited) as a headless
+// agent's report: its summary recorded, a final message that asks a
+// question asked, a limit waited out or parked. res is the process's end;
+// nil while it is still exiting (none is recorded then).
+func (p *protocol) judgeReport(done bool, res *runner.Result) (outcome, bool) {
+	if st, reason, msg, judged := p.a.judgeAgent(runner.Result{}); judged {
+		return outcome{status: st, reason: reason, msg: msg, res: res}, true
+	}
+	if done {
+		return outcome{status: state.TaskDone, reason: endTurnReason, res: res}, true
+	}
+	return outcome{}, false
 }
 
 // park ends a turn cancelled for a permission no one here could answer:

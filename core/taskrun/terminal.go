@@ -262,8 +262,8 @@ func (ts *terminal) deliver(in input) error {
 }
 
 // onSignal takes what the inbox holds: a person's inputs first, then the
-// newest screen, then a recheck.
-func (ts *terminal) onSignal() {
+// newest screen, then a recheck. It never ends the attempt itself.
+func (ts *terminal) onSignal() (outcome, bool) {
 	ts.mu.Lock()
 	inputs, d, recheck := ts.inputs, ts.detection, ts.recheckDue
 	ts.inputs, ts.detection, ts.recheckDue = nil, nil, false
@@ -277,6 +277,7 @@ func (ts *terminal) onSignal() {
 	if recheck {
 		ts.onRecheck()
 	}
+	return outcome{}, false
 }
 
 // apply types a person's input; the task is RUNNING again.

@@ -90,7 +90,9 @@ func (a *Attempt) supervise(ctx context.Context, lim limits, fed <-chan struct{}
 	for {
 		select {
 		case <-signal:
-			a.drv.onSignal()
+			if o, ended := a.drv.onSignal(); ended {
+				return o
+			}
 		case <-a.proc.Done():
 			return a.exited(fed)
 		case <-a.completed:

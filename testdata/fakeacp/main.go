@@ -25,7 +25,8 @@
 // message received is appended to $FAKEACP_LOG; with $FAKEACP_TIMES (for
 // benchmarks), "perm_ns N" (a permission request's round trip: sent to
 // answer read), "result_ns T" (the Unix time a prompt's result was
-// written) and "stdin_closed_ns T" (when the client closed stdin) lines are
+// written), "stdin_closed_ns T" (when the client closed stdin) and, with
+// "exitDelayMs" in the script, "exit_ns T" (its late exit) lines are
 // appended to that file; sessions are kept in
 // $FAKEACP_STATE (a directory) so that session/load after a restart
 // continues them: the history is replayed, and the next prompt takes the
@@ -53,6 +54,9 @@ type script struct {
 	Turns       []turn          `json:"turns"`
 	Version     int             `json:"protocolVersion"`
 	Meta        json.RawMessage `json:"resultMeta"`
+	// ExitDelay: once stdin is closed, the agent waits this many ms, says
+	// so on stderr, then exits (a slow exit, as node's).
+	ExitDelay int `json:"exitDelayMs"`
 }
 
 type turn struct {
@@ -137,6 +141,11 @@ func main() {
 	timed("stdin_closed_ns", time.Now().UnixNano())
 	a.outMu.Lock()
 	a.out.Flush()
+	if a.sc.ExitDelay > 0 {
+		time.Sleep(time.Duration(a.sc.ExitDelay) * time.Millisecond)
+		fmt.Fprintln(os.Stderr, "fakeacp: exiting late")
+		timed("exit_ns", time.Now().UnixNano())
+	}
 	os.Exit(0)
 }
 
