@@ -604,13 +604,7 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 }
 
 func (p *parser) states(n *yaml.Node) []State {
-	elems, _ := p.Seq(n, "states", "a list of states")
-	var out []State
-	for i, e := range elems {
-		if p.Exhausted {
-			break
-		}
-		path := fmt.Sprintf("states[%d]", i)
+	return yamlnode.List(p.Walker, n, "states", "a list of states", func(_ int, e *yaml.Node, path string) (State, bool) {
 		var s State
 		ok := true
 		seen, _ := p.Fields(e, path, `a mapping with "name" and "pattern"`, stateKeys, func(kv yamlnode.Pair) {
@@ -626,7 +620,7 @@ func (p *parser) states(n *yaml.Node) []State {
 			}
 		})
 		if e = p.Deref(e); e.Kind != yaml.MappingNode {
-			continue // reported by Fields, or a null, which is skipped
+			return s, false // reported by Fields, or a null, which is skipped
 		}
 		for _, req := range stateKeys {
 			if _, has := seen[req]; !has {
@@ -634,11 +628,8 @@ func (p *parser) states(n *yaml.Node) []State {
 				ok = false
 			}
 		}
-		if ok {
-			out = append(out, s)
-		}
-	}
-	return out
+		return s, ok
+	})
 }
 
 // version reads the version key. A null is the defaults: the command is
@@ -719,13 +710,7 @@ func (p *parser) policy(n *yaml.Node) *AutoPolicy {
 }
 
 func (p *parser) handlers(n *yaml.Node) []Handler {
-	elems, _ := p.Seq(n, "autoPolicy.handlers", "a list of handlers")
-	var out []Handler
-	for i, e := range elems {
-		if p.Exhausted {
-			break
-		}
-		path := fmt.Sprintf("autoPolicy.handlers[%d]", i)
+	return yamlnode.List(p.Walker, n, "autoPolicy.handlers", "a list of handlers", func(_ int, e *yaml.Node, path string) (Handler, bool) {
 		var h Handler
 		ok := true
 		seen, _ := p.Fields(e, path, `a mapping with "when" and "send", "use" or "choose"`, handlerKeys, func(kv yamlnode.Pair) {
@@ -761,7 +746,7 @@ func (p *parser) handlers(n *yaml.Node) []Handler {
 			}
 		})
 		if e = p.Deref(e); e.Kind != yaml.MappingNode {
-			continue
+			return h, false
 		}
 		if _, has := seen["when"]; !has {
 			p.Errorf(e, path, "%s", yamlnode.MissingKey("when"))
@@ -781,9 +766,6 @@ func (p *parser) handlers(n *yaml.Node) []Handler {
 			p.Errorf(e, path, "needs send (keys), use (a handler such as pressEnter or select:1) or choose (a menu option's label)")
 			ok = false
 		}
-		if ok {
-			out = append(out, h)
-		}
-	}
-	return out
+		return h, ok
+	})
 }

@@ -136,15 +136,7 @@ func parseMatchers(rel string, data []byte, cfg *Config) error {
 		case "default":
 			cfg.MatchersDefault, _ = grimoireName(w, kv.Val, "default")
 		case "matchers":
-			elems, ok := w.Seq(kv.Val, "matchers", "a list of matchers")
-			if !ok {
-				return
-			}
-			for i, el := range elems {
-				if m, ok := r.matcher(el, i); ok {
-					cfg.Matchers = append(cfg.Matchers, m)
-				}
-			}
+			cfg.Matchers = append(cfg.Matchers, yamlnode.List(w, kv.Val, "matchers", "a list of matchers", r.matcher)...)
 		}
 	})
 	w.Errs.Sort()
@@ -158,10 +150,10 @@ type matcherReader struct {
 	rel string
 }
 
-// matcher is the i-th matcher, el; ok is false when it has an error.
-func (r matcherReader) matcher(el *yaml.Node, i int) (Matcher, bool) {
+// matcher is the i-th matcher, el, at field; ok is false when it has an
+// error.
+func (r matcherReader) matcher(i int, el *yaml.Node, field string) (Matcher, bool) {
 	w := r.w
-	field := fmt.Sprintf("matchers[%d]", i)
 	m := Matcher{File: r.rel, Line: w.At(el).Line, Index: i}
 	conditions := 0
 	seen, ok := w.Fields(el, field, "a matcher (grimoire, any_tags, all_tags, not_tags, priority, priority_range)",
@@ -217,15 +209,7 @@ func (r matcherReader) globs(n *yaml.Node, field string) []string {
 
 // priorities is a list of priorities, 0 to 4.
 func (r matcherReader) priorities(n *yaml.Node, field string) []int {
-	elems, ok := r.w.Seq(n, field, "a list of priorities (0 to 4)")
-	if !ok {
-		return nil
-	}
-	var out []int
-	for i, el := range elems {
-		if v, ok := r.w.Int(el, fmt.Sprintf("%s[%d]", field, i), 0, 4); ok {
-			out = append(out, v)
-		}
-	}
-	return out
+	return yamlnode.List(r.w, n, field, "a list of priorities (0 to 4)", func(_ int, el *yaml.Node, f string) (int, bool) {
+		return r.w.Int(el, f, 0, 4)
+	})
 }

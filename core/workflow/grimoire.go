@@ -7,7 +7,6 @@ package workflow
 
 import (
 	"fmt"
-	"github.com/vibeteam/vibeteam/core/sandbox"
 	"math"
 	"regexp"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"text/template/parse"
 	"unicode"
+
+	"github.com/vibeteam/vibeteam/core/sandbox"
 
 	"gopkg.in/yaml.v3"
 
@@ -101,25 +102,13 @@ func (p *parser) grimoire(pairs []yamlnode.Pair) *Definition {
 // keeps its place as an empty step marked broken, so that the fields of the
 // steps after it keep the index the file gives them.
 func (p *parser) steps(n *yaml.Node, field string) []Step {
-	elems, _ := p.Seq(n, field, "a list of steps")
-	if elems == nil {
-		return nil
-	}
-	steps := make([]Step, 0, len(elems))
-	for i, el := range elems {
-		if p.Exhausted {
-			break
+	return yamlnode.List(p.Walker, n, field, "a list of steps", func(_ int, el *yaml.Node, sf string) (Step, bool) {
+		el, ok := p.Mapping(el, sf, `a mapping with "name" and "type"`)
+		if !ok {
+			return Step{Pos: p.At(el)}, true
 		}
-		sf := field + "[" + strconv.Itoa(i) + "]"
-		el = p.Deref(el)
-		if el.Kind != yaml.MappingNode {
-			p.MustBe(el, sf, `a mapping with "name" and "type"`)
-			steps = append(steps, Step{Pos: p.At(el)})
-			continue
-		}
-		steps = append(steps, p.step(el, sf))
-	}
-	return steps
+		return p.step(el, sf), true
+	})
 }
 
 // step reads one step, n being a mapping.

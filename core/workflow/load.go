@@ -3,10 +3,11 @@ package workflow
 import (
 	"bytes"
 	"errors"
-	"github.com/vibeteam/vibeteam/core/sandbox"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/vibeteam/vibeteam/core/sandbox"
 
 	"gopkg.in/yaml.v3"
 
@@ -215,25 +216,14 @@ func (p *parser) secrets(n *yaml.Node) []string {
 }
 
 func (p *parser) stages(n *yaml.Node, field string) []Step {
-	elems, _ := p.Seq(n, field, "a list of stages")
-	if elems == nil {
-		return nil
-	}
-	steps := make([]Step, 0, len(elems))
-	for i, el := range elems {
-		if p.Exhausted {
-			break
-		}
-		sf := field + "[" + strconv.Itoa(i) + "]"
-		el = p.Deref(el)
-		if el.Kind != yaml.MappingNode {
+	return yamlnode.List(p.Walker, n, field, "a list of stages", func(_ int, el *yaml.Node, sf string) (Step, bool) {
+		el, ok := p.Mapping(el, sf, `a mapping with "id" and "tasks"`)
+		if !ok {
 			p.Broken[field] = true
-			p.MustBe(el, sf, `a mapping with "id" and "tasks"`)
-			continue
+			return Step{}, false
 		}
-		steps = append(steps, p.stage(el, sf))
-	}
-	return steps
+		return p.stage(el, sf), true
+	})
 }
 
 // stage reads one stage, n being a mapping.
@@ -252,25 +242,14 @@ func (p *parser) stage(n *yaml.Node, field string) Step {
 }
 
 func (p *parser) tasks(n *yaml.Node, field string) []Task {
-	elems, _ := p.Seq(n, field, "a list of tasks")
-	if elems == nil {
-		return nil
-	}
-	tasks := make([]Task, 0, len(elems))
-	for i, el := range elems {
-		if p.Exhausted {
-			break
-		}
-		tf := field + "[" + strconv.Itoa(i) + "]"
-		el = p.Deref(el)
-		if el.Kind != yaml.MappingNode {
+	return yamlnode.List(p.Walker, n, field, "a list of tasks", func(_ int, el *yaml.Node, tf string) (Task, bool) {
+		el, ok := p.Mapping(el, tf, `a mapping with "id" and "adapter"`)
+		if !ok {
 			p.Broken[field] = true
-			p.MustBe(el, tf, `a mapping with "id" and "adapter"`)
-			continue
+			return Task{}, false
 		}
-		tasks = append(tasks, p.task(el, tf))
-	}
-	return tasks
+		return p.task(el, tf), true
+	})
 }
 
 // task reads one task, n being a mapping.

@@ -343,6 +343,40 @@ func (w *Walker) Seq(n *yaml.Node, field, what string) (elems []*yaml.Node, ok b
 	return n.Content, true
 }
 
+// List reads the list n of field (see Seq: what names the list in its
+// error) into a slice: each element, with its index i and field path
+// field[i], is read by elem, which says whether to keep it, until the walk
+// is exhausted. A
+// null, an empty list or a value that is no list is nil.
+func List[T any](w *Walker, n *yaml.Node, field, what string, elem func(i int, el *yaml.Node, field string) (T, bool)) []T {
+	elems, _ := w.Seq(n, field, what)
+	if elems == nil {
+		return nil
+	}
+	out := make([]T, 0, len(elems))
+	for i, el := range elems {
+		if w.Exhausted {
+			break
+		}
+		if v, keep := elem(i, el, field+"["+strconv.Itoa(i)+"]"); keep {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Mapping follows the aliases of n, the value of field, and reports it as
+// not what it must be (what) unless it is a mapping: an element of a list
+// of mappings, where a null is a mistake too.
+func (w *Walker) Mapping(n *yaml.Node, field, what string) (*yaml.Node, bool) {
+	n = w.Deref(n)
+	if n.Kind != yaml.MappingNode {
+		w.MustBe(n, field, what)
+		return n, false
+	}
+	return n, true
+}
+
 // Text reads a value used as text (ids, names, prompts, commands). Any
 // scalar is taken as written, so "id: 1" or "name: 2024" need no quotes;
 // null is "".

@@ -3,6 +3,7 @@ package yamlnode
 import (
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -241,6 +242,39 @@ func TestMessages(t *testing.T) {
 	} {
 		if got != want {
 			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// A list of mappings reads each element with its index and field path; an
+// element that is no mapping (a null too) is reported at its own path and
+// left to the reader; a null, an empty list and a value that is no list
+// are nil.
+func TestListOfMappings(t *testing.T) {
+	read := func(w *Walker, n *yaml.Node) []string {
+		return List(w, n, "v", "a list of things", func(i int, el *yaml.Node, f string) (string, bool) {
+			el, ok := w.Mapping(el, f, "a mapping")
+			if !ok {
+				return "", false
+			}
+			return f + "=" + strconv.Itoa(i) + ":" + strconv.Itoa(len(el.Content)/2), true
+		})
+	}
+	for _, c := range []struct {
+		src  string
+		want []string
+		err  string
+	}{
+		{"[{a: 1}, {b: 2, c: 3}]", []string{"v[0]=0:1", "v[1]=1:2"}, ""},
+		{"[{a: 1}, x, ~, {b: 2}]", []string{"v[0]=0:1", "v[3]=3:1"}, "1:13: v[1]: must be a mapping\n1:16: v[2]: must be a mapping"},
+		{"[]", nil, ""},
+		{"~", nil, ""},
+		{"{a: 1}", nil, "1:4: v: must be a list of things"},
+	} {
+		w, n := value(t, c.src)
+		got := read(w, n)
+		if !reflect.DeepEqual(got, c.want) || (got == nil) != (c.want == nil) || errs(w) != c.err {
+			t.Errorf("%s: got %#v, errors %q; want %#v, %q", c.src, got, errs(w), c.want, c.err)
 		}
 	}
 }
