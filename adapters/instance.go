@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // instance is one task's adapter. It shares the immutable definition with
@@ -149,10 +151,7 @@ func (a *instance) promptArgs(mode Mode, p promptSpec, prompt string) (args []st
 // leadingDashError explains why a prompt was refused and how the adapter
 // file can pass it safely.
 func leadingDashError(def *definition, mode Mode, p promptSpec, prompt string) error {
-	shown := prompt
-	if r := []rune(shown); len(r) > 40 {
-		shown = string(r[:40]) + "…"
-	}
+	shown := excerpt.Runes(prompt, 40, "…")
 	key := "modes." + string(mode) + ".prompt"
 	var how, fix string
 	if p.position == PromptArg {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // VersionCheck returns how to ask the adapter type's command for its
@@ -102,10 +104,7 @@ func firstLine(out []byte) string {
 		if l == "" {
 			continue
 		}
-		if r := []rune(l); len(r) > 200 {
-			l = string(r[:200]) + "…"
-		}
-		return l
+		return excerpt.Runes(l, 200, "…")
 	}
 	return ""
 }

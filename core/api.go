@@ -79,9 +79,6 @@ func RenderPrompts(def *workflow.Definition, vars map[string]string) (map[string
 // address.
 func StepTaskID(name, address string) string { return engine.StepTaskID(name, address) }
 
-// Excerpt is the last n non-blank lines of a screen.
-func Excerpt(screen string, n int) string { return engine.Excerpt(screen, n) }
-
 // What the terminal UI does to a running session: type into a task, hand
 // a person its terminal, complete, park or kill.
 

@@ -384,7 +384,7 @@ func lastScreen(rec *state.TaskRecord) string {
 	if err != nil || len(raw) == 0 {
 		return ""
 	}
-	return core.Excerpt(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
+	return excerpt.ScreenEnd(runner.RenderScreen(raw, runner.DefaultCols, runner.DefaultRows), 8)
 }
 
 // agentLine is what a headless agent's report says about its run, on one

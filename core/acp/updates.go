@@ -3,9 +3,9 @@ package acp
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/vibeteam/vibeteam/core/agentstream"
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // Bounds of what a turn keeps while it streams.
@@ -147,7 +147,7 @@ func (t *turnState) result(id string, info *toolInfo, u *update) agentstream.Eve
 	info.done = true
 	return agentstream.Event{
 		Kind: agentstream.ToolResult, ToolID: id, Tool: info.name, Status: u.Status,
-		Output: bound(toolOutput(u.Content, u.RawOutput), agentstream.OutputLimit), IsError: u.Status == statusFailed,
+		Output: excerpt.Cut(toolOutput(u.Content, u.RawOutput), agentstream.OutputLimit), IsError: u.Status == statusFailed,
 	}
 }
 
@@ -267,16 +267,4 @@ func normInput(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return append(json.RawMessage(nil), raw...)
-}
-
-// bound cuts s to at most n bytes, on a rune.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -342,13 +342,19 @@ func (x *Executor) Overall() vocab.SessionState {
 // Send queues text for a running task: written to its stdin (headless) or
 // its terminal (interactive).
 func (x *Executor) Send(taskID, text string) error {
-	x.mu.Lock()
-	tr := x.active[taskID]
-	x.mu.Unlock()
+	tr := x.attempt(taskID)
 	if tr == nil {
 		return fmt.Errorf("task %q is not running", taskID)
 	}
 	return tr.Send(text)
+}
+
+// attempt is the attempt of the running task taskID; nil when there is
+// none.
+func (x *Executor) attempt(taskID string) *taskrun.Attempt {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.active[taskID]
 }
 
 // Kill SIGKILLs every running process group at once (a second interrupt),
@@ -373,9 +379,7 @@ func (x *Executor) Kill() {
 
 // SendLine types text followed by Enter into a running task.
 func (x *Executor) SendLine(taskID, text string) error {
-	x.mu.Lock()
-	tr := x.active[taskID]
-	x.mu.Unlock()
+	tr := x.attempt(taskID)
 	if tr == nil {
 		return fmt.Errorf("task %q is not running", taskID)
 	}
@@ -384,10 +388,7 @@ func (x *Executor) SendLine(taskID, text string) error {
 
 // Terminal returns the PTY of a running interactive task, for attaching.
 func (x *Executor) Terminal(taskID string) (*runner.Terminal, error) {
-	x.mu.Lock()
-	tr := x.active[taskID]
-	x.mu.Unlock()
-	if tr != nil {
+	if tr := x.attempt(taskID); tr != nil {
 		if term, ok := tr.Terminal(); ok {
 			return term, nil
 		}
@@ -399,10 +400,7 @@ func (x *Executor) Terminal(taskID string) (*runner.Terminal, error) {
 // back (false). While attached, nothing is answered or typed for them and
 // the task does not complete on idle.
 func (x *Executor) Attached(taskID string, attached bool) {
-	x.mu.Lock()
-	tr := x.active[taskID]
-	x.mu.Unlock()
-	if tr != nil {
+	if tr := x.attempt(taskID); tr != nil {
 		tr.Attached(attached)
 	}
 }
@@ -413,9 +411,7 @@ func (x *Executor) TaskStatus(taskID string) state.TaskStatus { return x.status(
 // CompleteTask stops an active task's process and marks it DONE (manual
 // completion).
 func (x *Executor) CompleteTask(taskID string) error {
-	x.mu.Lock()
-	tr := x.active[taskID]
-	x.mu.Unlock()
+	tr := x.attempt(taskID)
 	if tr == nil {
 		return fmt.Errorf("task %q is not active", taskID)
 	}

@@ -35,10 +35,6 @@ type (
 	QuestionRequest = taskrun.QuestionRequest
 )
 
-// Excerpt is the last n lines of a screen, runs of blank lines counted as
-// one.
-func Excerpt(screen string, n int) string { return taskrun.Excerpt(screen, n) }
-
 // runTask runs one task to its end through the taskrun seam, host being
 // the session (or a stage's view of it); capture, when set, keeps what the
 // agent wrote.

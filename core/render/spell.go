@@ -3,7 +3,6 @@ package render
 import (
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"text/template/parse"
+
+	"github.com/vibeteam/vibeteam/internal/excerpt"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/internal/source"
@@ -631,8 +633,5 @@ func clip(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if r := []rune(s); len(r) > 40 {
-		s = string(r[:40]) + "..."
-	}
-	return s
+	return excerpt.Runes(s, 40, "...")
 }

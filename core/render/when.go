@@ -3,6 +3,8 @@ package render
 import (
 	"fmt"
 	"strings"
+
+	"github.com/vibeteam/vibeteam/internal/excerpt"
 )
 
 // When evaluates the `when` of a step. It must render to exactly "true" or
@@ -49,9 +51,7 @@ func describe(printed []printedValue, out string) string {
 		return kind + " (empty)"
 	}
 	const max = 60
-	if r := []rune(t); len(r) > max {
-		t = string(r[:max]) + "..."
-	}
+	t = excerpt.Runes(t, max, "...")
 	if kind == "string" || kind == "text" {
 		return fmt.Sprintf("%s %q", kind, t)
 	}

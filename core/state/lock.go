@@ -299,17 +299,14 @@ func (m *Manager) Running(id string) bool {
 // a process killed between taking a new session's lock and saving it. A lock
 // whose holder is alive, or on another host, is left alone.
 func (m *Manager) removeOrphanLocks() error {
-	entries, err := os.ReadDir(m.sessionsDir())
+	files, err := m.sessionsDirFiles()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
 	var errs []error
-	for _, e := range entries {
+	for _, e := range files {
 		id, ok := strings.CutSuffix(e.Name(), lockExt)
-		if !ok || !validID(id) || !e.Type().IsRegular() {
+		if !ok || !validID(id) {
 			continue
 		}
 		if _, err := os.Lstat(m.SessionPath(id)); !errors.Is(err, fs.ErrNotExist) {

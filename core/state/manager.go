@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -293,6 +294,23 @@ func (m *Manager) notFound(id string) error {
 
 // IDs returns the ids of all session files, sorted, without reading them.
 func (m *Manager) IDs() ([]string, error) {
+	files, err := m.sessionsDirFiles()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range files {
+		if id, ok := strings.CutSuffix(e.Name(), sessionExt); ok && validID(id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// sessionsDirFiles are the regular files of the sessions folder (session
+// files, locks, journals, temporary files): none when it does not exist.
+func (m *Manager) sessionsDirFiles() ([]fs.DirEntry, error) {
 	entries, err := os.ReadDir(m.sessionsDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -300,17 +318,7 @@ func (m *Manager) IDs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, e := range entries {
-		name := e.Name()
-		id, ok := strings.CutSuffix(name, sessionExt)
-		if !ok || !e.Type().IsRegular() || !validID(id) {
-			continue
-		}
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids, nil
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return !e.Type().IsRegular() }), nil
 }
 
 // List returns every readable session, most recently updated first. A corrupt
@@ -489,17 +497,14 @@ func (m *Manager) removeSession(id string) error {
 // removeStaleTemps deletes temporary files left behind by saves that were
 // killed before their rename.
 func (m *Manager) removeStaleTemps() error {
-	entries, err := os.ReadDir(m.sessionsDir())
+	files, err := m.sessionsDirFiles()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
 		return err
 	}
 	var errs []error
-	for _, e := range entries {
+	for _, e := range files {
 		name := e.Name()
-		if !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, tempSuffix) || !e.Type().IsRegular() {
+		if !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, tempSuffix) {
 			continue
 		}
 		info, err := e.Info()

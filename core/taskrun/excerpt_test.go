@@ -1,21 +1,6 @@
 package taskrun
 
-import (
-	"strings"
-	"testing"
-)
-
-func TestExcerptCollapsesBlankRuns(t *testing.T) {
-	screen := "\n\ntitle\n\nreply: one\nreply: two\n\n\n\n\n╭──╮\n│ >\n╰──╯\n  ? for shortcuts\n"
-	got := Excerpt(screen, 6)
-	want := "reply: one\nreply: two\n\n╭──╮\n│ >\n╰──╯\n  ? for shortcuts"
-	if got != strings.Join(strings.Split(want, "\n")[len(strings.Split(want, "\n"))-6:], "\n") {
-		t.Errorf("excerpt:\n%s", got)
-	}
-	if Excerpt("", 5) != "" {
-		t.Error("excerpt of an empty screen")
-	}
-}
+import "testing"
 
 func TestStateKinds(t *testing.T) {
 	for name, kind := range map[string]string{

@@ -833,11 +833,7 @@ func answeredBelow(d runner.Detection, idleAt int, text string) bool {
 // first line, spaces collapsed, at most 40 runes (long lines wrap; the
 // start is enough).
 func shownText(text string) string {
-	want := excerpt.OneLine(excerpt.FirstLine(text), 0)
-	if n := []rune(want); len(n) > 40 {
-		want = string(n[:40])
-	}
-	return want
+	return excerpt.Runes(excerpt.OneLine(excerpt.FirstLine(text), 0), 40, "")
 }
 
 // shownOutside reports whether text (its first line, spaces collapsed) is
@@ -907,13 +903,13 @@ func (ts *terminal) askPerson(d runner.Detection, why string) {
 	host, t := ts.a.host, ts.a.task
 	ts.waitingState = d.State
 	ts.asked = d
-	excerpt := Excerpt(d.Screen, excerptLines)
+	shown := excerpt.ScreenEnd(d.Screen, excerptLines)
 	host.UpdateRecord(t.ID, false, func(rec *state.TaskRecord) {
 		rec.Reason = vocab.WaitingOn(d.State)
-		rec.Excerpt = excerpt
+		rec.Excerpt = shown
 	})
 	host.SetStatus(t.ID, state.TaskWaitingForUser, events.TaskStatusChange{State: d.State, Why: why})
-	host.Emit(t.ID, events.InteractionNeeded{State: d.State, Excerpt: excerpt, Name: t.DisplayName(), Adapter: t.Adapter, Why: why})
+	host.Emit(t.ID, events.InteractionNeeded{State: d.State, Excerpt: shown, Name: t.DisplayName(), Adapter: t.Adapter, Why: why})
 	what := d.State
 	if why != "" {
 		what += ": " + why
@@ -948,25 +944,6 @@ func (ts *terminal) answeredByPerson(r input) {
 	default:
 		ts.remember(d, ts.askedAt)
 	}
-}
-
-// Excerpt is the last n lines of a screen, runs of blank lines counted as
-// one (TUIs pin their input box to the bottom, far from the text above).
-func Excerpt(screen string, n int) string {
-	var lines []string
-	blank := true
-	for _, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
-		isBlank := strings.TrimSpace(l) == ""
-		if isBlank && blank {
-			continue
-		}
-		blank = isBlank
-		lines = append(lines, l)
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // versionNote names the task's CLI version and whether the adapter was

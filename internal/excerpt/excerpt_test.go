@@ -2,6 +2,7 @@ package excerpt
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -45,5 +46,42 @@ func TestCutsOnARune(t *testing.T) {
 	}
 	if got := OneLine("a\n  b\tc", 0); got != "a b c" {
 		t.Errorf("OneLine = %q", got)
+	}
+}
+
+func TestScreenEndCollapsesBlankRuns(t *testing.T) {
+	screen := "\n\ntitle\n\nreply: one\nreply: two\n\n\n\n\n╭──╮\n│ >\n╰──╯\n  ? for shortcuts\n"
+	got := ScreenEnd(screen, 6)
+	want := "reply: one\nreply: two\n\n╭──╮\n│ >\n╰──╯\n  ? for shortcuts"
+	if got != strings.Join(strings.Split(want, "\n")[len(strings.Split(want, "\n"))-6:], "\n") {
+		t.Errorf("excerpt:\n%s", got)
+	}
+	if ScreenEnd("", 5) != "" {
+		t.Error("excerpt of an empty screen")
+	}
+}
+
+func TestRunes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		mark string
+		want string
+	}{
+		{"héllo wörld", 5, "…", "héllo…"},
+		{"héllo", 5, "…", "héllo"},
+		{"日本語のテキスト", 3, "...", "日本語..."},
+		{"abc", 0, "", ""},
+	} {
+		if got := Runes(c.in, c.n, c.mark); got != c.want {
+			t.Errorf("Runes(%q, %d, %q) = %q, want %q", c.in, c.n, c.mark, got, c.want)
+		}
+	}
+	// Cut counts bytes and never splits a character: "é" is two.
+	if got := Cut("héllo", 2); got != "h" || !utf8.ValidString(got) {
+		t.Errorf("Cut = %q", got)
+	}
+	if got := Cut("héllo", 3); got != "hé" {
+		t.Errorf("Cut = %q", got)
 	}
 }
