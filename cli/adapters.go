@@ -22,11 +22,7 @@ exit status is then 1. A broken file fails only the workflows that use its
 adapter.`,
 		Flags: []ucli.Flag{cmdutil.BaseDirFlag, &ucli.BoolFlag{Name: "json", Usage: "print a JSON array; a broken file has \"broken\": true and its \"problems\""}},
 		Action: func(c *ucli.Context) error {
-			base, err := cmdutil.BaseDir(c)
-			if err != nil {
-				return err
-			}
-			reg, err := cmdutil.LoadRegistry(base)
+			_, reg, err := cmdutil.BaseAndRegistry(c, nil)
 			if err != nil {
 				return err
 			}

@@ -69,15 +69,10 @@ func runCommand(streams IO) *ucli.Command {
 			if c.NArg() > 1 || c.NArg() == 0 && c.String("bead") == "" && c.String("bead-file") == "" && !c.Bool("ready") {
 				return exitf(ExitUsage, "run needs one workflow file or name, or a bead (--bead ID or --bead-file FILE) to choose one (see vibeteam run --help)")
 			}
-			base, err := cmdutil.BaseDir(c)
+			base, reg, err := cmdutil.BaseAndRegistry(c, streams.Err)
 			if err != nil {
 				return err
 			}
-			reg, err := cmdutil.LoadRegistry(base)
-			if err != nil {
-				return err
-			}
-			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			if c.Bool("ready") {
 				vars, _, err := templateVars(c)
 				if err != nil {
@@ -160,15 +155,10 @@ func resumeCommand(streams IO) *ucli.Command {
 			if c.NArg() != 1 {
 				return exitf(ExitUsage, "resume needs a session id (see vibeteam sessions)")
 			}
-			base, err := cmdutil.BaseDir(c)
+			base, reg, err := cmdutil.BaseAndRegistry(c, streams.Err)
 			if err != nil {
 				return err
 			}
-			reg, err := cmdutil.LoadRegistry(base)
-			if err != nil {
-				return err
-			}
-			cmdutil.WarnBrokenAdapters(streams.Err, reg)
 			mgr := state.NewManager(base)
 			id, err := cmdutil.ResolveSession(mgr, c.Args().First())
 			if err != nil {

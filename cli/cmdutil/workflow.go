@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	ucli "github.com/urfave/cli/v2"
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/core/beads"
@@ -48,6 +49,24 @@ func ProjectGate(base string) *string {
 		return nil
 	}
 	return &cfg.Gate
+}
+
+// BaseAndRegistry are the base dir of a command (--base-dir) and its
+// adapters; the user adapter files that could not be loaded are named on
+// warn, unless it is nil (a command that lists them itself).
+func BaseAndRegistry(c *ucli.Context, warn io.Writer) (string, *adapters.Registry, error) {
+	base, err := BaseDir(c)
+	if err != nil {
+		return "", nil, err
+	}
+	reg, err := LoadRegistry(base)
+	if err != nil {
+		return "", nil, err
+	}
+	if warn != nil {
+		WarnBrokenAdapters(warn, reg)
+	}
+	return base, reg, nil
 }
 
 // WarnBrokenAdapters says, in one line, which user adapter files could not

@@ -677,36 +677,30 @@ func reservedProblem(what, name, instead string) string {
 }
 
 func stepNameProblem(name string) string {
-	if !stepNameRE.MatchString(name) {
-		msg := fmt.Sprintf(`invalid step name %q: use letters, digits, "_" and "-", starting with a letter or "_"`, name)
-		if s := sanitizeName(name, true); s != "" {
-			msg += fmt.Sprintf(" (such as %q)", s)
-		}
-		return msg
-	}
-	return reservedProblem("step name", name, name+"_step")
+	return nameProblem("step", name, stepNameRE, true, `letters, digits, "_" and "-", starting with a letter or "_"`)
 }
 
 func outputProblem(name string) string {
-	if !varNameRE.MatchString(name) {
-		msg := fmt.Sprintf(`invalid output name %q: use letters, digits and "_", starting with a letter or "_", so that {{.NAME}} can read it`, name)
-		if s := sanitizeName(name, false); s != "" {
-			msg += fmt.Sprintf(" (such as %q)", s)
-		}
-		return msg
-	}
-	return reservedProblem("output name", name, name+"_output")
+	return nameProblem("output", name, varNameRE, false, `letters, digits and "_", starting with a letter or "_", so that {{.NAME}} can read it`)
 }
 
 func inputNameProblem(name string) string {
-	if !varNameRE.MatchString(name) {
-		msg := fmt.Sprintf(`invalid input name %q: use letters, digits and "_", starting with a letter or "_", so that the spell can read it as {{.NAME}}`, name)
-		if s := sanitizeName(name, false); s != "" {
+	return nameProblem("input", name, varNameRE, false, `letters, digits and "_", starting with a letter or "_", so that the spell can read it as {{.NAME}}`)
+}
+
+// nameProblem is what is wrong with name, the name of a step, an output
+// or an input (kind): not matching re (use says what to use instead, and a
+// sanitized name is suggested, with hyphens when they are allowed), or
+// reserved; "" when it is fine.
+func nameProblem(kind, name string, re *regexp.Regexp, hyphen bool, use string) string {
+	if !re.MatchString(name) {
+		msg := fmt.Sprintf("invalid %s name %q: use %s", kind, name, use)
+		if s := sanitizeName(name, hyphen); s != "" {
 			msg += fmt.Sprintf(" (such as %q)", s)
 		}
 		return msg
 	}
-	return reservedProblem("input name", name, name+"_input")
+	return reservedProblem(kind+" name", name, name+"_"+kind)
 }
 
 // sanitizeName turns a name that is not allowed into one that is, for a
