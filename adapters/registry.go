@@ -209,11 +209,7 @@ func loadFile(file string) (*definition, string, error) {
 	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	data, err := source.Read(file)
 	if err != nil {
-		var se *source.Error
-		if errors.As(err, &se) {
-			return nil, name, ErrorList{{Pos: yamlnode.Pos{File: file}, Msg: se.Msg}}
-		}
-		return nil, name, ErrorList{{Pos: yamlnode.Pos{File: file}, Msg: err.Error()}}
+		return nil, name, ErrorList{{Pos: yamlnode.Pos{File: file}, Msg: source.Reason(err)}}
 	}
 	def, err := parseDefinition(file, data)
 	if err != nil {

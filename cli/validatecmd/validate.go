@@ -193,12 +193,7 @@ func validateOne(arg, base string, opts workflow.LoadOptions) ([]problem, summar
 	}
 	data, err := source.Read(path)
 	if err != nil {
-		msg := err.Error()
-		var se *source.Error
-		if errors.As(err, &se) {
-			msg = se.Msg
-		}
-		return []problem{{File: path, Message: msg, Severity: severityError}}, summary{}
+		return []problem{{File: path, Message: source.Reason(err), Severity: severityError}}, summary{}
 	}
 	if isAdapterFile(path, base, data) {
 		return validateAdapter(path, data)

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -75,12 +74,7 @@ func Diagnose(data []byte, filename string, opts LoadOptions) (*Definition, Erro
 func DiagnoseFile(path string, opts LoadOptions) (*Definition, ErrorList) {
 	data, err := source.Read(path)
 	if err != nil {
-		msg := err.Error()
-		var se *source.Error
-		if errors.As(err, &se) {
-			msg = se.Msg
-		}
-		return nil, ErrorList{{Pos: Pos{File: path}, Msg: msg}}
+		return nil, ErrorList{{Pos: Pos{File: path}, Msg: source.Reason(err)}}
 	}
 	return Diagnose(data, path, opts)
 }

@@ -30,6 +30,16 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Path + ": " + e.Msg }
+
+// Reason is what a failed Read says without the file's name, for a problem
+// reported at the file: an *Error's Msg, else the error itself.
+func Reason(err error) string {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Msg
+	}
+	return err.Error()
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 // Read returns the contents of the regular file at path (symlinks are
