@@ -326,6 +326,7 @@ func TestACPParkThenResumeAllow(t *testing.T) {
 			t.Errorf("show lacks the question:\n%s", show.stdout)
 		}
 		firstSession, before := rec.Agent.SessionID, w.modelRequests()
+		afterGeminisMinute(agent)
 		r = w.run("resume", s.ID, "--base-dir", w.project, "--allow", tool)
 		if r.code != 0 {
 			t.Fatalf("%s, want 0", r)
@@ -335,17 +336,24 @@ func TestACPParkThenResumeAllow(t *testing.T) {
 		}
 		s = w.only()
 		w.assertDone(s)
-		if agent == "gemini" && strings.Contains(r.stderr, "the agent could not load its session "+firstSession) {
-			// The resume finished, but not in the same session (gemini
-			// sometimes has not saved it by the time it exits): say so.
-			t.Skip("gemini 0.61.0 sometimes keeps no session whose only turn was cancelled at its permission question " +
-				"(session/load: \"No previous sessions found for this project\"): the resume runs in a fresh session with the task's prompt")
-		}
 		if got := s.Tasks["agent"].Agent; got == nil || got.SessionID != firstSession {
 			t.Errorf("the resumed run's agent session: %+v, want %s", got, firstSession)
 		}
 		w.assertConversationGoesOn(before, grantedTrigger)
 	})
+}
+
+// afterGeminisMinute waits, for gemini, until the clock's minute is past
+// the one its session began in. gemini 0.61 names a session's file by the
+// minute it began and its id; a session/load within that same minute makes
+// a fresh record under the same name, which hides the conversation
+// ("No previous sessions found for this project"), and vibeteam's resume
+// can only start afresh (the CLI test TestACPResumeOfAnUnloadableSessionStartsFresh covers that). A
+// person's resume is rarely that quick; the test's always is.
+func afterGeminisMinute(agent string) {
+	if agent == "gemini" {
+		time.Sleep(time.Until(time.Now().UTC().Truncate(time.Minute).Add(time.Minute + 500*time.Millisecond)))
+	}
 }
 
 // Ctrl-C while the agent's tool runs: vibeteam cancels the turn, stops the
@@ -393,6 +401,7 @@ func TestACPInterruptMidToolThenResume(t *testing.T) {
 			t.Fatalf("after Ctrl-C: task %s, record %+v", s.TaskStatus["agent"], rec)
 		}
 		firstSession, before := rec.Agent.SessionID, w.modelRequests()
+		afterGeminisMinute(agent)
 		r2 := w.run("resume", s.ID, "--base-dir", w.project, "--auto-approve")
 		if r2.code != 0 {
 			t.Fatalf("%s, want 0", r2)
@@ -401,15 +410,6 @@ func TestACPInterruptMidToolThenResume(t *testing.T) {
 		w.assertDone(s)
 		if _, err := os.Stat(filepath.Join(w.project, createdFile)); err != nil {
 			t.Errorf("the resumed agent did not create the file: %v", err)
-		}
-		if agent == "gemini" && strings.Contains(r2.stderr, "the agent could not load its session "+firstSession) {
-			// gemini 0.61.0 sometimes keeps no session whose only turn
-			// was cancelled mid-tool (session/load: "No previous sessions
-			// found for this project"): the resume ran a fresh session,
-			// told so, and finished the task there.
-			t.Logf("gemini kept no session %s: the resume ran a fresh one", firstSession)
-			w.assertConversationGoesOn(before, freshSessionTrigger)
-			return
 		}
 		if got := s.Tasks["agent"].Agent; got == nil || got.SessionID != firstSession {
 			t.Errorf("the resumed run's agent session: %+v, want %s", got, firstSession)
