@@ -307,7 +307,7 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		return exitf(cmdutil.InterruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
 	br.meterBeads(again)
-	br.board.Start(br.sess)
+	br.board.Start(br.sess, br.meter, br.liveSpend)
 	err := br.schedule(sigs, again)
 	sig := sigs.got()
 
@@ -342,15 +342,16 @@ func (br *backlogRun) meterBeads(again []*state.BacklogBead) {
 			br.meter.Add(b.Tokens, b.CostUSD)
 		}
 	}
-	br.board.Meter = br.meter
-	br.board.Live = func(id string) (int64, float64, bool) {
-		m, ok := br.meters.Load(id)
-		if !ok {
-			return 0, 0, false
-		}
-		tokens, usd := m.(*budget.Meter).Spent()
-		return tokens, usd, true
+}
+
+// liveSpend is a running bead's spend so far, as its agents stream it.
+func (br *backlogRun) liveSpend(id string) (tokens int64, usd float64, ok bool) {
+	m, ok := br.meters.Load(id)
+	if !ok {
+		return 0, 0, false
 	}
+	tokens, usd = m.(*budget.Meter).Spent()
+	return tokens, usd, true
 }
 
 // schedule runs the beads until every ready one has run, the budget is

@@ -35,10 +35,11 @@ type Board struct {
 	width func() int
 	// Prompter asks about the beads' tasks that wait (nil: no terminal).
 	Prompter *Prompter
-	// Meter is the run's spend and budget.
-	Meter *budget.Meter
-	// Live is a running bead's spend so far, as its agents stream it.
-	Live func(id string) (tokens int64, usd float64, ok bool)
+	// meter is the run's spend and budget; live a running bead's spend so
+	// far, as its agents stream it. Both are set by Start, under mu, with
+	// sess, so the redraws (which draw nothing before sess) see them.
+	meter *budget.Meter
+	live  func(id string) (tokens int64, usd float64, ok bool)
 
 	tickStop, tickDone chan struct{}
 
@@ -61,10 +62,12 @@ func NewBoard(streams Streams, mu *sync.Mutex) *Board {
 // and waits for it.
 func (b *Board) Close() { b.close() }
 
-// Start says the run began and, at a terminal, starts the redraws.
-func (b *Board) Start(sess *state.Session) {
+// Start says the run began and, at a terminal, starts the redraws of the
+// beads of sess, the spend of the run (meter) and of each running bead
+// (live: its spend so far, ok false when it has none yet).
+func (b *Board) Start(sess *state.Session, meter *budget.Meter, live func(id string) (tokens int64, usd float64, ok bool)) {
 	b.mu.Lock()
-	b.sess = sess
+	b.sess, b.meter, b.live = sess, meter, live
 	bl := sess.Backlog
 	what := "each bead's own grimoire"
 	if bl.Grimoire != "" {
@@ -228,8 +231,8 @@ func (b *Board) rows(cols int) []string {
 	counts := map[string]int{}
 	for _, bd := range b.sess.Backlog.Beads {
 		beadTokens, beadCost := bd.Tokens, bd.CostUSD
-		if running := bd.Status == string(state.StatusRunning) || bd.Status == state.BeadStarting; running && b.Live != nil {
-			if t, c, ok := b.Live(bd.ID); ok {
+		if running := bd.Status == string(state.StatusRunning) || bd.Status == state.BeadStarting; running && b.live != nil {
+			if t, c, ok := b.live(bd.ID); ok {
 				beadTokens, beadCost = t, c
 			}
 		}
@@ -251,8 +254,8 @@ func (b *Board) rows(cols int) []string {
 		}
 	}
 	spent := Spend(tokens, cost)
-	if b.Meter != nil && !b.Meter.Limit().IsZero() {
-		spent = b.Meter.Report()
+	if b.meter != nil && !b.meter.Limit().IsZero() {
+		spent = b.meter.Report()
 	}
 	total := fmt.Sprintf("Σ %d bead(s): %s · %s · %s", len(b.sess.Backlog.Beads), strings.Join(parts, ", "), spent, now.Sub(b.sess.StartTime).Round(time.Second))
 	return append(lines, Fit(total, cols-1))
