@@ -26,6 +26,11 @@ type (
 	// BatchNews is a batch of merges formed, gated or bisected by a
 	// merge queue that batches.
 	BatchNews = engine.BatchNews
+	// ConflictWorkspace is a Workspace that resolves a merge's conflict
+	// in its worktree (on_conflict); BaseMerge is a merge of the base
+	// into its branch there.
+	ConflictWorkspace = engine.ConflictWorkspace
+	BaseMerge         = engine.BaseMerge
 )
 
 // Answers to a merge review.

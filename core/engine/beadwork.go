@@ -129,6 +129,11 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 	if ws == nil {
 		return flow.Result{Status: flow.Blocked, Reason: "a merge step needs the bead's worktree: run the grimoire with --bead ID"}
 	}
+	if cw, ok := ws.(ConflictWorkspace); ok {
+		if res, stop := (mergeRunner{g}).resumeMidMerge(ctx, cw); stop {
+			return res
+		}
+	}
 	title, id := g.title, g.bead
 	msg := fmt.Sprintf("%s: %s\n\nWork of vibeteam grimoire %s (session %s) on bead %s.", id, title, g.def.ID, g.cfg.SessionID, id)
 	if _, err := ws.CommitAll(ctx, msg); err != nil {
@@ -174,13 +179,15 @@ func (r mergeRunner) Run(ctx context.Context, step *workflow.Step, at flow.Addr)
 		// grimoire was loaded.
 		return flow.Result{Status: flow.Blocked, Reason: BlockedGateRed.Because("gate: true runs the project's default gate, and none was found (.vibeteam/config.yaml merge.gate); nothing was merged")}
 	}
-	return r.merge(ctx, step, at, underWay)
+	return r.merge(ctx, step, at, underWay, 0)
 }
 
 // merge brings the worktree's branch into the base through the
 // Workspace's merge queue, its merge intent journaled first: a kill while
 // it runs leaves the intent open, which resume takes for a merge under way.
-func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Addr, underWay bool) flow.Result {
+// round counts the merges of the base into the branch made to resolve a
+// conflict (see resolveConflict).
+func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Addr, underWay bool, round int) flow.Result {
 	g, host := r.g, r.g.host
 	ws := g.cfg.Workspace
 	title, id := g.title, g.bead
@@ -211,6 +218,9 @@ func (r mergeRunner) merge(ctx context.Context, step *workflow.Step, at flow.Add
 	case err != nil:
 		return flow.Result{Status: flow.Failed, Reason: "merge: " + err.Error()}
 	case len(out.Conflicts) > 0:
+		if res, ok := r.resolveConflict(ctx, step, at, underWay, round); ok {
+			return res
+		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "merging %s into %s conflicts in %d file(s); nothing was changed:\n", ws.Branch(), ws.Base(), len(out.Conflicts))
 		for _, c := range out.Conflicts {

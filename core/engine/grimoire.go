@@ -35,6 +35,8 @@ const (
 	BlockedMergeConflict = vocab.BlockedMergeConflict
 	BlockedMergeRefused  = vocab.BlockedMergeRefused
 	BlockedMergeRejected = vocab.BlockedMergeRejected
+	BlockedMergeBinary   = vocab.BlockedMergeBinary
+	BlockedMergeDeleted  = vocab.BlockedMergeDeleted
 	// BlockedNothingToMerge: a merge step found no commit to bring (and
 	// did not say allow_empty).
 	BlockedNothingToMerge = vocab.BlockedNothingToMerge
@@ -253,7 +255,7 @@ func (x *Executor) block(out flow.Outcome) Outcome {
 	case strings.Contains(out.Reason, sandbox.RefusedReason+": "):
 		reason = vocab.ReasonSandboxRefused
 	default:
-		for _, r := range []vocab.Reason{BlockedGateRed, BlockedMergeMoving, BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget, BlockedNothingToMerge} {
+		for _, r := range []vocab.Reason{BlockedGateRed, BlockedMergeMoving, BlockedMergeConflict, BlockedMergeRefused, BlockedMergeRejected, BlockedBudget, BlockedNothingToMerge, BlockedMergeBinary, BlockedMergeDeleted} {
 			if rest, ok := strings.CutPrefix(out.Reason, string(r)+": "); ok {
 				reason, why = r, rest
 			}

@@ -134,6 +134,8 @@ type stepHost interface {
 	// setIntent records the git change about to be made (nil: none is
 	// under way); merged records the merge's commit and closes its intent.
 	setIntent(in *state.GitIntent)
+	// openIntent is the kind of the git change under way ("": none).
+	openIntent() string
 	merged(commit string)
 	// landedMerge is the merge commit this session recorded ("": none).
 	landedMerge() string

@@ -189,7 +189,7 @@ func (s *sessionStore) takeMergeDecision() (decision, reason string) {
 	// has the work already), not asked about again. An approval given again
 	// on that resume (resume --approve-merge after a kill during the merge
 	// it approved) is the same merge, still under way.
-	if in := s.sess.Intent; in != nil && in.Kind == state.IntentMerge && (decision == "" || decision == ReviewApprove) {
+	if in := s.sess.Intent; in != nil && (in.Kind == state.IntentMerge || in.Kind == state.IntentResolve) && (decision == "" || decision == ReviewApprove) {
 		decision = mergeUnderWay
 	}
 	return decision, reason

@@ -2,11 +2,35 @@ package events
 
 // Merge queue and gate events (grimoire merge steps).
 const (
-	MergeQueued  = "workflow.merge_queued"  // step, address, base: another merge into the repository holds the queue; this one waits
-	GateStarted  = "workflow.gate_started"  // see GateStart
-	GateFinished = "workflow.gate_finished" // see GateEnd
-	MergeBatched = "workflow.merge_batch"   // see MergeBatch
+	MergeQueued    = "workflow.merge_queued"  // step, address, base: another merge into the repository holds the queue; this one waits
+	GateStarted    = "workflow.gate_started"  // see GateStart
+	GateFinished   = "workflow.gate_finished" // see GateEnd
+	MergeBatched   = "workflow.merge_batch"   // see MergeBatch
+	MergeResolving = "workflow.merge_resolve" // see MergeResolve
 )
+
+// Phases of a conflict's resolution (MergeResolve.Phase).
+const (
+	ResolveBaseMerged = "base_merged" // the base merged into the branch cleanly: the merge is tried again
+	ResolveConflicted = "conflicted"  // it conflicts too: Files
+	ResolveAgent      = "agent"       // an agent was started to resolve it (Attempt)
+	ResolveRefused    = "refused"     // the agent's result was refused: Reason
+	ResolveResolved   = "resolved"    // the resolution was committed on the branch: Commit
+)
+
+// MergeResolve is workflow.merge_resolve: a merge step's conflict with
+// its base being resolved in the bead's worktree.
+type MergeResolve struct {
+	Address string   `json:"address"`
+	Attempt int      `json:"attempt,omitempty"`
+	Base    string   `json:"base"`
+	Branch  string   `json:"branch"`
+	Commit  string   `json:"commit,omitempty"`
+	Files   []string `json:"files,omitempty"`
+	Phase   string   `json:"phase"`
+	Reason  string   `json:"reason,omitempty"`
+	Step    string   `json:"step"`
+}
 
 // MergeBatch is workflow.merge_batch: a batch of several merges this one
 // is part of was formed (its candidate computed: the base plus each merge

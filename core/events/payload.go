@@ -363,6 +363,7 @@ func (MergeQueue) Kind() string         { return MergeQueued }
 func (GateStart) Kind() string          { return GateStarted }
 func (GateEnd) Kind() string            { return GateFinished }
 func (MergeBatch) Kind() string         { return MergeBatched }
+func (MergeResolve) Kind() string       { return MergeResolving }
 func (Limited) Kind() string            { return AgentLimited }
 func (LimitResume) Kind() string        { return AgentLimitResumed }
 func (o Other) Kind() string            { return o.Name }
@@ -425,6 +426,7 @@ var decoders = map[string]func([]byte) (Payload, error){
 	GateStarted:           decodeAs[GateStart],
 	GateFinished:          decodeAs[GateEnd],
 	MergeBatched:          decodeAs[MergeBatch],
+	MergeResolving:        decodeAs[MergeResolve],
 	AgentLimited:          decodeAs[Limited],
 	AgentLimitResumed:     decodeAs[LimitResume],
 }

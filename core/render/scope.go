@@ -108,6 +108,9 @@ type Scope struct {
 	// templates: an output key the agent did not report, rendered empty.
 	// Command returns its warnings instead.
 	Warn func(step, warning string) `json:"-"`
+	// Extra holds variables set for one rendering only, never stored:
+	// {{.conflict}} for the resolution of a merge conflict.
+	Extra map[string]any `json:"-"`
 	// dry makes it the scope of a preview (NewDryScope).
 	dry *dryState
 }
@@ -273,6 +276,9 @@ func (s *Scope) data(step string) map[string]any {
 	}
 	for _, f := range s.Loops {
 		loop(f.Name, f.Iteration)
+	}
+	for k, v := range s.Extra {
+		d[k] = v
 	}
 	d["bead"] = beadView(s.Bead)
 	d["workflow"] = map[string]any{"name": s.Workflow}

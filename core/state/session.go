@@ -474,7 +474,7 @@ type Session struct {
 
 // GitIntent is a change to the repository vibeteam is about to make.
 type GitIntent struct {
-	Kind   string    `json:"kind"` // merge | remove
+	Kind   string    `json:"kind"` // merge | remove | resolve
 	Branch string    `json:"branch"`
 	Base   string    `json:"base,omitempty"`
 	Tip    string    `json:"tip,omitempty"` // the branch's commit being merged
@@ -486,6 +486,10 @@ type GitIntent struct {
 const (
 	IntentMerge  = "merge"
 	IntentRemove = "remove"
+	// IntentResolve: the base is being merged into the bead's branch in
+	// its worktree, and its conflict resolved; a resume finds the worktree
+	// in the middle of that merge and begins it again.
+	IntentResolve = "resolve"
 )
 
 // Event is one line of the JSONL event log and the unit the core emits to the

@@ -130,6 +130,11 @@ const (
 	BlockedNothingToMerge Reason = "nothing_to_merge"
 	BlockedGateRed        Reason = "merge_gate_red"    // the gate failed on the merged result; the base did not move
 	BlockedMergeMoving    Reason = "merge_base_moving" // the base moved during every run of the gate
+	// A conflict no agent was asked to resolve: a conflicting file is
+	// binary, which no conflict marker can show.
+	BlockedMergeBinary Reason = "merge_conflict_binary"
+	// The agent resolving a conflict deleted a conflicted file.
+	BlockedMergeDeleted Reason = "merge_conflict_deleted"
 )
 
 // Reasons are the reasons this version knows.
@@ -137,7 +142,7 @@ var Reasons = []Reason{ReasonExit, ReasonSignal, ReasonStopped, ReasonTimeout, R
 	ReasonInactivity, ReasonCompletedByUser, ReasonParked, ReasonInputsUnsent, ReasonBudget, ReasonSandboxRefused,
 	ReasonIdle, ReasonAgentError, ReasonDenied, ReasonQuestion, ReasonUnreadable, ReasonUsageLimit,
 	BlockedStepFailed, BlockedMaxIterations, BlockedTemplate, BlockedMergeConflict, BlockedMergeRefused,
-	BlockedMergeRejected, BlockedNothingToMerge, BlockedGateRed, BlockedMergeMoving}
+	BlockedMergeRejected, BlockedNothingToMerge, BlockedGateRed, BlockedMergeMoving, BlockedMergeBinary, BlockedMergeDeleted}
 
 // SessionState is the state a session's tasks make together
 // (session_state), as a dashboard shows it.

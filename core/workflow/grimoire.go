@@ -35,7 +35,7 @@ var (
 		StepAgent:  {"spell", "input", "adapter", "executionMode", "extraArgs", "on_fail", "mcp", "budget"},
 		StepScript: {"command", "on_fail", "on_success"},
 		StepLoop:   {"steps", "max_iterations", "on_max_iterations"},
-		StepMerge:  {"require_review", "allow_empty", "gate", "gate_timeout"},
+		StepMerge:  {"require_review", "allow_empty", "gate", "gate_timeout", "on_conflict"},
 		StepStage:  {"tasks"},
 	}
 )
@@ -236,6 +236,8 @@ func (p *parser) typedKey(s *Step, key string, val *yaml.Node, f string) {
 		}
 	case "merge.gate_timeout":
 		s.Merge.GateTimeout = p.duration(val, f)
+	case "merge.on_conflict":
+		s.Merge.OnConflict = p.onConflict(val, f)
 	case "stage.tasks":
 		s.Tasks = p.tasks(val, f)
 	}
@@ -434,6 +436,9 @@ func (c *checker) gstep(s *Step, sf string, spos, root Pos, inLoop bool) {
 		if m := s.Merge; m != nil && m.GateDefault && c.opts.DefaultGate != nil && *c.opts.DefaultGate == "" {
 			gf := sf + ".gate"
 			c.add(c.at(gf, spos), gf, fmt.Sprintf("gate: true runs the project's default gate, and %s sets none (merge: {gate: COMMAND}); write the command here, or set it there", configFile))
+		}
+		if m := s.Merge; m != nil && m.OnConflict != nil {
+			c.onConflict(m.OnConflict, sf+".on_conflict", spos)
 		}
 	case StepStage:
 		kf := sf + ".tasks"

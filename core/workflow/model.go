@@ -254,7 +254,26 @@ type MergeStep struct {
 	// GateTimeout bounds one run of the gate (DefaultGateTimeout when a
 	// gate is set and none is written).
 	GateTimeout Duration `json:"gate_timeout,omitempty"`
+	// OnConflict, when set, has an agent resolve a conflict between the
+	// branch and its base (nil: the merge blocks, merge_conflict).
+	OnConflict *OnConflict `json:"on_conflict,omitempty"`
 }
+
+// OnConflict is a merge step's on_conflict: resolve, or its long form
+// {resolve: {adapter: NAME, spell: NAME}}. An empty Adapter is the
+// grimoire's own (its agent steps'), an empty Spell the built-in
+// ResolveSpell.
+type OnConflict struct {
+	Resolve bool   `json:"resolve"`
+	Adapter string `json:"adapter,omitempty"`
+	Spell   string `json:"spell,omitempty"`
+}
+
+// OnConflictResolve is the one value on_conflict takes.
+const OnConflictResolve = "resolve"
+
+// ResolveSpell is the built-in spell of a conflict's resolution.
+const ResolveSpell = "resolve-conflicts"
 
 // DefaultGateTimeout bounds a gate's run when its merge step does not.
 const DefaultGateTimeout = Duration(30 * time.Minute)
