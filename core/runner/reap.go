@@ -106,6 +106,9 @@ func (r *reaper) killNow() {
 }
 
 func (r *reaper) sweep(grace time.Duration) {
+	if r.wrapped && isClosed(r.exited) {
+		r.settleSandbox()
+	}
 	spare := lazySpared()
 	termed := make(map[procKey]bool)
 	if !r.wrapped {
@@ -153,6 +156,38 @@ func (r *reaper) sweep(grace time.Duration) {
 		if n == 0 && isClosed(r.exited) {
 			return
 		}
+	}
+}
+
+// sandboxSettle bounds the wait for a sandbox's init once its bwrap
+// exited: the kernel ends it, and its namespaces, in milliseconds; more
+// only on a machine so loaded that the sweep would wait as long.
+const sandboxSettle = 2 * time.Second
+
+// settleSandbox waits for, and reaps, what is left in the group of a
+// sandbox whose bwrap (the leader) exited: the init of its pid namespace,
+// which bwrap's exit kills (--die-with-parent) along with everything
+// inside, and which comes back to this child subreaper. Its end empties
+// the group, so the sweep sees the group gone without reading /proc or
+// polling, and no zombie of it waits for StopStrays. Only a child of this
+// process is waited for (its pid cannot be reused until it is reaped), and
+// never a live task leader (which may hold the group's id anew).
+func (r *reaper) settleSandbox() {
+	if r.pgid <= 0 || !subreaper.Load() {
+		return
+	}
+	for _, pid := range children() {
+		if liveLeader(pid) {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.pgrp != r.pgid || st.ppid != selfPID {
+			continue
+		}
+		if st.state != 'Z' && st.state != 'X' {
+			waitGone(pid, sandboxSettle)
+		}
+		reap(pid, false)
 	}
 }
 
