@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,14 @@ func BenchmarkSandboxedRunSteps(b *testing.B) {
 		b.ReportMetric(boxed, "ms/step-sandboxed-p50")
 		b.ReportMetric(boxed-plain, "ms/step-added-p50")
 		b.ReportMetric(boxed/plain, "ratio")
+		// The machine's load meanwhile (Linux's): a sandboxed start is
+		// several processes and namespaces, each waiting for a processor.
+		if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+			if f := strings.Fields(string(load)); len(f) > 0 {
+				if l, err := strconv.ParseFloat(f[0], 64); err == nil {
+					b.ReportMetric(l, "load1")
+				}
+			}
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +55,14 @@ func BenchmarkSandboxedScriptSteps(b *testing.B) {
 		b.ReportMetric(bp, "ms/step-sandboxed-p50")
 		b.ReportMetric(bp-pp, "ms/step-added-p50")
 		b.ReportMetric(bp/pp, "ratio")
+		// The machine's load meanwhile (Linux's): a sandboxed start is
+		// several processes and namespaces, each waiting for a processor.
+		if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+			if f := strings.Fields(string(load)); len(f) > 0 {
+				if l, err := strconv.ParseFloat(f[0], 64); err == nil {
+					b.ReportMetric(l, "load1")
+				}
+			}
+		}
 	}
 }
