@@ -78,18 +78,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	}
 	out, errOut := theirs[0], theirs[len(theirs)-1]
 	since := bootTicks()
-	cmd, cached := command(spec, in)
-	var pid, pidfd int
-	err = spec.Sandbox.Start(func() (err error) {
-		pid, pidfd, err = spawn(cmd, out, errOut)
-		if err != nil && cached && staleCommand(err) {
-			// The command found before is gone or changed: look for it again.
-			forget(spec.Command)
-			cmd, _ = command(spec, in)
-			pid, pidfd, err = spawn(cmd, out, errOut)
-		}
-		return err
-	})
+	cmd, pid, pidfd, err := startSpec(spec, in, out, errOut)
 	for _, fd := range theirs {
 		syscall.Close(fd) // the child has them
 	}
@@ -116,6 +105,23 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		h.watchEach(ours, streams, onOutput)
 	}
 	return h, nil
+}
+
+// startSpec starts spec's command, in its sandbox's network namespace
+// where it has one, with in, out and errOut as its standard streams.
+func startSpec(spec Spec, in *os.File, out, errOut int) (cmd *exec.Cmd, pid, pidfd int, err error) {
+	cmd, cached := command(spec, in)
+	err = spec.Sandbox.Start(func() (err error) {
+		pid, pidfd, err = spawn(cmd, out, errOut)
+		if err != nil && cached && staleCommand(err) {
+			// The command found before is gone or changed: look for it again.
+			forget(spec.Command)
+			cmd, _ = command(spec, in)
+			pid, pidfd, err = spawn(cmd, out, errOut)
+		}
+		return err
+	})
+	return cmd, pid, pidfd, err
 }
 
 // watchEach waits for the leader and reads each stream, each on a
