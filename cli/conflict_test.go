@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,4 +189,53 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	cmd.Dir = dir
 	out, _ := cmd.CombinedOutput()
 	return string(out)
+}
+
+// Two beads of one --ready run change the same line at once: whichever
+// merges second conflicts (in the batch, or with the first landed), has
+// the agent resolve it through the merge queue, and lands; each bead has
+// its own merge commit on main's first-parent line, and closes.
+func TestConflictResolvedInTheReadyQueue(t *testing.T) {
+	t.Parallel()
+	p := newBeadProject(t, bead("bd-1", "Say one", nil), bead("bd-2", "Say two", nil))
+	// Each bead waits for the other to have started: both branch from the
+	// same main.
+	work := "echo {{.bead.title}} > README && touch ../../started-{{.bead.id}} && while [ ! -f ../../started-bd-1 ] || [ ! -f ../../started-bd-2 ]; do sleep 0.05; done"
+	p.write(".vibeteam/grimoires/ship.yaml", fmt.Sprintf("name: ship\nsteps:\n  - name: work\n    type: script\n    command: %s\n  - name: merge\n    type: merge\n    require_review: false\n%s", work, fixerLong))
+	p.write(".vibeteam/adapters/fixer.yaml", "name: fixer\ncommand: "+fakeAgent+"\nmodes:\n  headless:\n    args: []\n    prompt: { position: arg }\n")
+	p.write(".vibeteam/spells/fix-conflict.md", "record=../../resolver-{{.conflict.attempt}}.json write=README:Say_one,_say_two cat=../../ok.md\n")
+	p.write(".vibeteam/config.yaml", "merge:\n  batch: 4\n")
+	p.write("ok.md", "```json\n{\"success\": true}\n```\n")
+	p.write(".gitignore", "started-*\nresolver-*\n")
+	p.git("add", "-A")
+	p.git("commit", "-q", "-m", "the project")
+	r := p.bdExec("run", "ship", "--ready", "--jobs", "2", "--headless")
+	wantCode(t, r, 0)
+	if got := p.git("show", "main:README"); got != "Say one, say two" {
+		t.Errorf("main's README: %q\n%s", got, r.stderr)
+	}
+	firstParent := p.git("log", "--first-parent", "--format=%H %s", "main")
+	if strings.Count(firstParent, " Merge ") != 2 || !strings.Contains(firstParent, "bd-1") || !strings.Contains(firstParent, "bd-2") {
+		t.Errorf("main's first-parent history:\n%s", firstParent)
+	}
+	if n := len(resolverPrompts(p)); n != 1 {
+		t.Errorf("the agent ran %d times, want 1", n)
+	}
+	calls := strings.Join(p.bdCalls(), "\n")
+	for _, s := range p.sessions() {
+		id, _ := s.Bead["id"].(string)
+		if id == "" {
+			continue // the backlog's own session
+		}
+		if s.Status != state.StatusCompleted || s.Merged == "" || !strings.Contains(firstParent, s.Merged+" Merge ") {
+			t.Errorf("%s: %s, merged %q, not a merge on main's first-parent line", id, s.Status, s.Merged)
+		}
+		closed := false
+		for _, c := range p.bdCalls() {
+			closed = closed || strings.HasPrefix(c, "close ") && slices.Contains(strings.Fields(c), id)
+		}
+		if !closed {
+			t.Errorf("%s was not closed:\n%s", id, calls)
+		}
+	}
 }
