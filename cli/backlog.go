@@ -36,6 +36,7 @@ func backlogFlags() []ucli.Flag {
 		&ucli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 2, Usage: "with --ready: run at most `N` beads at once"},
 		&ucli.StringSliceFlag{Name: "label", Usage: "with --ready: only the beads that have label `L` (repeatable: all of them)"},
 		&ucli.IntFlag{Name: "limit", Usage: "with --ready: take at most `K` beads (0: all)"},
+		&ucli.StringFlag{Name: "remote", Usage: "with --ready: several machines work one backlog and land on git remote `NAME`'s base: each bead is claimed in bd first (one another machine claimed is skipped), its merge is fetched, merged and gated on the remote's base and pushed as a fast-forward of exactly what the gate saw (never forced; a rejected push is merged and gated again), and the bead closes once the push is accepted"},
 	}
 }
 
@@ -97,7 +98,7 @@ type backlogRun struct {
 // the --ready flags without it.
 func checkBacklogFlags(c *ucli.Context) error {
 	if !c.Bool("ready") {
-		for _, f := range []string{"jobs", "label", "limit"} {
+		for _, f := range []string{"jobs", "label", "limit", "remote"} {
 			if c.IsSet(f) {
 				return exitf(ExitUsage, "--%s goes with --ready", f)
 			}
@@ -154,7 +155,7 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 	br.sess = &state.Session{
 		ID: id, Workflow: name, Status: state.StatusRunning, BaseDir: base, StartTime: time.Now(), Vars: vars,
 		Tasks: map[string]*state.TaskRecord{}, TaskStatus: map[string]state.TaskStatus{}, History: []state.HistoryEntry{},
-		Backlog: &state.Backlog{Jobs: c.Int("jobs"), Labels: c.StringSlice("label"), Limit: c.Int("limit"), Base: c.String("base")},
+		Backlog: &state.Backlog{Jobs: c.Int("jobs"), Labels: c.StringSlice("label"), Limit: c.Int("limit"), Base: c.String("base"), Remote: c.String("remote")},
 	}
 	spend := maxSpend(c)
 	br.sess.Backlog.MaxTokens, br.sess.Backlog.MaxCostUSD = spend.Tokens, spend.CostUSD
@@ -256,9 +257,15 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		return nil, exitf(ExitUsage, "run --ready needs bd itself: it asks bd which beads are ready, claims and closes them; %v. "+
 			"Without bd, one bead at a time runs from a file: vibeteam run GRIMOIRE --bead-file F.json", err)
 	}
-	if _, err := openRepo(context.Background(), base); err != nil {
+	repo, err := openRepo(context.Background(), base)
+	if err != nil {
 		// Said once, rather than as the failure of every bead.
 		return nil, exitf(ExitUsage, "run --ready works each bead in a git worktree: %v", err)
+	}
+	if c.IsSet("remote") {
+		if err := repo.CheckRemote(context.Background(), c.String("remote")); err != nil {
+			return nil, exitf(ExitUsage, "--remote: %v", err)
+		}
 	}
 	br := &backlogRun{
 		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
@@ -306,6 +313,9 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		_ = br.mgr.Save(br.sess)
 		return exitf(cmdutil.InterruptCode(s), "interrupted before the backlog started; continue with: vibeteam resume %s", br.sess.ID)
 	}
+	if err := br.syncRemote(); err != nil {
+		return err
+	}
 	br.meterBeads(again)
 	br.board.Start(br.sess, br.meter, br.liveSpend)
 	err := br.schedule(sigs, again)
@@ -330,6 +340,26 @@ func (br *backlogRun) execute(sigs *interrupts, again []*state.BacklogBead) erro
 		_ = br.mgr.Prune(max(keep, len(br.sess.Backlog.Beads)+1))
 	}
 	return br.exitFor(n, sig, err, saveErr, spent)
+}
+
+// syncRemote fetches the --remote's base, and brings the local one up to
+// it: the beads' worktrees start from what the remote has.
+func (br *backlogRun) syncRemote() error {
+	bl := br.sess.Backlog
+	if bl.Remote == "" {
+		return nil
+	}
+	ctx := context.Background()
+	repo, err := openRepo(ctx, br.base)
+	if err == nil {
+		_, err = repo.SyncRemote(ctx, bl.Remote, bl.Base)
+	}
+	if err != nil {
+		br.sess.Status, br.sess.Error = state.StatusFailed, err.Error()
+		_ = br.mgr.Save(br.sess)
+		return exitf(ExitFailed, "backlog %s: --remote %s: %v; continue with: vibeteam resume %s", br.sess.ID, bl.Remote, err, br.sess.ID)
+	}
+	return nil
 }
 
 // meterBeads sets up the backlog's meter: what the beads that will not run
@@ -421,11 +451,12 @@ func (br *backlogRun) startQueue(ctx context.Context) chan struct{} {
 		size = cfg.Batch
 	}
 	repo, err := openRepo(ctx, br.base)
-	if size <= 1 || err != nil {
+	remote := br.sess.Backlog.Remote
+	if (size <= 1 && remote == "") || err != nil {
 		close(done)
 		return done
 	}
-	br.queue = repo.NewBatcher(size)
+	br.queue = repo.NewBatcher(size).Remote(remote)
 	go func() {
 		defer close(done)
 		br.queue.Run(ctx)
@@ -752,7 +783,7 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 		}
 	}
 	opts.Bead, opts.BeadSource, opts.Beads = fields, "bd", tracker
-	opts.Workspace = throughQueue(openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base), br.queue)
+	opts.Workspace = throughQueue(landingOn(openWorkspace(br.base, beads.SanitizeID(b.ID), br.sess.Backlog.Base), br.sess.Backlog.Remote), br.queue)
 	opts.SessionID = b.Session
 	opts.SourceDigest = fileDigest(def.Source)
 	br.board.Line(fmt.Sprintf("bead %s: grimoire %s (%s), session %s", safe(b.ID), safe(b.Grimoire), safe(b.Rule), b.Session))

@@ -210,6 +210,6 @@ func resumeBead(sess *state.Session, opts *core.RunOptions) error {
 	if id == "" {
 		return errors.New("it works on a bead without an id; its steps cannot run outside the bead's worktree")
 	}
-	opts.Workspace = openWorkspace(opts.BaseDir, beads.SanitizeID(id), sess.BaseBranch)
+	opts.Workspace = landingOn(openWorkspace(opts.BaseDir, beads.SanitizeID(id), sess.BaseBranch), sess.Remote)
 	return nil
 }

@@ -21,7 +21,14 @@ type gitWorkspace struct {
 	queue *worktree.Batcher
 	// retries is config.yaml's merge.gate_retries.
 	retries int
+	// remote, when set, is the git remote whose base the merge lands on
+	// (run --ready --remote).
+	remote string
 }
+
+// Remote is the remote the merge lands on ("": the local base); the
+// session records it, for its resume and cancel.
+func (w gitWorkspace) Remote() string { return w.remote }
 
 func (w gitWorkspace) Dir() string    { return w.wt.Path }
 func (w gitWorkspace) Branch() string { return w.wt.Branch }
@@ -45,14 +52,31 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 	opts.Retries = w.retries
 	var res worktree.MergeResult
 	var err error
-	if w.queue != nil {
+	queue := w.queue
+	if queue == nil && w.remote != "" {
+		// A remote merge outside a --ready run (a bead session resumed on
+		// its own) lands as the run's would: through a queue of its own.
+		queue = w.repo.NewBatcher(1).Remote(w.remote)
+		qctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			queue.Run(qctx)
+		}()
+		defer func() {
+			queue.Close()
+			<-done
+			stop()
+		}()
+	}
+	if queue != nil {
 		item := worktree.MergeItem{Worktree: w.wt, Message: req.Message, Gate: opts.Gate, GateKey: req.GateKey, Retries: w.retries, Queued: req.Queued}
 		if req.Batched != nil {
 			item.Batched = func(n worktree.BatchNews) {
 				req.Batched(core.BatchNews{Phase: n.Phase, Branches: n.Branches, Base: n.Base, Commit: n.Commit, Green: n.Green})
 			}
 		}
-		res, err = w.queue.Merge(ctx, item)
+		res, err = queue.Merge(ctx, item)
 	} else {
 		res, err = w.repo.MergeWith(ctx, w.wt, req.Message, opts)
 	}
@@ -116,6 +140,22 @@ func openWorkspace(base, beadID, baseBranch string) func(session string) (core.W
 			ws.retries = cfg.GateRetries
 		}
 		return ws, nil
+	}
+}
+
+// landingOn makes the workspaces open gives land on remote's base (none
+// when "").
+func landingOn(open func(string) (core.Workspace, error), remote string) func(string) (core.Workspace, error) {
+	if remote == "" || open == nil {
+		return open
+	}
+	return func(session string) (core.Workspace, error) {
+		ws, err := open(session)
+		if g, ok := ws.(gitWorkspace); ok && err == nil {
+			g.remote = remote
+			return g, nil
+		}
+		return ws, err
 	}
 }
 

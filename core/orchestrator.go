@@ -294,6 +294,9 @@ func (o *Orchestrator) newController(mgr *state.Manager, lock *state.Lock, sess 
 			return nil, err
 		}
 		sess.Worktree, sess.Branch, sess.BaseBranch = ws.Dir(), ws.Branch(), ws.Base()
+		if rw, ok := ws.(interface{ Remote() string }); ok {
+			sess.Remote = rw.Remote()
+		}
 	}
 	policy, stopEgress, err := sandboxPolicy(sess, opts.Sandbox, sess.Worktree, c.emit)
 	if err != nil {

@@ -11,6 +11,8 @@ type Backlog struct {
 	Labels   []string `json:"labels,omitempty"`
 	Limit    int      `json:"limit,omitempty"` // at most this many beads; 0: no bound
 	Base     string   `json:"base,omitempty"`  // --base
+	// Remote is --remote: the beads land on that remote's base.
+	Remote string `json:"remote,omitempty"`
 	// MaxTokens and MaxCostUSD bound the whole run's agents (0: none).
 	MaxTokens  int64          `json:"maxTokens,omitempty"`
 	MaxCostUSD float64        `json:"maxCostUsd,omitempty"`

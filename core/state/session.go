@@ -405,6 +405,9 @@ type Session struct {
 	Worktree   string `json:"worktree,omitempty"`
 	Branch     string `json:"branch,omitempty"`
 	BaseBranch string `json:"baseBranch,omitempty"`
+	// Remote, when set, is the git remote whose base branch the merge
+	// lands on (run --ready --remote): a resume or cancel asks it.
+	Remote string `json:"remote,omitempty"`
 	// MergeDecision is a person's answer to a pending merge, given with
 	// resume --approve-merge (approve) or --reject-merge (reject);
 	// MergeReason is the reason given with a rejection. Merged is the

@@ -54,6 +54,9 @@ type BatchNews struct {
 type Batcher struct {
 	repo *Repo
 	size int
+	// remote, when set, is the remote whose base the merges land on
+	// (see Remote).
+	remote string
 
 	mu      sync.Mutex
 	waiting []*batchReq
@@ -77,6 +80,18 @@ type batchAnswer struct {
 // batch (1: one merge at a time). Its owner runs Run and waits for it.
 func (r *Repo) NewBatcher(size int) *Batcher {
 	return &Batcher{repo: r, size: max(size, 1), wake: make(chan struct{}, 1)}
+}
+
+// Remote makes the batcher land on the remote's copy of each base rather
+// than the local branch: every candidate is computed on the base as just
+// fetched from remote, gated, and pushed as a fast-forward of the commit
+// the gate saw (never forced), the beads' branches with it. A push the
+// remote rejects (another machine landed first) fetches, merges and gates
+// again, up to RemoteTries times. The local base follows the remote's
+// when it is behind. Call it before Run.
+func (b *Batcher) Remote(name string) *Batcher {
+	b.remote = name
+	return b
 }
 
 // Merge asks for a merge and waits for its answer. It returns only once
@@ -163,7 +178,7 @@ func (b *Batcher) Run(ctx context.Context) {
 			<-b.wake
 			continue
 		}
-		results, err := b.repo.mergeBatch(ctx, batch)
+		results, err := b.repo.mergeBatch(ctx, batch, b.remote)
 		for i, q := range batch {
 			a := batchAnswer{res: results[i]}
 			if !results[i].settled() {
@@ -226,6 +241,7 @@ type batchRun struct {
 	results []MergeResult
 	formed  []string // the batch's branches
 	moves   int      // candidates computed again because the base moved
+	remote  string   // the remote whose base it lands on; "": the local one
 }
 
 // mergeBatch lands a batch of merges into one base, oldest first: the
@@ -234,7 +250,7 @@ type batchRun struct {
 // own merge commit; red, its halves are settled in order, down to the
 // merges that are red on their own. The base moves only to a candidate
 // whose gate was green.
-func (r *Repo) mergeBatch(ctx context.Context, batch []*batchReq) ([]MergeResult, error) {
+func (r *Repo) mergeBatch(ctx context.Context, batch []*batchReq, remote string) ([]MergeResult, error) {
 	results := make([]MergeResult, len(batch))
 	if err := r.checkMergeTree(ctx); err != nil {
 		return results, err
@@ -244,7 +260,7 @@ func (r *Repo) mergeBatch(ctx context.Context, batch []*batchReq) ([]MergeResult
 		return results, err
 	}
 	base := batch[0].item.Worktree.Base
-	run := &batchRun{r: r, id: id, base: base, results: results}
+	run := &batchRun{r: r, id: id, base: base, results: results, remote: remote}
 	for _, q := range batch {
 		run.items = append(run.items, q.item)
 		run.formed = append(run.formed, q.item.Worktree.Branch)
@@ -333,13 +349,23 @@ func (c *candidate) tip() string { return c.commits[len(c.commits)-1] }
 // refuses is answered here and left out.
 func (b *batchRun) candidate(ctx context.Context, group []int) (*candidate, error) {
 	baseRef := "refs/heads/" + b.base
-	old, ok, err := revParse(ctx, b.r.Top, baseRef+"^{commit}")
-	if err != nil {
+	var old string
+	if b.remote != "" {
+		// The remote's base as it is now: the gate sees what the push
+		// will fast-forward.
+		var err error
+		if old, err = b.r.Fetch(ctx, b.remote, b.base); err != nil {
+			return nil, err
+		}
+		b.r.followRemote(withLock(ctx, b.lock), b.base, old, b.seen)
+	} else if id, ok, err := revParse(ctx, b.r.Top, baseRef+"^{commit}"); err != nil {
 		return nil, err
 	} else if !ok {
 		return nil, fmt.Errorf("base branch %s does not exist", b.base)
+	} else {
+		old = id
 	}
-	if why := b.r.busy(baseRef); why != "" {
+	if why := b.r.busy(baseRef); why != "" && b.remote == "" {
 		for _, i := range group {
 			b.results[i] = MergeResult{Refused: why}
 		}
@@ -413,13 +439,22 @@ func (b *batchRun) land(ctx context.Context, c *candidate, group []int) error {
 		names[k] = b.items[i].Worktree.Branch
 	}
 	wt := &Worktree{Base: b.base, Branch: strings.Join(names, ", ")}
-	res, moved, err := b.r.land(withLock(ctx, b.lock), wt, &pending{old: c.old, tip: c.tips[len(c.tips)-1], commit: c.tip()}, b.seen)
+	var res MergeResult
+	var moved bool
+	var err error
+	tries := DefaultGateTries
+	if b.remote != "" {
+		res, moved, err = b.landRemote(ctx, c, names)
+		tries = RemoteTries
+	} else {
+		res, moved, err = b.r.land(withLock(ctx, b.lock), wt, &pending{old: c.old, tip: c.tips[len(c.tips)-1], commit: c.tip()}, b.seen)
+	}
 	if err != nil {
 		return err
 	}
 	if moved {
 		b.moves++
-		if b.moves < DefaultGateTries {
+		if b.moves < tries {
 			return b.settle(ctx, group, false)
 		}
 		for _, i := range c.chain {
@@ -436,6 +471,33 @@ func (b *batchRun) land(ctx context.Context, c *candidate, group []int) error {
 		b.results[i] = r
 	}
 	return nil
+}
+
+// landRemote pushes the green candidate to the remote's base: moved when
+// the remote rejected it (its base is no longer the one the gate saw).
+// Landed, the local base follows.
+func (b *batchRun) landRemote(ctx context.Context, c *candidate, branches []string) (MergeResult, bool, error) {
+	err := b.r.push(ctx, b.remote, b.base, c.tip(), branches)
+	var rejected *rejectedError
+	if errors.As(err, &rejected) {
+		// Moved (another machine landed first): merged and gated again.
+		// Still where the gate saw it: the remote refuses for a reason
+		// of its own (a hook, a protected branch), which another try
+		// would meet again.
+		now, ferr := b.r.Fetch(ctx, b.remote, b.base)
+		if ferr != nil {
+			return MergeResult{}, false, ferr
+		}
+		if now != c.old {
+			return MergeResult{}, true, nil
+		}
+		return MergeResult{}, false, fmt.Errorf("%s refused the push of %s: %s", b.remote, b.base, rejected.summary)
+	}
+	if err != nil {
+		return MergeResult{}, false, err
+	}
+	b.r.followRemote(withLock(ctx, b.lock), b.base, c.tip(), b.seen)
+	return MergeResult{Merged: true, Commit: c.tip()}, false, nil
 }
 
 // settled reports whether the result says how the merge went.
