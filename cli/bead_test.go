@@ -407,8 +407,14 @@ func TestCancelParkedAndRunning(t *testing.T) {
 	if s := p.sessionByID(parked); s.Status != state.StatusCancelled || !p.exists(".worktrees/bd-1/feature.txt") {
 		t.Fatalf("status %s, worktree kept %v", s.Status, p.exists(".worktrees/bd-1/feature.txt"))
 	}
-	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-1 --status open") {
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-1 --status open --assignee ") {
 		t.Errorf("the bead was not set open:\n%s", calls)
+	}
+	// Its claim is given back: open and nobody's, another may claim it.
+	db := map[string]map[string]any{}
+	readJSON(t, p.db, &db)
+	if b := db["bd-1"]; b["status"] != "open" || b["assignee"] != "" {
+		t.Errorf("bd-1 after cancel: status %v, assignee %v", b["status"], b["assignee"])
 	}
 	r = p.bdExec("cancel", parked, "--clean")
 	wantCode(t, r, 1)
@@ -444,7 +450,7 @@ func TestCancelParkedAndRunning(t *testing.T) {
 	if s := p.sessionByID(running); s.Status != state.StatusCancelled {
 		t.Errorf("status %s", s.Status)
 	}
-	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-2 --status open") {
+	if calls := strings.Join(p.bdCalls(), "\n"); !strings.HasSuffix(calls, "update bd-2 --status open --assignee ") {
 		t.Errorf("the bead was not set open:\n%s", calls)
 	}
 }

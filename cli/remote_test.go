@@ -315,3 +315,27 @@ func m2Trial(t *testing.T, trial int, rng *rand.Rand) int {
 	}
 	return kills
 }
+
+// --remote names one of the repository's remotes, and goes with --ready:
+// anything else is exit 2, saying so, before a bead is touched.
+func TestReadyRemoteRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	p, _ := newBacklogProject(t, bead("bd-1", "One", nil))
+	p.git("remote", "add", "upstream", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--ready", "--remote", "origin"}, "no remote origin in " + p.dir + "; its remotes: upstream"},
+		{[]string{"run", "--ready", "--remote", "-x"}, `"-x" is not a remote's name`},
+		{[]string{"run", "--remote", "upstream", "ship"}, "--remote goes with --ready"},
+	} {
+		r := p.bdExec(c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 saying %q:\n%s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	if calls := p.bdCalls(); len(calls) > 0 {
+		t.Errorf("bd was called: %v", calls)
+	}
+}

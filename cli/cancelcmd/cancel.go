@@ -91,7 +91,13 @@ func Run(opts *Options) error {
 	// A merge may have landed before the stop took effect: then the
 	// session says so, and the bead is done, never open again with its
 	// work on the base branch.
-	if landed := workLanded(opts.Base, sess, beadID); landed != "" {
+	landed, err := workLanded(opts.Base, sess, beadID)
+	if err != nil {
+		// Its bead must not be opened again while its work may be on the
+		// remote: another machine would do it twice.
+		return cmdutil.Exitf(cmdutil.ExitFailed, "session %s: its merge was under way, and whether it landed on %s cannot be told: %v; nothing was changed, cancel again when %s is reachable", id, ui.Safe(sess.Remote), err, ui.Safe(sess.Remote))
+	}
+	if landed != "" {
 		return cancelLanded(opts.IO, mgr, sess, beadID, landed, mergeUnderWay(sess))
 	}
 	now := time.Now()
@@ -167,7 +173,8 @@ func keptBeads(streams cmdutil.IO, mgr *state.Manager, sess *state.Session) {
 	}
 }
 
-// reopen sets the bead open again in bd.
+// reopen sets the bead open again in bd, and claimed by nobody: another
+// machine may take it (bd update --claim).
 func reopen(streams cmdutil.IO, base, beadID string) {
 	client, err := beads.NewClient(base)
 	if err != nil {
@@ -175,7 +182,7 @@ func reopen(streams cmdutil.IO, base, beadID string) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmdutil.BDTimeout)
-	err = client.SetStatus(ctx, beadID, "open")
+	err = client.Release(ctx, beadID)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(streams.Err, "warning: bead %s: could not set it open: %v\n", ui.Safe(beadID), err)
@@ -225,25 +232,30 @@ func stopRunning(streams cmdutil.IO, mgr *state.Manager, id string, locked *stat
 
 // workLanded is the base's commit when the session's bead work is on its
 // base branch already (a merge that was done, or under way, when the
-// session stopped); "" otherwise.
-func workLanded(base string, sess *state.Session, beadID string) string {
+// session stopped); "" otherwise. A session that lands on a remote
+// (run --ready --remote) asks the remote: an error when it cannot.
+func workLanded(base string, sess *state.Session, beadID string) (string, error) {
 	if sess.Merged != "" {
-		return sess.Merged
+		return sess.Merged, nil
 	}
 	if sess.Intent == nil || sess.Intent.Kind != state.IntentMerge || sess.Branch == "" {
-		return ""
+		return "", nil
 	}
 	ctx := context.Background()
 	repo, err := worktree.Open(ctx, base)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	wt := &worktree.Worktree{Path: sess.Worktree, Branch: sess.Branch, Base: sess.BaseBranch, BeadID: beads.SanitizeID(beadID), Session: sess.ID}
+	if sess.Remote != "" {
+		commit, _, err := repo.LandedOn(ctx, wt, sess.Remote)
+		return commit, err
+	}
 	commit, ok, err := repo.Landed(ctx, wt)
 	if err != nil || !ok {
-		return ""
+		return "", nil
 	}
-	return commit
+	return commit, nil
 }
 
 // mergeUnderWay reports whether the session stopped in its merge: the

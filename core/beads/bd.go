@@ -245,6 +245,16 @@ func (c *Client) SetStatus(ctx context.Context, id, status string) error {
 	return err
 }
 
+// Release gives bead id back: open, and assigned to nobody, so that
+// anyone's claim takes it again (bd update ID --status open --assignee "").
+func (c *Client) Release(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, "update", id, "--status", "open", "--assignee", "")
+	return err
+}
+
 // Close closes bead id, completed, with a summary of the work
 // (bd close ID --reason R). bd refuses a bead with open blockers, and an
 // epic with open children; with Force (a run started with --force) it is
