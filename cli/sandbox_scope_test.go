@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -354,5 +355,43 @@ steps:
 	}
 	if ns["e"] == host {
 		t.Errorf("network: allow in a session whose network is all has the host's network %q", host)
+	}
+}
+
+// A script's next step starts in a sandbox made while the step before it
+// ran (runner.Warmer): the second step's process began during the first
+// step's second of sleep, not when the second step started. It is the
+// same sandbox all the same: the hostile program, run there, escapes
+// nowhere.
+func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	h := newHostileSetup(t)
+	h.write(".vibeteam/grimoires/warm.yaml", fmt.Sprintf(`name: warm
+steps:
+  - { name: first, type: script, command: "sleep 1" }
+  - name: second
+    type: script
+    command: |
+      set -- $(cat /proc/$$/stat); began=${22}
+      read up _ < /proc/uptime; up=${up%%.*}${up#*.}
+      echo $((up - began)) > age.txt
+      hostile -base %s -addr %s -report warm-escapes.txt
+`, h.dir, h.addr))
+	wantCode(t, h.run("run", "warm", "--bead-file", "bead.json", "--sandbox"), 0)
+	// Ticks of 1/100 s: made during the sleep, at least half a second old.
+	ageText := h.read(".worktrees/bd-1/age.txt")
+	age, err := strconv.Atoi(strings.TrimSpace(ageText))
+	if err != nil || age < 50 {
+		t.Errorf("the second step's process was %s ticks old when it ran (%v): want ≥ 50, made during the first step", ageText, err)
+	}
+	wantHeld(t, "a step in a sandbox made ahead", h.read(".worktrees/bd-1/warm-escapes.txt"), hostileTries)
+	for _, p := range []string{filepath.Join(h.home, "hostile-was-here"), h.path("hostile-was-here"), h.path(".git/hooks/post-commit"), h.path(".vibeteam/sessions/hostile.json")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written from inside the sandbox", p)
+		}
+	}
+	if n := h.connects.Load(); n != 0 {
+		t.Errorf("%d connections reached %s from inside the sandbox", n, h.addr)
 	}
 }

@@ -102,8 +102,11 @@ func (o Options) processes() ProcessStarter {
 type liveProcesses struct {
 	next    ProcessStarter
 	sandbox *sandbox.Policy
-	mu      sync.Mutex
-	live    []runner.Process
+	// warm makes the sandbox of a script's next step ahead (runner.Warmer),
+	// while a Run goes on; nil: each makes its own.
+	warm *runner.Warmer
+	mu   sync.Mutex
+	live []runner.Process
 	// halted is why no process starts any more: a save of the session
 	// failed, and what a process did from then on could not be recorded
 	// (a resume would run it again).
@@ -129,6 +132,11 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 	if err := sandboxed(l.sandbox, &spec, nil, nil); err != nil {
 		return nil, err
 	}
+	if spec.WatchHere {
+		// A script's step (the one start watched by its caller): many and
+		// short, one after another in one worktree, in sandboxes alike.
+		spec.Warm = l.warmer()
+	}
 	p, err := l.next.StartHeadless(spec, onOutput)
 	if err != nil {
 		return nil, err
@@ -140,6 +148,31 @@ func (l *liveProcesses) StartHeadless(spec runner.Spec, onOutput func(runner.Chu
 	l.live = append(slices.DeleteFunc(l.live, runner.Ended), p)
 	l.mu.Unlock()
 	return p, nil
+}
+
+// warmer is the run's Warmer, while one runs with a sandbox.
+func (l *liveProcesses) warmer() *runner.Warmer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.warm
+}
+
+// warmWhileRunning gives the run a Warmer when it has a sandbox, and
+// returns what ends it, with the sandboxes it keeps, at the run's end.
+func (l *liveProcesses) warmWhileRunning() (end func()) {
+	if l.sandbox == nil {
+		return func() {}
+	}
+	w := runner.NewWarmer()
+	l.mu.Lock()
+	l.warm = w
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		l.warm = nil
+		l.mu.Unlock()
+		w.Close()
+	}
 }
 
 // running are the processes started that have not ended.
@@ -271,6 +304,7 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	defer runner.RunStarted()()
 	defer x.stopStrays()
 	defer x.stopKept()
+	defer x.procs.warmWhileRunning()()
 	x.stopOrphans()
 	x.mu.Lock()
 	x.cancelRun = cancel

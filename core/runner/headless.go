@@ -35,6 +35,45 @@ type headless struct {
 // goroutine(s) that read the output, one chunk at a time, and must not
 // retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
+	s := spec.Warm.start(spec) // a sandbox made ahead for this start, if one fits
+	if s == nil {
+		var err error
+		if s, err = startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
+			return startSpec(spec, in, out, errOut)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	h := &headless{cmd: s.cmd, pid: s.pid, stdin: s.stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	h.reaper = newReaper(s.since, h.pid, reaperTag(spec), spec.Tag, h.exited)
+	h.reaper.wrapped = spec.Sandbox != nil
+	if s.pidfd >= 0 {
+		w := h.newWatch(s.pidfd, s.ours, s.streams, onOutput)
+		if spec.WatchHere {
+			h.here = w
+		} else {
+			go w.run()
+		}
+	} else {
+		h.watchEach(s.ours, s.streams, onOutput)
+	}
+	return h, nil
+}
+
+// piped is a process started on pipes: ours are the read ends of its
+// output streams, stdin the write end of its input (nil: /dev/null).
+type piped struct {
+	cmd        *exec.Cmd // waited for by watchEach where pidfd is -1
+	pid, pidfd int
+	since      uint64 // bootTicks just before the start
+	stdin      io.WriteCloser
+	ours       []int
+	streams    []string
+}
+
+// startPiped makes the pipes spec asks for and starts the process with
+// them (start: its stdin, stdout and stderr).
+func startPiped(spec Spec, start func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error)) (*piped, error) {
 	// Our own pipes rather than cmd.StdinPipe/StdoutPipe: Wait must not
 	// wait for grandchildren that keep the pipe open (we kill the group and
 	// then drain), and the child's ends need not be polled.
@@ -57,7 +96,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		streams = []string{"output"}
 	}
 	var ours, theirs []int
-	failed := func(err error) (Process, error) {
+	failed := func(err error) (*piped, error) {
 		for _, fd := range append(ours, theirs...) {
 			syscall.Close(fd)
 		}
@@ -78,7 +117,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	}
 	out, errOut := theirs[0], theirs[len(theirs)-1]
 	since := bootTicks()
-	cmd, pid, pidfd, err := startSpec(spec, in, out, errOut)
+	cmd, pid, pidfd, err := start(in, out, errOut)
 	for _, fd := range theirs {
 		syscall.Close(fd) // the child has them
 	}
@@ -90,21 +129,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 		childIn = nil
 		return failed(fmt.Errorf("start %s: %w", spec.Command, err))
 	}
-
-	h := &headless{cmd: cmd, pid: pid, stdin: stdin, exited: make(chan struct{}), done: make(chan struct{})}
-	h.reaper = newReaper(since, h.pid, reaperTag(spec), spec.Tag, h.exited)
-	h.reaper.wrapped = spec.Sandbox != nil
-	if pidfd >= 0 {
-		w := h.newWatch(pidfd, ours, streams, onOutput)
-		if spec.WatchHere {
-			h.here = w
-		} else {
-			go w.run()
-		}
-	} else {
-		h.watchEach(ours, streams, onOutput)
-	}
-	return h, nil
+	return &piped{cmd: cmd, pid: pid, pidfd: pidfd, since: since, stdin: stdin, ours: ours, streams: streams}, nil
 }
 
 // startSpec starts spec's command, in its sandbox's network namespace

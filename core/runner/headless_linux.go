@@ -41,6 +41,9 @@ func spawn(cmd *exec.Cmd, out, errOut int) (pid, pidfd int, err error) {
 	pidfd = -1
 	attr.PidFD = &pidfd
 	files := []uintptr{cmd.Stdin.(*os.File).Fd(), uintptr(out), uintptr(errOut)}
+	for _, f := range cmd.ExtraFiles {
+		files = append(files, f.Fd())
+	}
 	pid, err = syscall.ForkExec(cmd.Path, cmd.Args, &syscall.ProcAttr{Dir: cmd.Dir, Env: env, Files: files, Sys: &attr})
 	if err != nil {
 		// As exec.Cmd says it.

@@ -54,6 +54,11 @@ type Spec struct {
 	// Sandbox, when set, starts the process inside it (core/sandbox): its
 	// command wrapped, its environment cut down to what the plan keeps.
 	Sandbox *sandbox.Plan
+	// Warm, with a Sandbox, takes the sandbox the warmer made ahead for a
+	// start of this shape, if one waits, and has one made for the next:
+	// for the starts that come again and again in one place (a script's
+	// steps in one worktree). nil: every start makes its own.
+	Warm *Warmer
 }
 
 // Chunk is one piece of output. Raw and Clean are valid only for the

@@ -118,6 +118,7 @@ func StopStrays(grace time.Duration) int {
 	// A stray's own children come to us when it dies: a few rounds.
 	for round := 0; round < 4; round++ {
 		var strays []int
+		boxStarts.Lock() // a Warmer's box is a leader before it is seen here
 		for _, pid := range children() {
 			if liveLeader(pid) {
 				continue
@@ -139,6 +140,7 @@ func StopStrays(grace time.Duration) int {
 			}
 			strays = append(strays, pid)
 		}
+		boxStarts.Unlock()
 		if len(strays) == 0 {
 			break
 		}

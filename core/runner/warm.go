@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A sandboxed start is mostly bwrap's own work before the command runs:
+// its exec, namespaces, mounts, the pid namespace's init, where the
+// machine makes every fork and page fault dear (about 15 ms on a quiet
+// 2-core virtual machine, five times a short step). A Warmer makes that
+// sandbox ahead, while the previous start of the same shape runs: bwrap
+// with everything set up, and inside a shell waiting on its fd 3 for what
+// to run. The start then only writes the command and its environment
+// there, and the shell execs it: the process is the one a cold start
+// makes (the same bwrap, mounts, pid namespace, process group and
+// streams), begun earlier.
+type Warmer struct {
+	mu     sync.Mutex
+	idle   []*warmBox // oldest first; one per shape
+	making map[string]bool
+	closed bool
+	owned  sync.WaitGroup // the goroutines making boxes
+}
+
+// maxIdle bounds the sandboxes kept waiting: a run's script steps use
+// one or two shapes (a worktree, a step's own sandbox: block).
+const maxIdle = 2
+
+// warmBox is a sandbox made ahead, not yet given its command.
+type warmBox struct {
+	key    string
+	p      *piped
+	script *os.File      // the write end of the shell's fd 3
+	idle   chan struct{} // open while it waits: its place in leaders
+}
+
+// boxStarts keeps StopStrays from taking a box for a stray in the instant
+// between its start and its registration as a leader (a box is a child in
+// a session of its own, and is made while the run goes on).
+var boxStarts sync.RWMutex
+
+// NewWarmer makes a warmer; Close ends the sandboxes it keeps.
+func NewWarmer() *Warmer { return &Warmer{making: map[string]bool{}} }
+
+// start starts spec in a box made ahead for its shape, if one waits, and
+// has one made for the next start of it. nil: none fits (the caller
+// starts spec cold).
+func (w *Warmer) start(spec Spec) *piped {
+	if w == nil || spec.Sandbox == nil {
+		return nil
+	}
+	cmd, _ := command(spec, nil)
+	sh, ok := shapeOf(cmd, spec)
+	if !ok {
+		return nil
+	}
+	b := w.take(sh.key)
+	w.refill(sh, spec)
+	if b == nil {
+		return nil
+	}
+	if _, err := b.script.WriteString(sh.script); err != nil {
+		b.discard() // it ended while it waited
+		return nil
+	}
+	b.script.Close()
+	return b.p
+}
+
+// take is the box waiting for key, if one does and is alive.
+func (w *Warmer) take(key string) *warmBox {
+	w.mu.Lock()
+	i := slices.IndexFunc(w.idle, func(b *warmBox) bool { return b.key == key })
+	if i < 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	b := w.idle[i]
+	w.idle = slices.Delete(w.idle, i, i+1)
+	w.mu.Unlock()
+	if b.ended() {
+		b.discard()
+		return nil
+	}
+	return b
+}
+
+// refill has a box of sh made, on a goroutine the warmer waits for, unless
+// one waits or is being made.
+func (w *Warmer) refill(sh shape, spec Spec) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.making[sh.key] || slices.ContainsFunc(w.idle, func(b *warmBox) bool { return b.key == sh.key }) {
+		return
+	}
+	w.making[sh.key] = true
+	w.owned.Add(1)
+	go func() {
+		defer w.owned.Done()
+		b, err := makeBox(sh, spec)
+		w.mu.Lock()
+		delete(w.making, sh.key)
+		if err != nil || w.closed {
+			w.mu.Unlock()
+			if b != nil {
+				b.discard()
+			}
+			return
+		}
+		w.idle = append(w.idle, b)
+		var evicted *warmBox
+		if len(w.idle) > maxIdle {
+			evicted, w.idle = w.idle[0], w.idle[1:]
+		}
+		w.mu.Unlock()
+		if evicted != nil {
+			evicted.discard()
+		}
+	}()
+}
+
+// Close ends every box kept, once those being made are made. A start
+// after it is cold.
+func (w *Warmer) Close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.owned.Wait()
+	w.mu.Lock()
+	idle := w.idle
+	w.idle = nil
+	w.mu.Unlock()
+	for _, b := range idle {
+		b.discard()
+	}
+}
+
+// shape is what a sandboxed start's box is made of and what it is sent:
+// key, everything the box fixes (bwrap, its options and mounts, the
+// directory, the streams, the network namespace); box, its command line;
+// script, the environment and command line the shell inside execs.
+type shape struct {
+	key    string
+	box    []string
+	dir    string
+	script string
+}
+
+func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
+	dash := slices.Index(cmd.Args, "--")
+	if cmd.Err != nil || dash < 0 || !slices.Contains(cmd.Args[:dash], "--proc") {
+		return shape{}, false // not wrapped, or no /dev/fd inside to read from
+	}
+	var script strings.Builder
+	for _, kv := range cmd.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		if !shellName(name) {
+			return shape{}, false // the shell could not pass it on
+		}
+		script.WriteString("export " + name + "=" + shellQuote(value) + "\n")
+	}
+	script.WriteString("exec")
+	for _, a := range cmd.Args[dash+1:] {
+		script.WriteString(" " + shellQuote(a))
+	}
+	script.WriteString(" 3<&-\n")
+	box := append(slices.Clone(cmd.Args[:dash]), "--", "/bin/sh", "-c", ". /dev/fd/3")
+	key := strings.Join(append([]string{cmd.Path, cmd.Dir, fmt.Sprint(spec.NoInput, spec.MergeOutput, spec.Sandbox.Netns)}, box...), "\x00")
+	return shape{key: key, box: box, dir: cmd.Dir, script: script.String()}, true
+}
+
+// shellQuote quotes s for sh in single quotes, which keep every byte as it
+// is, newlines and control characters included (mvdan.cc/sh's Quote
+// refuses those in POSIX mode, and a script step's command is often
+// several lines).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellName reports whether name can be exported by sh.
+func shellName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, c := range name {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// makeBox starts the box of sh: bwrap as spec's start would run it, with
+// spec's streams, the shell inside waiting on its fd 3. Its environment is
+// empty: what the command gets, the script exports.
+func makeBox(sh shape, spec Spec) (*warmBox, error) {
+	p, err := cloexecPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, script := os.NewFile(uintptr(p[0]), "|box"), os.NewFile(uintptr(p[1]), "|script")
+	defer r.Close()
+	idle := make(chan struct{})
+	started, err := startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
+		cmd := &exec.Cmd{Path: sh.box[0], Args: sh.box, Dir: sh.dir, Env: []string{}, Stdin: in, ExtraFiles: []*os.File{r},
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+		var pid, pidfd int
+		boxStarts.RLock()
+		defer boxStarts.RUnlock()
+		err := spec.Sandbox.Start(func() (err error) {
+			pid, pidfd, err = spawn(cmd, out, errOut)
+			return err
+		})
+		if err == nil {
+			leaders.Store(pid, (<-chan struct{})(idle))
+		}
+		return cmd, pid, pidfd, err
+	})
+	if err != nil {
+		script.Close()
+		return nil, err
+	}
+	return &warmBox{key: sh.key, p: started, script: script, idle: idle}, nil
+}
+
+// ended reports whether the box's bwrap exited while it waited.
+func (b *warmBox) ended() bool {
+	if b.p.pidfd < 0 {
+		return false // the script's write finds out
+	}
+	fds := []unix.PollFd{{Fd: int32(b.p.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// discard ends a box never given a command: its group killed, its bwrap
+// reaped (a child never reaped till now, so its pid is still its own), the
+// pid namespace's init that comes back to us after it too.
+func (b *warmBox) discard() {
+	b.script.Close()
+	_ = syscall.Kill(-b.p.pid, syscall.SIGKILL)
+	if b.p.pidfd >= 0 {
+		reap(b.p.pid, true)
+		syscall.Close(b.p.pidfd)
+	} else {
+		_ = b.p.cmd.Wait()
+	}
+	close(b.idle)
+	(&reaper{pgid: b.p.pid}).settleSandbox()
+	for _, fd := range b.p.ours {
+		syscall.Close(fd)
+	}
+	if b.p.stdin != nil {
+		b.p.stdin.Close()
+	}
+}

@@ -1,0 +1,191 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vibeteam/vibeteam/core/sandbox"
+)
+
+// warmPlan is a sandbox plan for a test (no network), or a skip where
+// bubblewrap is missing.
+func warmPlan(t *testing.T) (*sandbox.Plan, string) {
+	t.Helper()
+	bwrap, err := sandbox.Find()
+	if err != nil {
+		t.Skipf("bubblewrap is not installed: %v", err)
+	}
+	dir := t.TempDir()
+	policy := &sandbox.Policy{Bwrap: bwrap, BaseDir: dir, WorkDir: dir, Home: t.TempDir(), StateDir: filepath.Join(dir, ".vibeteam", "sandbox", "t"), Config: sandbox.Config{Network: sandbox.NetworkNone}}
+	plan, err := policy.Plan(dir, nil, sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, dir
+}
+
+// idleBox waits for w to keep a box, and returns its pid.
+func idleBox(t *testing.T, w *Warmer) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		n := len(w.idle)
+		var pid int
+		if n > 0 {
+			pid = w.idle[0].p.pid
+		}
+		w.mu.Unlock()
+		if n > 0 {
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond) // polled: the box is made on the warmer's goroutine
+	}
+	t.Fatal("no box was made ahead within a minute")
+	return 0
+}
+
+// runOnce runs spec to its end, with input typed in, and returns its
+// output and result.
+func runOnce(t *testing.T, spec Spec, input string) (string, Result, int) {
+	t.Helper()
+	var out []byte
+	proc, err := StartHeadless(spec, func(c Chunk) { out = append(out, c.Raw...) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Send(input); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.CloseInput()
+	<-proc.Done()
+	return string(out), proc.Result(), proc.Pid()
+}
+
+// A start in a box made ahead is the cold start, begun earlier: the same
+// argv (quotes, newlines, control characters and $ kept as they are), the
+// same environment, directory, open files (the box's fd 3 and the script
+// the shell read are not passed on), input and exit status.
+func TestWarmStartIsTheColdStart(t *testing.T) {
+	plan, dir := warmPlan(t)
+	script := `printf '<%s>\n' "$0" "$@"; env | sort; pwd; ls /proc/self/fd; cat; exit 3`
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", script, "it's", "two\nlines", "$HOME `x`", "\x01\xff"},
+		Dir: dir, Env: map[string]string{"ODD": "a'b\nc", "VIBETEAM_X": "$PATH"}, Tag: "warm-test", MergeOutput: true, Sandbox: plan}
+	cold, coldRes, _ := runOnce(t, spec, "typed\n")
+	if coldRes.ExitCode != 3 {
+		t.Fatalf("cold start: %+v\n%s", coldRes, cold)
+	}
+
+	w := NewWarmer()
+	defer w.Close()
+	spec.Warm = w
+	first, firstRes, _ := runOnce(t, spec, "typed\n") // cold: nothing made ahead yet
+	box := idleBox(t, w)
+	warm, warmRes, pid := runOnce(t, spec, "typed\n")
+	if pid != box {
+		t.Fatalf("the second start was pid %d, not the box made ahead (%d)", pid, box)
+	}
+	for name, got := range map[string]string{"first": first, "warm": warm} {
+		if got != cold {
+			t.Errorf("%s start's output differs from the cold one's:\n--- cold\n%s\n--- %s\n%s", name, cold, name, got)
+		}
+	}
+	if firstRes != coldRes || warmRes != coldRes {
+		t.Errorf("results: cold %+v, first %+v, warm %+v", coldRes, firstRes, warmRes)
+	}
+}
+
+// A box of another shape is not taken (another directory: its mounts and
+// --chdir are others), and Close ends the boxes kept: nothing of them is
+// left alive.
+func TestWarmBoxOnlyForItsShape(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "pwd"}, Dir: dir, NoInput: true, MergeOutput: true, Sandbox: plan, Warm: w}
+	proc, err := StartHeadless(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-proc.Done()
+	box := idleBox(t, w)
+	other := t.TempDir()
+	otherPlan, err := (&sandbox.Policy{Bwrap: plan.Bwrap, BaseDir: other, WorkDir: other, Home: t.TempDir(), StateDir: filepath.Join(other, ".v"), Config: sandbox.Config{Network: sandbox.NetworkNone}}).Plan(other, nil, sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, pid := runOnce(t, Spec{Command: "/bin/sh", Args: []string{"-c", "pwd"}, Dir: other, MergeOutput: true, Sandbox: otherPlan, Warm: w}, "")
+	if pid == box || out != other+"\n" {
+		t.Fatalf("a start in %s: pid %d (the box of %s is %d), output %q", other, pid, dir, box, out)
+	}
+	if err := syscall.Kill(box, 0); err != nil {
+		t.Fatalf("the box of %s ended: %v", dir, err)
+	}
+	w.Close()
+	if err := syscall.Kill(box, 0); err != syscall.ESRCH {
+		t.Fatalf("after Close, the box's bwrap %d: %v, want gone (reaped)", box, err)
+	}
+	// What was inside, killed with it, is not this process's child to
+	// reap here (no subreaper): the system's init reaps it.
+	for deadline := time.Now().Add(time.Minute); syscall.Kill(-box, 0) != syscall.ESRCH; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after Close, the box's group %d is still there", box)
+		}
+	}
+}
+
+// StopStrays, between a run's steps, leaves a box waiting alone (a child
+// in a session of its own, as a stray is), and a box's end leaves no
+// zombie behind. In a process of its own, a child subreaper as vibeteam is.
+func TestWarmBoxIsNoStray(t *testing.T) {
+	if os.Getenv("VIBETEAM_STRAYS_HELPER") == "warm" {
+		warmStraysHelper(t)
+		return
+	}
+	warmPlan(t)
+	t.Parallel()
+	passInOwnProcess(t, "TestWarmBoxIsNoStray", "warm")
+}
+
+func warmStraysHelper(t *testing.T) {
+	if err := BecomeSubreaper(); err != nil {
+		t.Skipf("cannot become a child subreaper: %v", err)
+	}
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "echo step"}, Dir: dir, GroupOnly: true, NoInput: true, MergeOutput: true, Sandbox: plan, Warm: w}
+	runOnce := func() int {
+		proc, err := StartHeadless(spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-proc.Done()
+		if !proc.Result().Success() {
+			t.Fatalf("step: %+v", proc.Result())
+		}
+		return proc.Pid()
+	}
+	runOnce()
+	box := idleBox(t, w)
+	// StopStrays sees the box only when it was started from the main
+	// thread (the one orphans come back to); what keeps it then is that
+	// it is known as a leader, as every process vibeteam starts is.
+	if !liveLeader(box) {
+		t.Fatalf("the box %d waits unknown: StopStrays would take it for a stray", box)
+	}
+	if n := StopStrays(time.Second); n != 0 {
+		t.Fatalf("StopStrays stopped %d processes with only a box waiting", n)
+	}
+	if pid := runOnce(); pid != box {
+		t.Fatalf("after StopStrays the step ran as pid %d, not in the box %d", pid, box)
+	}
+	idleBox(t, w)
+	w.Close()
+	for _, pid := range children() {
+		if st, ok := readStat(pid); ok {
+			t.Fatalf("after Close, pid %d (state %c, group %d) is still a child of this process", pid, st.state, st.pgrp)
+		}
+	}
+}
