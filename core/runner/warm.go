@@ -24,15 +24,20 @@ import (
 // streams), begun earlier.
 type Warmer struct {
 	mu     sync.Mutex
-	idle   []*warmBox // oldest first; one per shape
-	making map[string]bool
+	idle   []*warmBox     // oldest first
+	making map[string]int // boxes being made, by shape
 	closed bool
 	owned  sync.WaitGroup // the goroutines making boxes
 }
 
+// ahead is how many boxes of a shape are kept made or being made: steps
+// that follow each other at once start faster than one box is made, and
+// two are made side by side on two processors.
+const ahead = 2
+
 // maxIdle bounds the sandboxes kept waiting: a run's script steps use
 // one or two shapes (a worktree, a step's own sandbox: block).
-const maxIdle = 2
+const maxIdle = 2 * ahead
 
 // warmBox is a sandbox made ahead, not yet given its command.
 type warmBox struct {
@@ -40,6 +45,42 @@ type warmBox struct {
 	p      *piped
 	script *os.File      // the write end of the shell's fd 3
 	idle   chan struct{} // open while it waits: its place in leaders
+	// pinned are the files its bind mounts show, as they were when it was
+	// made: a bind shows the file it found, and one replaced since (git
+	// writes its config anew and renames it; a directory made again)
+	// would be the old one inside. Such a box is not taken.
+	pinned []fileID
+}
+
+// fileID is a file's identity: what a bind mount holds on to.
+type fileID struct {
+	path     string
+	dev, ino uint64
+}
+
+// identify is the identity of each of paths (zero for one that is not
+// there, as a bind of it found nothing).
+func identify(paths []string) []fileID {
+	ids := make([]fileID, len(paths))
+	for i, path := range paths {
+		ids[i].path = path
+		var st syscall.Stat_t
+		if syscall.Stat(path, &st) == nil {
+			ids[i].dev, ids[i].ino = uint64(st.Dev), st.Ino
+		}
+	}
+	return ids
+}
+
+// unchanged reports whether every file the box's mounts show is the one
+// it was made with.
+func (b *warmBox) unchanged() bool {
+	for _, id := range b.pinned {
+		if now := identify([]string{id.path}); now[0] != id {
+			return false
+		}
+	}
+	return true
 }
 
 // boxStarts keeps StopStrays from taking a box for a stray in the instant
@@ -48,7 +89,7 @@ type warmBox struct {
 var boxStarts sync.RWMutex
 
 // NewWarmer makes a warmer; Close ends the sandboxes it keeps.
-func NewWarmer() *Warmer { return &Warmer{making: map[string]bool{}} }
+func NewWarmer() *Warmer { return &Warmer{making: map[string]int{}} }
 
 // start starts spec in a box made ahead for its shape, if one waits, and
 // has one made for the next start of it. nil: none fits (the caller
@@ -86,45 +127,58 @@ func (w *Warmer) take(key string) *warmBox {
 	b := w.idle[i]
 	w.idle = slices.Delete(w.idle, i, i+1)
 	w.mu.Unlock()
-	if b.ended() {
+	if b.ended() || !b.unchanged() {
 		b.discard()
 		return nil
 	}
 	return b
 }
 
-// refill has a box of sh made, on a goroutine the warmer waits for, unless
-// one waits or is being made.
+// refill has boxes of sh made, each on a goroutine the warmer waits for,
+// until ahead of them wait or are being made.
 func (w *Warmer) refill(sh shape, spec Spec) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.making[sh.key] || slices.ContainsFunc(w.idle, func(b *warmBox) bool { return b.key == sh.key }) {
+	if w.closed {
 		return
 	}
-	w.making[sh.key] = true
-	w.owned.Add(1)
-	go func() {
-		defer w.owned.Done()
-		b, err := makeBox(sh, spec)
-		w.mu.Lock()
+	waiting := 0
+	for _, b := range w.idle {
+		if b.key == sh.key {
+			waiting++
+		}
+	}
+	for ; waiting+w.making[sh.key] < ahead; w.making[sh.key]++ {
+		w.owned.Add(1)
+		go w.make(sh, spec)
+	}
+}
+
+// make makes one box of sh and keeps it, the oldest box going if too many
+// wait.
+func (w *Warmer) make(sh shape, spec Spec) {
+	defer w.owned.Done()
+	b, err := makeBox(sh, spec)
+	w.mu.Lock()
+	if w.making[sh.key]--; w.making[sh.key] == 0 {
 		delete(w.making, sh.key)
-		if err != nil || w.closed {
-			w.mu.Unlock()
-			if b != nil {
-				b.discard()
-			}
-			return
-		}
-		w.idle = append(w.idle, b)
-		var evicted *warmBox
-		if len(w.idle) > maxIdle {
-			evicted, w.idle = w.idle[0], w.idle[1:]
-		}
+	}
+	if err != nil || w.closed {
 		w.mu.Unlock()
-		if evicted != nil {
-			evicted.discard()
+		if b != nil {
+			b.discard()
 		}
-	}()
+		return
+	}
+	w.idle = append(w.idle, b)
+	var evicted *warmBox
+	if len(w.idle) > maxIdle {
+		evicted, w.idle = w.idle[0], w.idle[1:]
+	}
+	w.mu.Unlock()
+	if evicted != nil {
+		evicted.discard()
+	}
 }
 
 // Close ends every box kept, once those being made are made. A start
@@ -155,7 +209,12 @@ type shape struct {
 	box    []string
 	dir    string
 	script string
+	binds  []string // the sources of its bind mounts
 }
+
+// bindOptions are bwrap's options that bind a source path (the argument
+// after them).
+var bindOptions = []string{"--bind", "--ro-bind", "--bind-try", "--ro-bind-try", "--dev-bind", "--dev-bind-try"}
 
 func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 	dash := slices.Index(cmd.Args, "--")
@@ -177,7 +236,14 @@ func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 	script.WriteString(" 3<&-\n")
 	box := append(slices.Clone(cmd.Args[:dash]), "--", "/bin/sh", "-c", ". /dev/fd/3")
 	key := strings.Join(append([]string{cmd.Path, cmd.Dir, fmt.Sprint(spec.NoInput, spec.MergeOutput, spec.Sandbox.Netns)}, box...), "\x00")
-	return shape{key: key, box: box, dir: cmd.Dir, script: script.String()}, true
+	var binds []string
+	for i := 1; i+1 < dash; i++ {
+		if slices.Contains(bindOptions, cmd.Args[i]) {
+			binds = append(binds, cmd.Args[i+1])
+			i += 2 // the source and the destination
+		}
+	}
+	return shape{key: key, box: box, dir: cmd.Dir, script: script.String(), binds: binds}, true
 }
 
 // shellQuote quotes s for sh in single quotes, which keep every byte as it
@@ -212,6 +278,7 @@ func makeBox(sh shape, spec Spec) (*warmBox, error) {
 	r, script := os.NewFile(uintptr(p[0]), "|box"), os.NewFile(uintptr(p[1]), "|script")
 	defer r.Close()
 	idle := make(chan struct{})
+	pinned := identify(sh.binds) // before bwrap binds them: a file replaced in between is seen changed
 	started, err := startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
 		cmd := &exec.Cmd{Path: sh.box[0], Args: sh.box, Dir: sh.dir, Env: []string{}, Stdin: in, ExtraFiles: []*os.File{r},
 			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
@@ -231,7 +298,7 @@ func makeBox(sh shape, spec Spec) (*warmBox, error) {
 		script.Close()
 		return nil, err
 	}
-	return &warmBox{key: sh.key, p: started, script: script, idle: idle}, nil
+	return &warmBox{key: sh.key, p: started, script: script, idle: idle, pinned: pinned}, nil
 }
 
 // ended reports whether the box's bwrap exited while it waited.

@@ -189,3 +189,34 @@ func warmStraysHelper(t *testing.T) {
 		}
 	}
 }
+
+// A bind mount shows the file it found when the box was made: a working
+// directory made anew since (or a file git replaced by a rename) would be
+// the old one inside. Such a box is not taken: the start sees what is
+// there now.
+func TestWarmBoxOfAReplacedDirectoryIsNotTaken(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	defer w.Close()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "cat marker"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
+	if err := os.WriteFile(filepath.Join(dir, "marker"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, _ := runOnce(t, spec, ""); out != "one\n" {
+		t.Fatalf("first start: %q", out)
+	}
+	box := idleBox(t, w)
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".vibeteam"), 0o755); err != nil { // the plan guards it
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "marker"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, pid := runOnce(t, spec, "")
+	if out != "two\n" || pid == box {
+		t.Fatalf("after the directory was made anew: output %q, pid %d (the box made before: %d)", out, pid, box)
+	}
+}
