@@ -359,8 +359,9 @@ steps:
 }
 
 // A script's next step starts in a sandbox made while the step before it
-// ran (runner.Warmer): the second step's process began during the first
-// step's second of sleep, not when the second step started. It is the
+// ran (runner.Warmer), once steps of that sandbox came twice: the third
+// step's process began during the second step's second of sleep, not
+// when the third step started. It is the
 // same sandbox all the same: the hostile program, run there, escapes
 // nowhere.
 func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
@@ -369,8 +370,9 @@ func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
 	h := newHostileSetup(t)
 	h.write(".vibeteam/grimoires/warm.yaml", fmt.Sprintf(`name: warm
 steps:
-  - { name: first, type: script, command: "sleep 1" }
-  - name: second
+  - { name: first, type: script, command: "true" }
+  - { name: second, type: script, command: "sleep 1" }
+  - name: third
     type: script
     command: |
       set -- $(cat /proc/$$/stat); began=${22}
@@ -383,7 +385,7 @@ steps:
 	ageText := h.read(".worktrees/bd-1/age.txt")
 	age, err := strconv.Atoi(strings.TrimSpace(ageText))
 	if err != nil || age < 50 {
-		t.Errorf("the second step's process was %s ticks old when it ran (%v): want ≥ 50, made during the first step", ageText, err)
+		t.Errorf("the third step's process was %s ticks old when it ran (%v): want ≥ 50, made during the second step", ageText, err)
 	}
 	wantHeld(t, "a step in a sandbox made ahead", h.read(".worktrees/bd-1/warm-escapes.txt"), hostileTries)
 	for _, p := range []string{filepath.Join(h.home, "hostile-was-here"), h.path("hostile-was-here"), h.path(".git/hooks/post-commit"), h.path(".vibeteam/sessions/hostile.json")} {

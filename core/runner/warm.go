@@ -26,6 +26,10 @@ type Warmer struct {
 	mu     sync.Mutex
 	idle   []*warmBox     // oldest first
 	making map[string]int // boxes being made, by shape
+	// started counts the starts of each shape: boxes are made for a shape
+	// started twice already, not for a run's one script step (a bead's
+	// commit), whose boxes would only be made and thrown away.
+	started map[string]int
 	closed bool
 	owned  sync.WaitGroup // the goroutines making boxes
 }
@@ -89,7 +93,7 @@ func (b *warmBox) unchanged() bool {
 var boxStarts sync.RWMutex
 
 // NewWarmer makes a warmer; Close ends the sandboxes it keeps.
-func NewWarmer() *Warmer { return &Warmer{making: map[string]int{}} }
+func NewWarmer() *Warmer { return &Warmer{making: map[string]int{}, started: map[string]int{}} }
 
 // start starts spec in a box made ahead for its shape, if one waits, and
 // has one made for the next start of it. nil: none fits (the caller
@@ -134,12 +138,13 @@ func (w *Warmer) take(key string) *warmBox {
 	return b
 }
 
-// refill has boxes of sh made, each on a goroutine the warmer waits for,
-// until ahead of them wait or are being made.
+// refill counts a start of sh and, from its second, has boxes of sh made,
+// each on a goroutine the warmer waits for, until ahead of them wait or
+// are being made.
 func (w *Warmer) refill(sh shape, spec Spec) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
+	if w.started[sh.key]++; w.closed || w.started[sh.key] < 2 {
 		return
 	}
 	waiting := 0
