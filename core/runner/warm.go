@@ -30,8 +30,8 @@ type Warmer struct {
 	// started twice already, not for a run's one script step (a bead's
 	// commit), whose boxes would only be made and thrown away.
 	started map[string]int
-	closed bool
-	owned  sync.WaitGroup // the goroutines making boxes
+	closed  bool
+	owned   sync.WaitGroup // the goroutines making boxes
 }
 
 // ahead is how many boxes of a shape are kept made or being made: steps
