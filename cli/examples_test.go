@@ -41,6 +41,13 @@ func TestGitHubActionsExample(t *testing.T) {
 			t.Errorf("land.yml lacks %q", want)
 		}
 	}
+	// It never forces main: a main that moved while the job landed makes
+	// the plain push fail, rather than be overwritten.
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "git push") && (strings.Contains(l, "--force") || strings.Contains(l, " -f") || strings.Contains(l, " +")) {
+			t.Errorf("land.yml forces a push: %s", strings.TrimSpace(l))
+		}
+	}
 	readme, _ := os.ReadFile("../README.md")
 	for _, ex := range []string{"examples/github-actions/beads.yml", "examples/github-actions/land.yml"} {
 		if !strings.Contains(string(readme), ex) {

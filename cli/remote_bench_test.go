@@ -12,11 +12,16 @@ import (
 	"time"
 )
 
-// BenchmarkTwoMachines is one backlog of 20 beads on one bare remote,
+// BenchmarkTwoMachines is one backlog of 16 beads on one bare remote,
 // worked by one `run --ready --remote origin --jobs 2` against two of them
 // at once (two clones, one bd database), with a fast gate (a few ms) and
-// work of 0.5 s a bead. x-one is the two processes' wall time over the
-// one's (target ≤ 1/1.6 = 0.625), speedup its inverse (target ≥ 1.6).
+// work of 8 s a bead (an agent's is minutes: what is measured is that the
+// landing, serialized by the remote, does not hold the machines up).
+// x-one is the two processes' wall time over the one's (target ≤ 1/1.6 =
+// 0.625), speedup its inverse (target ≥ 1.6). What is not the work (a
+// bead's worktree, session, bd calls, merge, gate and push: 2-4 s a bead
+// on a loaded 2-core machine) competes for the CPU in the two-process run
+// and bounds the speedup from above.
 func BenchmarkTwoMachines(b *testing.B) {
 	var one, two time.Duration
 	for i := 0; i < b.N; i++ {
@@ -29,11 +34,11 @@ func BenchmarkTwoMachines(b *testing.B) {
 	b.ReportMetric(float64(one)/float64(two), "speedup")
 }
 
-// machinesOnce works the 20 beads with k processes, each in its own clone
+// machinesOnce works the 16 beads with k processes, each in its own clone
 // of one bare remote: the wall time.
 func machinesOnce(b *testing.B, k int) time.Duration {
 	b.Helper()
-	const n = 20
+	const n = 16
 	aside := benchDir(b)
 	git := func(dir string, args ...string) {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
@@ -71,7 +76,7 @@ func machinesOnce(b *testing.B, k int) time.Duration {
 		git(aside, "clone", "-q", bare, dir)
 		for rel, content := range map[string]string{
 			".vibeteam/config.yaml":         "grimoires:\n  default: ship\nmerge:\n  gate: 'test -f README'\n",
-			".vibeteam/grimoires/ship.yaml": "name: ship\nsteps:\n  - name: work\n    type: script\n    command: sleep 0.5; echo {{.bead.id}} > {{.bead.id}}.txt\n  - name: merge\n    type: merge\n    require_review: false\n    gate: true\n",
+			".vibeteam/grimoires/ship.yaml": "name: ship\nsteps:\n  - name: work\n    type: script\n    command: sleep 8; echo {{.bead.id}} > {{.bead.id}}.txt\n  - name: merge\n    type: merge\n    require_review: false\n    gate: true\n",
 		} {
 			full := filepath.Join(dir, rel)
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

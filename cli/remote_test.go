@@ -339,3 +339,33 @@ func TestReadyRemoteRefusesBadInput(t *testing.T) {
 		t.Errorf("bd was called: %v", calls)
 	}
 }
+
+// A backlog killed after it claimed a bead and before that bead's session
+// existed, then cancelled: the claim is given back (open, nobody's), so
+// another machine may take it; a bead another machine claimed meanwhile
+// keeps its claim.
+func TestCancelBacklogReleasesAClaimWithoutSession(t *testing.T) {
+	t.Parallel()
+	p, _ := newBacklogProject(t,
+		map[string]any{"id": "bd-1", "title": "Mine", "status": "in_progress", "assignee": "tester", "issue_type": "task", "priority": 2},
+		map[string]any{"id": "bd-2", "title": "Theirs", "status": "in_progress", "assignee": "machine-b", "issue_type": "task", "priority": 2})
+	mgr := state.NewManager(p.dir)
+	sess := &state.Session{ID: "0123abcd", Workflow: "backlog", Status: state.StatusRunning, BaseDir: p.dir, StartTime: time.Now(),
+		Tasks: map[string]*state.TaskRecord{}, TaskStatus: map[string]state.TaskStatus{},
+		Backlog: &state.Backlog{Jobs: 2, Remote: "origin", Beads: []*state.BacklogBead{
+			{ID: "bd-1", Grimoire: "ship", Session: "11111111", Status: state.BeadStarting},
+			{ID: "bd-2", Grimoire: "ship", Session: "22222222", Status: state.BeadStarting},
+		}}}
+	if err := mgr.Save(sess); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, p.bdExec("cancel", sess.ID), 0)
+	db := map[string]map[string]any{}
+	readJSON(t, p.db, &db)
+	if b := db["bd-1"]; b["status"] != "open" || b["assignee"] != "" {
+		t.Errorf("bd-1 (ours): status %v, assignee %v; want open, nobody's", b["status"], b["assignee"])
+	}
+	if b := db["bd-2"]; b["status"] != "in_progress" || b["assignee"] != "machine-b" {
+		t.Errorf("bd-2 (another's): status %v, assignee %v; want in_progress, machine-b's", b["status"], b["assignee"])
+	}
+}

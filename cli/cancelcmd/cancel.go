@@ -165,12 +165,33 @@ func keptBeads(streams cmdutil.IO, mgr *state.Manager, sess *state.Session) {
 	}
 	for _, b := range sess.Backlog.Beads {
 		if b.Session == "" || !mgr.Exists(b.Session) {
+			if b.Status == state.BeadStarting {
+				unclaim(streams, sess.BaseDir, b.ID)
+			}
 			continue
 		}
 		if bs, err := mgr.Load(b.Session); err == nil && bs.Status != state.StatusCompleted && bs.Status != state.StatusCancelled {
 			fmt.Fprintf(streams.Err, "bead %s keeps its session %s (%s): vibeteam cancel %s [--clean]\n", ui.Safe(b.ID), b.Session, bs.Status, b.Session)
 		}
 	}
+}
+
+// unclaim gives back the claim of a bead a killed backlog had claimed (or
+// was claiming) without making its session: it is claimed again first,
+// which succeeds only when the claim is this machine's (or nobody's), so
+// another machine's is never taken from it.
+func unclaim(streams cmdutil.IO, base, beadID string) {
+	client, err := beads.NewClient(base)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cmdutil.BDTimeout)
+	_, err = client.Claim(ctx, beadID)
+	cancel()
+	if err != nil {
+		return // another's, closed, or bd failed: left as it is
+	}
+	reopen(streams, base, beadID)
 }
 
 // reopen sets the bead open again in bd, and claimed by nobody: another
