@@ -21,6 +21,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
 	"github.com/vibeteam/vibeteam/core/budget"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/sandbox"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -292,7 +293,7 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 	if br.sandbox, err = sandboxFor(c, func(w string) { br.board.Line("warning: " + safe(w)) }, base, nil, true, nil); err != nil {
 		return nil, err
 	}
-	if mode := c.String("on-interaction"); mode == core.InteractionAsk && !c.Bool("headless") {
+	if mode := c.String("on-interaction"); mode == engine.InteractionAsk && !c.Bool("headless") {
 		if tty, err := ttyOf(streams); err == nil {
 			br.board.Prompter = ui.NewPrompter(tty, br.board)
 		}
@@ -687,7 +688,7 @@ func (br *backlogRun) runBead(ctx context.Context, b *state.BacklogBead, resume 
 	switch out.Status {
 	case state.StatusBlocked:
 		b.Reason = string(sess.BlockedReason)
-		if c := strings.TrimSpace(excerpt.FirstLine(sess.BlockedContext)); c != "" && sess.BlockedReason == core.BlockedGateRed {
+		if c := strings.TrimSpace(excerpt.FirstLine(sess.BlockedContext)); c != "" && sess.BlockedReason == engine.BlockedGateRed {
 			// The gate's first failure line says what broke.
 			b.Reason += ": " + c
 		}
@@ -749,9 +750,9 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	beadMeter := budget.NewMeter(budget.Limit{}, br.meter)
 	br.meters.Store(b.ID, beadMeter)
 	opts.MaxSpend, opts.Budget = budget.Limit{}, beadMeter
-	opts.Interaction = core.InteractionPark
+	opts.Interaction = engine.InteractionPark
 	if p := br.board.Prompter; p != nil {
-		opts.Interaction = core.InteractionAsk
+		opts.Interaction = engine.InteractionAsk
 		opts.Review, opts.Permission, opts.Question = p.Review, p.Permission, p.Question
 	}
 	orch := core.NewOrchestrator(br.reg, br.events.of(b.ID), func(e core.Event) { br.board.Event(b, e) })

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/backlog"
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/internal/excerpt"
 	"github.com/vibeteam/vibeteam/ui"
@@ -112,7 +112,7 @@ func (br *backlogRun) take(id string) {
 // what the claim printed) and the tracker of its session. A bead another
 // has claimed is a *beads.ClaimError, for the run to skip; bd failing
 // otherwise is a warning, and the session sets the status as before.
-func (br *backlogRun) claim(ctx context.Context, id string) (map[string]any, core.BeadTracker, error) {
+func (br *backlogRun) claim(ctx context.Context, id string) (map[string]any, engine.BeadTracker, error) {
 	br.prepMu.Lock()
 	listed := br.listed[id]
 	br.prepMu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -20,7 +21,7 @@ type runBead struct {
 	id      string
 	safeID  string // for the worktree's path and branch
 	source  string // "bd", or the file it was read from
-	tracker core.BeadTracker
+	tracker engine.BeadTracker
 	client  *beads.Client // bd's, for a bead read through it
 }
 

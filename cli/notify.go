@@ -12,8 +12,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -127,7 +127,7 @@ func sessionNotification(sess *state.Session, grimoire string) (notification, bo
 		if sess.BlockedReason != "" {
 			p.Reason = string(sess.BlockedReason)
 		}
-		if sess.BlockedReason == core.BlockedBudget {
+		if sess.BlockedReason == engine.BlockedBudget {
 			p.Next = budgetNext(sess)
 		}
 	case state.StatusPendingMerge:
@@ -162,7 +162,7 @@ func budgetNext(sess *state.Session) string {
 // wait for: the tools they were denied, or their question.
 func waitingNext(sess *state.Session) string {
 	next := "vibeteam resume " + sess.ID
-	if ids := sess.WaitingFor(core.DeniedReason); len(ids) > 0 {
+	if ids := sess.WaitingFor(engine.DeniedReason); len(ids) > 0 {
 		for _, id := range ids {
 			if t, _ := sess.Task(id); t.Record.Agent != nil { // WaitingFor: a record
 				for _, tool := range t.Record.Agent.DeniedTools() {
@@ -172,7 +172,7 @@ func waitingNext(sess *state.Session) string {
 		}
 		return next
 	}
-	if len(sess.WaitingFor(core.QuestionReason)) > 0 {
+	if len(sess.WaitingFor(engine.QuestionReason)) > 0 {
 		return next + " --answer TEXT"
 	}
 	return next

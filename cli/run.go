@@ -16,6 +16,7 @@ import (
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/render"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
@@ -108,7 +109,7 @@ func runCommand(streams IO) *ucli.Command {
 				}
 				// A grimoire's templates read step results: they are rendered
 				// as each step starts.
-				if _, err := core.RenderPrompts(def, vars); err != nil {
+				if _, err := engine.RenderPrompts(def, vars); err != nil {
 					return exitf(ExitUsage, "%s: %v", def.Source, err)
 				}
 			}
@@ -199,16 +200,16 @@ func resumeCommand(streams IO) *ucli.Command {
 			case (c.Bool("approve-merge") || c.Bool("reject-merge")) && !hasMerge(sess.WorkflowDefinition):
 				return exitf(ExitUsage, "session %s has no merge step to approve or reject", id)
 			case c.Bool("approve-merge"):
-				opts.MergeDecision = core.ReviewApprove
+				opts.MergeDecision = engine.ReviewApprove
 			case c.Bool("reject-merge"):
-				opts.MergeDecision, opts.MergeReason = core.ReviewReject, c.String("reason")
+				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
 			}
 			opts.Allow = c.StringSlice("allow")
-			if len(opts.Allow) > 0 && len(sess.WaitingFor(core.DeniedReason)) == 0 {
+			if len(opts.Allow) > 0 && len(sess.WaitingFor(engine.DeniedReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
 			}
 			opts.Answer = c.String("answer")
-			if opts.Answer != "" && len(sess.WaitingFor(core.QuestionReason)) == 0 {
+			if opts.Answer != "" && len(sess.WaitingFor(engine.QuestionReason)) == 0 {
 				return exitf(ExitUsage, "session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
 			}
 			if err := resumeBead(sess, &opts); err != nil {
@@ -234,7 +235,7 @@ func resumeCommand(streams IO) *ucli.Command {
 				merged[k] = v
 			}
 			if def.Kind != workflow.KindGrimoire {
-				if _, err := core.RenderPrompts(def, merged); err != nil {
+				if _, err := engine.RenderPrompts(def, merged); err != nil {
 					return exitf(ExitUsage, "session %s: %v", id, err)
 				}
 			}
@@ -389,7 +390,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 func askAt(c *ucli.Context, streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prompter, closeTTY func(), err error) {
 	closeTTY = func() {}
 	switch mode := c.String("on-interaction"); mode {
-	case core.InteractionAsk:
+	case engine.InteractionAsk:
 		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
 			closeTTY = func() { _ = tty.Close() }
 			prompt = ui.NewPrompter(tty, disp)
@@ -398,9 +399,9 @@ func askAt(c *ucli.Context, streams IO, disp *ui.Display, opts *core.RunOptions)
 			opts.Permission = prompt.Permission
 			opts.Question = prompt.Question
 		} else {
-			opts.Interaction = core.InteractionPark
+			opts.Interaction = engine.InteractionPark
 		}
-	case core.InteractionPark, core.InteractionFail:
+	case engine.InteractionPark, engine.InteractionFail:
 	default:
 		return nil, closeTTY, exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
 	}
@@ -532,7 +533,7 @@ func waitingReport(sess *state.Session) string {
 	for _, t := range waiting {
 		id, rec := t.ID, t.Record
 		switch rec.Reason {
-		case core.DeniedReason:
+		case engine.DeniedReason:
 			tools := rec.Agent.DeniedTools()
 			if b.Len() > 0 {
 				b.WriteString("\n")
@@ -541,7 +542,7 @@ func waitingReport(sess *state.Session) string {
 			for _, tool := range tools {
 				b.WriteString(" --allow " + shellWord(tool))
 			}
-		case core.QuestionReason:
+		case engine.QuestionReason:
 			if b.Len() > 0 {
 				b.WriteString("\n")
 			}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/beads"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/worktree"
 )
 
@@ -42,11 +42,11 @@ func (w gitWorkspace) Summary(ctx context.Context) (string, string, error) {
 	return w.repo.Summary(ctx, w.wt)
 }
 
-func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.MergeOutcome, error) {
+func (w gitWorkspace) Merge(ctx context.Context, req engine.MergeRequest) (engine.MergeOutcome, error) {
 	opts := worktree.MergeOptions{Queued: req.Queued}
 	if req.Gate != nil {
 		opts.Gate = func(ctx context.Context, dir string, try worktree.GateTry) (bool, error) {
-			return req.Gate(ctx, dir, core.GateTry{Attempt: try.Attempt, Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Batch: try.Batch})
+			return req.Gate(ctx, dir, engine.GateTry{Attempt: try.Attempt, Base: try.Base, Branch: try.Branch, BaseCommit: try.BaseCommit, Commit: try.Commit, Batch: try.Batch})
 		}
 	}
 	opts.Retries = w.retries
@@ -73,7 +73,7 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 		item := worktree.MergeItem{Worktree: w.wt, Message: req.Message, Gate: opts.Gate, GateKey: req.GateKey, Retries: w.retries, Queued: req.Queued}
 		if req.Batched != nil {
 			item.Batched = func(n worktree.BatchNews) {
-				req.Batched(core.BatchNews{Phase: n.Phase, Branches: n.Branches, Base: n.Base, Commit: n.Commit, Green: n.Green})
+				req.Batched(engine.BatchNews{Phase: n.Phase, Branches: n.Branches, Base: n.Base, Commit: n.Commit, Green: n.Green})
 			}
 		}
 		res, err = queue.Merge(ctx, item)
@@ -81,9 +81,9 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 		res, err = w.repo.MergeWith(ctx, w.wt, req.Message, opts)
 	}
 	if err != nil {
-		return core.MergeOutcome{}, err
+		return engine.MergeOutcome{}, err
 	}
-	out := core.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, UpToDate: res.UpToDate, Attempts: res.Attempts, Waited: res.Waited, Batch: res.Batch}
+	out := engine.MergeOutcome{Commit: res.Commit, Refused: res.Refused, GateRed: res.GateRed, Moving: res.Moving, UpToDate: res.UpToDate, Attempts: res.Attempts, Waited: res.Waited, Batch: res.Batch}
 	if res.UpToDate && out.Commit == "" {
 		out.Commit = "(up to date)"
 	}
@@ -92,7 +92,7 @@ func (w gitWorkspace) Merge(ctx context.Context, req core.MergeRequest) (core.Me
 		if c.Message != "" && c.Message != c.Hunks {
 			hunks = strings.TrimSpace(c.Message + "\n" + hunks)
 		}
-		out.Conflicts = append(out.Conflicts, core.MergeConflict{Path: c.Path, Hunks: hunks})
+		out.Conflicts = append(out.Conflicts, engine.MergeConflict{Path: c.Path, Hunks: hunks})
 	}
 	if !res.Merged && out.Refused == "" && len(out.Conflicts) == 0 && !out.GateRed && out.Moving == "" {
 		return out, fmt.Errorf("the merge of %s into %s did not happen, for no reason git gave", w.wt.Branch, w.wt.Base)
@@ -124,8 +124,8 @@ func openRepo(ctx context.Context, dir string) (*worktree.Repo, error) {
 // openWorkspace returns the engine's Workspace factory for a bead: its
 // worktree in the repository at base, created from baseBranch ("" is the
 // current branch) for a new session, the same one again on resume.
-func openWorkspace(base, beadID, baseBranch string) func(session string) (core.Workspace, error) {
-	return func(session string) (core.Workspace, error) {
+func openWorkspace(base, beadID, baseBranch string) func(session string) (engine.Workspace, error) {
+	return func(session string) (engine.Workspace, error) {
 		ctx := context.Background()
 		repo, err := openRepo(ctx, base)
 		if err != nil {
@@ -145,11 +145,11 @@ func openWorkspace(base, beadID, baseBranch string) func(session string) (core.W
 
 // landingOn makes the workspaces open gives land on remote's base (none
 // when "").
-func landingOn(open func(string) (core.Workspace, error), remote string) func(string) (core.Workspace, error) {
+func landingOn(open func(string) (engine.Workspace, error), remote string) func(string) (engine.Workspace, error) {
 	if remote == "" || open == nil {
 		return open
 	}
-	return func(session string) (core.Workspace, error) {
+	return func(session string) (engine.Workspace, error) {
 		ws, err := open(session)
 		if g, ok := ws.(gitWorkspace); ok && err == nil {
 			g.remote = remote
@@ -161,11 +161,11 @@ func landingOn(open func(string) (core.Workspace, error), remote string) func(st
 
 // throughQueue makes the workspaces open gives merge through the
 // process's merge queue q (none when nil).
-func throughQueue(open func(string) (core.Workspace, error), q *worktree.Batcher) func(string) (core.Workspace, error) {
+func throughQueue(open func(string) (engine.Workspace, error), q *worktree.Batcher) func(string) (engine.Workspace, error) {
 	if q == nil || open == nil {
 		return open
 	}
-	return func(session string) (core.Workspace, error) {
+	return func(session string) (engine.Workspace, error) {
 		ws, err := open(session)
 		if g, ok := ws.(gitWorkspace); ok && err == nil {
 			g.queue = q

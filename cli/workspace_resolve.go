@@ -3,20 +3,20 @@ package cli
 import (
 	"context"
 
-	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
 )
 
 // The conflict resolution side of a bead's git worktree (see
-// core.ConflictWorkspace).
+// engine.ConflictWorkspace).
 
-func (w gitWorkspace) MergeBase(ctx context.Context, message string) (core.BaseMerge, error) {
+func (w gitWorkspace) MergeBase(ctx context.Context, message string) (engine.BaseMerge, error) {
 	bm, err := w.repo.MergeBaseIn(ctx, w.wt, message)
 	if err != nil {
-		return core.BaseMerge{}, err
+		return engine.BaseMerge{}, err
 	}
-	out := core.BaseMerge{Commit: bm.Commit, Binary: bm.Binary, Ours: bm.Ours, Theirs: bm.Theirs}
+	out := engine.BaseMerge{Commit: bm.Commit, Binary: bm.Binary, Ours: bm.Ours, Theirs: bm.Theirs}
 	for _, c := range bm.Conflicts {
-		out.Conflicts = append(out.Conflicts, core.MergeConflict{Path: c.Path, Hunks: c.Hunks})
+		out.Conflicts = append(out.Conflicts, engine.MergeConflict{Path: c.Path, Hunks: c.Hunks})
 	}
 	return out, nil
 }
@@ -29,4 +29,4 @@ func (w gitWorkspace) InMerge(ctx context.Context) (bool, error) { return w.repo
 
 func (w gitWorkspace) AbortMerge(ctx context.Context) error { return w.repo.AbortMerge(ctx, w.wt) }
 
-var _ core.ConflictWorkspace = gitWorkspace{}
+var _ engine.ConflictWorkspace = gitWorkspace{}

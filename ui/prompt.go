@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -78,13 +79,13 @@ type waitingTask struct {
 
 // questionAsk is a headless agent's question waiting for the person.
 type questionAsk struct {
-	req    core.QuestionRequest
+	req    engine.QuestionRequest
 	answer chan string
 }
 
 // Question asks the person what a headless agent's final message asks
 // (core.Options.Question). "" is no answer: later.
-func (p *Prompter) Question(ctx context.Context, req core.QuestionRequest) string {
+func (p *Prompter) Question(ctx context.Context, req engine.QuestionRequest) string {
 	ask := &questionAsk{req: req, answer: make(chan string, 1)}
 	return awaitAnswer(ctx, p, waitingTask{id: "question:" + req.TaskID, label: Safe(req.Name), state: string(vocab.ReasonQuestion), question: ask}, ask.answer, "")
 }
@@ -133,7 +134,7 @@ func (p *Prompter) askQuestion(in *bufio.Reader, w waitingTask) bool {
 
 // permissionAsk is a headless agent's denial waiting for the person.
 type permissionAsk struct {
-	req    core.PermissionRequest
+	req    engine.PermissionRequest
 	answer chan string
 }
 
@@ -141,9 +142,9 @@ type permissionAsk struct {
 // denied (core.Options.Permission): allow once, allow for the run, deny,
 // or later. It waits its turn after the tasks already waiting, and
 // answers "later" if the session ends first.
-func (p *Prompter) Permission(ctx context.Context, req core.PermissionRequest) string {
+func (p *Prompter) Permission(ctx context.Context, req engine.PermissionRequest) string {
 	ask := &permissionAsk{req: req, answer: make(chan string, 1)}
-	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: Safe(req.Name), state: "permission", permission: ask}, ask.answer, core.PermissionLater)
+	return awaitAnswer(ctx, p, waitingTask{id: "permission:" + req.TaskID, label: Safe(req.Name), state: "permission", permission: ask}, ask.answer, engine.PermissionLater)
 }
 
 // askPermission shows what a headless agent was denied and reads the
@@ -174,21 +175,21 @@ func (p *Prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 		p.outMu.Unlock()
 		line, err := in.ReadString('\n')
 		if err != nil {
-			answer(core.PermissionLater)
+			answer(engine.PermissionLater)
 			return false
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "o", "once", "y", "yes":
-			answer(core.PermissionOnce)
+			answer(engine.PermissionOnce)
 			return true
 		case "a", "all":
-			answer(core.PermissionAll)
+			answer(engine.PermissionAll)
 			return true
 		case "d", "deny", "n", "no":
-			answer(core.PermissionDeny)
+			answer(engine.PermissionDeny)
 			return true
 		case "l", "later", ":quit":
-			answer(core.PermissionLater)
+			answer(engine.PermissionLater)
 			return true
 		default:
 			fmt.Fprintln(t, "o, a, d or l")
@@ -198,16 +199,16 @@ func (p *Prompter) askPermission(in *bufio.Reader, w waitingTask) bool {
 
 // reviewAsk is a merge waiting for the person's review.
 type reviewAsk struct {
-	req    core.ReviewRequest
+	req    engine.ReviewRequest
 	answer chan [2]string // decision, reason
 }
 
 // Review asks the person about a merge (core.Options.Review): approve,
 // reject (with a reason), or later. It waits its turn after the tasks
 // already waiting, and answers "later" if the session ends first.
-func (p *Prompter) Review(ctx context.Context, req core.ReviewRequest) (string, string) {
+func (p *Prompter) Review(ctx context.Context, req engine.ReviewRequest) (string, string) {
 	ask := &reviewAsk{req: req, answer: make(chan [2]string, 1)}
-	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + Safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{core.ReviewLater, ""})
+	a := awaitAnswer(ctx, p, waitingTask{id: "merge:" + req.Step, label: "merge " + Safe(req.Branch), state: "review", review: ask}, ask.answer, [2]string{engine.ReviewLater, ""})
 	return a[0], a[1]
 }
 
@@ -259,20 +260,20 @@ func (p *Prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 		p.outMu.Unlock()
 		line, err := in.ReadString('\n')
 		if err != nil {
-			answer(core.ReviewLater, "")
+			answer(engine.ReviewLater, "")
 			return false
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "a", "approve":
-			answer(core.ReviewApprove, "")
+			answer(engine.ReviewApprove, "")
 			return true
 		case "r", "reject":
 			fmt.Fprint(t, "reason (optional) › ")
 			reason, _ := in.ReadString('\n')
-			answer(core.ReviewReject, strings.TrimSpace(reason))
+			answer(engine.ReviewReject, strings.TrimSpace(reason))
 			return true
 		case "l", "later", ":quit":
-			answer(core.ReviewLater, "")
+			answer(engine.ReviewLater, "")
 			return true
 		case "d", "diff":
 			p.pageDiff(r)
@@ -283,7 +284,7 @@ func (p *Prompter) askReview(in *bufio.Reader, w waitingTask) bool {
 }
 
 // pageDiff shows the merge's diff in $PAGER (less) on the terminal.
-func (p *Prompter) pageDiff(r core.ReviewRequest) {
+func (p *Prompter) pageDiff(r engine.ReviewRequest) {
 	pager := os.Getenv("PAGER")
 	if pager == "" {
 		pager = "less -R"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/builtin"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
-	"github.com/vibeteam/vibeteam/core"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 )
 
@@ -282,7 +282,7 @@ func flagValues(name, cur, prefix string) []candidate {
 	case "events":
 		out = append(pathCandidates(cur, func(string) bool { return true }), candidate{"-", "stdout"})
 	case "on-interaction":
-		out = words(core.InteractionAsk, core.InteractionPark, core.InteractionFail)
+		out = words(engine.InteractionAsk, engine.InteractionPark, engine.InteractionFail)
 	}
 	for i := range out {
 		out[i].value = prefix + out[i].value

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
-	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/ui"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"strings"
 
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/state"
 	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/core/workflow"
@@ -261,7 +261,7 @@ func NextCommand(s *state.Session, running bool) string {
 	if s.BlockedReason == vocab.BlockedMergeConflict {
 		return "resolve the conflict in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
 	}
-	if s.BlockedReason == core.BlockedGateRed {
+	if s.BlockedReason == engine.BlockedGateRed {
 		return "fix the work in the worktree, then vibeteam resume " + s.ID + " --approve-merge"
 	}
 	return "vibeteam resume " + s.ID

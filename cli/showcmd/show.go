@@ -14,9 +14,9 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/cli/cmdutil"
-	"github.com/vibeteam/vibeteam/core"
 	"github.com/vibeteam/vibeteam/core/agentstream"
 	"github.com/vibeteam/vibeteam/core/budget"
+	"github.com/vibeteam/vibeteam/core/engine"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
@@ -181,7 +181,7 @@ func showTask(out io.Writer, s *state.Session, t workflow.Task) {
 	if rec.Agent != nil {
 		fmt.Fprintf(out, "      agent: %s\n", agentLine(rec.Agent))
 	}
-	if rec.Excerpt != "" && (rec.Reason == core.DeniedReason || rec.Reason == core.QuestionReason) {
+	if rec.Excerpt != "" && (rec.Reason == engine.DeniedReason || rec.Reason == engine.QuestionReason) {
 		fmt.Fprintf(out, "      %s\n", ui.Safe(rec.Excerpt))
 	}
 	tail := rec.OutputTail
@@ -321,7 +321,7 @@ func showActions(out io.Writer, s *state.Session) {
 		fmt.Fprintf(out, "  retry   vibeteam resume %s                 go on where it stopped\n", resumeArgs(s))
 	}
 	fmt.Fprintf(out, "          vibeteam resume %s --set KEY=VALUE change a variable first\n", s.ID)
-	if s.BlockedReason == core.BlockedGateRed {
+	if s.BlockedReason == engine.BlockedGateRed {
 		fmt.Fprintf(out, "  (make the gate pass in %s first: the context above is its output)\n", ui.Safe(s.Worktree))
 		fmt.Fprintf(out, "          vibeteam resume %s --approve-merge  merge and run the gate again\n", s.ID)
 	}
