@@ -44,6 +44,9 @@ func backlogFlags() []ucli.Flag {
 // backlogRun is one `run --ready`, or its resume.
 type backlogRun struct {
 	sandbox *sandbox.Config // every bead's (sandboxFor); nil: none
+	// opts are the run's options, read and checked once (runOptions):
+	// each bead's session starts from a copy.
+	opts    core.RunOptions
 	c       *ucli.Context
 	streams IO
 	base    string
@@ -124,8 +127,9 @@ func checkBacklogFlags(c *ucli.Context) error {
 }
 
 // runBacklog is `run [GRIMOIRE] --ready`.
-func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg *adapters.Registry, vars map[string]string) error {
-	br, err := newBacklogRun(c, streams, base, reg, vars)
+func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, opts core.RunOptions) error {
+	base, vars := opts.BaseDir, opts.Vars
+	br, err := newBacklogRun(c, streams, reg, opts)
 	if err != nil {
 		return err
 	}
@@ -172,12 +176,14 @@ func runBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg 
 // resumeBacklog continues a backlog session: the beads it left running
 // resume first (and, at a terminal, those waiting for a person are asked
 // again), then it goes on with the ready ones.
-func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, base string, reg *adapters.Registry, sess *state.Session) error {
+func resumeBacklog(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Registry, sess *state.Session, opts core.RunOptions) error {
+	base := opts.BaseDir
 	vars, secret, err := backlogVars(c, sess)
 	if err != nil {
 		return err
 	}
-	br, err := newBacklogRun(c, streams, base, reg, vars)
+	opts.Vars = vars
+	br, err := newBacklogRun(c, streams, reg, opts)
 	if err != nil {
 		return err
 	}
@@ -249,7 +255,8 @@ func backlogVars(c *ucli.Context, sess *state.Session) (map[string]string, []str
 	return vars, secret, nil
 }
 
-func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Registry, vars map[string]string) (_ *backlogRun, err error) {
+func newBacklogRun(c *ucli.Context, streams IO, reg *adapters.Registry, opts core.RunOptions) (_ *backlogRun, err error) {
+	base, vars := opts.BaseDir, opts.Vars
 	if err := warnOpenDirs(streams, base); err != nil {
 		return nil, err
 	}
@@ -269,9 +276,10 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		}
 	}
 	br := &backlogRun{
-		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars,
-		mgr:    state.NewManager(base),
-		listed: map[string]map[string]any{}, defs: map[string]*workflow.Definition{}, taken: map[string]bool{},
+		c: c, streams: streams, base: base, reg: reg, client: client, vars: vars, opts: opts,
+		waitLimits: opts.WaitLimits,
+		mgr:        state.NewManager(base),
+		listed:     map[string]map[string]any{}, defs: map[string]*workflow.Definition{}, taken: map[string]bool{},
 		ctrls: map[string]*core.SessionController{},
 	}
 	br.board = ui.NewBoard(streams.UI(), &br.mu)
@@ -284,16 +292,13 @@ func newBacklogRun(c *ucli.Context, streams IO, base string, reg *adapters.Regis
 		return nil, exitf(ExitUsage, "%v", err)
 	}
 	client.Notice = func(l string) { br.board.Line("bd: " + safe(l)) }
-	if br.waitLimits, err = waitLimitsOf(c); err != nil {
-		return nil, err
-	}
 	if br.notify, err = notifierFor(c, base, func(w string) { br.board.Line("warning: " + safe(w)) }); err != nil {
 		return nil, err
 	}
 	if br.sandbox, err = sandboxFor(c, func(w string) { br.board.Line("warning: " + safe(w)) }, base, nil, true, nil); err != nil {
 		return nil, err
 	}
-	if mode := c.String("on-interaction"); mode == engine.InteractionAsk && !c.Bool("headless") {
+	if opts.Interaction == engine.InteractionAsk && !opts.ForceHeadless {
 		if tty, err := ttyOf(streams); err == nil {
 			br.board.Prompter = ui.NewPrompter(tty, br.board)
 		}
@@ -741,8 +746,11 @@ func (br *backlogRun) startFailed(b *state.BacklogBead, err error) {
 // startBead makes the bead's session controller: a new session under the
 // id the backlog recorded, or the existing one resumed.
 func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resume bool) (*core.SessionController, error) {
-	opts := runOptions(br.c, br.base, br.vars)
-	opts.SecretVars = append(opts.SecretVars, br.secret...)
+	opts := br.opts
+	opts.SecretVars = append(slices.Clip(opts.SecretVars), br.secret...)
+	// A bead's usage limit is waited out by the backlog's scheduler
+	// (br.waitLimits), which runs other beads meanwhile, not in its task.
+	opts.WaitLimits = 0
 	opts.Sandbox = br.sandbox
 	opts.KeepSessions = 0 // the backlog prunes once, at its end
 	// The run's limit is the backlog's, over every bead: not each bead's.

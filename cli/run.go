@@ -74,12 +74,15 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			opts, err := runOptions(c, base)
+			if err != nil {
+				return err
+			}
 			if c.Bool("ready") {
-				vars, _, err := templateVars(c)
-				if err != nil {
+				if opts.Vars, _, err = templateVars(c); err != nil {
 					return err
 				}
-				return runBacklog(c, streams, sigs, base, reg, vars)
+				return runBacklog(c, streams, sigs, reg, opts)
 			}
 			bead, err := beadForRun(c, streams, base)
 			if err != nil {
@@ -116,7 +119,7 @@ func runCommand(streams IO) *ucli.Command {
 			if bead == nil && hasMerge(def) {
 				return exitf(ExitUsage, "%s has a merge step, which merges a bead's worktree: run it with --bead ID (or --bead-file FILE)", def.Source)
 			}
-			opts := runOptions(c, base, vars)
+			opts.Vars = vars
 			if opts.Sandbox, err = sandboxFor(c, warnLine(streams), base, def, bead != nil, nil); err != nil {
 				return err
 			}
@@ -160,6 +163,10 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
+			opts, err := runOptions(c, base)
+			if err != nil {
+				return err
+			}
 			mgr := state.NewManager(base)
 			id, err := cmdutil.ResolveSession(mgr, c.Args().First())
 			if err != nil {
@@ -180,7 +187,7 @@ func resumeCommand(streams IO) *ucli.Command {
 				return nil
 			}
 			if sess.Backlog != nil {
-				return resumeBacklog(c, streams, sigs, base, reg, sess)
+				return resumeBacklog(c, streams, sigs, reg, sess, opts)
 			}
 			vars, secret, err := templateVars(c)
 			if err != nil {
@@ -190,7 +197,7 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err := core.RestoreSecrets(sess, vars); err != nil {
 				return exitf(ExitUsage, "%v", err)
 			}
-			opts := runOptions(c, base, vars)
+			opts.Vars = vars
 			opts.AcceptDamage = c.Bool("accept-damage")
 			switch {
 			case c.Bool("approve-merge") && c.Bool("reject-merge"):
@@ -246,23 +253,6 @@ func resumeCommand(streams IO) *ucli.Command {
 				return o.Resume(id, opts)
 			})
 		},
-	}
-}
-
-func runOptions(c *ucli.Context, base string, vars map[string]string) core.RunOptions {
-	return core.RunOptions{
-		BaseDir:       base,
-		Vars:          vars,
-		AutoApprove:   c.Bool("auto-approve"),
-		ForceHeadless: c.Bool("headless"),
-		Grace:         c.Duration("grace"),
-		KeepSessions:  c.Int("keep-sessions"),
-		Interaction:   c.String("on-interaction"),
-		KeepGoing:     c.Bool("keep-going"),
-		Strict:        c.Bool("strict"),
-		MaxSpend:      maxSpend(c),
-		SecretVars:    secretVarNames(c),
-		Telemetry:     telemetryOf(c),
 	}
 }
 
@@ -325,11 +315,6 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	if err != nil {
 		return err
 	}
-	wait, err := waitLimitsOf(c)
-	if err != nil {
-		return err
-	}
-	opts.WaitLimits = wait
 	evOut, err := openEvents(streams, c.String("events"))
 	if err != nil {
 		return exitf(ExitUsage, "%v", err)
@@ -338,10 +323,7 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 	disp := ui.NewDisplay(streams.UI(), c.Bool("verbose"))
 	defer disp.Close()
 
-	prompt, closeTTY, err := askAt(c, streams, disp, &opts)
-	if err != nil {
-		return err
-	}
+	prompt, closeTTY := askAt(streams, disp, &opts)
 	defer closeTTY()
 
 	if s := sigs.attach(); s != nil {
@@ -385,27 +367,24 @@ func execute(c *ucli.Context, streams IO, sigs *interrupts, reg *adapters.Regist
 }
 
 // askAt sets up who answers a task that needs a person: the terminal, if
-// there is one (--on-interaction=ask); else the session parks. closeTTY
-// closes the terminal it opened.
-func askAt(c *ucli.Context, streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prompter, closeTTY func(), err error) {
+// there is one (--on-interaction=ask, checked with the other choices by
+// runOptions); else the session parks. closeTTY closes the terminal it
+// opened.
+func askAt(streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prompter, closeTTY func()) {
 	closeTTY = func() {}
-	switch mode := c.String("on-interaction"); mode {
-	case engine.InteractionAsk:
-		if tty, err := ttyOf(streams); err == nil && !c.Bool("headless") {
-			closeTTY = func() { _ = tty.Close() }
+	if opts.Interaction != engine.InteractionAsk {
+		return nil, closeTTY
+	}
+	if !opts.ForceHeadless {
+		if tty, err := ttyOf(streams); err == nil {
 			prompt = ui.NewPrompter(tty, disp)
 			disp.SetPrompter(prompt)
-			opts.Review = prompt.Review
-			opts.Permission = prompt.Permission
-			opts.Question = prompt.Question
-		} else {
-			opts.Interaction = engine.InteractionPark
+			opts.Review, opts.Permission, opts.Question = prompt.Review, prompt.Permission, prompt.Question
+			return prompt, func() { _ = tty.Close() }
 		}
-	case engine.InteractionPark, engine.InteractionFail:
-	default:
-		return nil, closeTTY, exitf(ExitUsage, "--on-interaction must be ask, park or fail, not %q", mode)
 	}
-	return prompt, closeTTY, nil
+	opts.Interaction = engine.InteractionPark
+	return nil, closeTTY
 }
 
 // startError is the exit of a session that could not start or resume.

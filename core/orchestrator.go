@@ -37,17 +37,12 @@ type RunOptions struct {
 	Vars    map[string]string // --set
 	// SecretVars are variables of Vars that are secrets whatever their
 	// names (--set-env, --set-file): the definition is told (MarkSecret).
-	SecretVars    []string
-	AutoApprove   bool
-	ForceHeadless bool
-	Grace         time.Duration
-	KeepSessions  int    // prune to this many after a session starts; 0 = no pruning
-	Interaction   string // engine.InteractionAsk | Park | Fail; default park
-	KeepGoing     bool   // a failed task does not stop the others of its stage
-	Strict        bool   // an MCP server's missing command fails its task
-	// WaitLimits (--wait-limits): how long a task may wait for its agent's
-	// usage limit to reset, then continue; 0 stops the session as limited.
-	WaitLimits time.Duration
+	SecretVars []string
+	// Choices are the person's (--auto-approve, --headless, --grace,
+	// --on-interaction, --keep-going, --strict, --wait-limits), checked
+	// once by the CLI: handed to the engine and each task whole.
+	taskrun.Choices
+	KeepSessions int // prune to this many after a session starts; 0 = no pruning
 	// SourceDigest is the sha256 of the workflow file the definition came
 	// from (run), or of its new version (resume with Reload).
 	SourceDigest string
@@ -402,27 +397,24 @@ func (c *SessionController) emit(e Event) {
 	}
 }
 
-// engineOptions are the run's options as the session's engine takes them.
+// engineOptions are the run's options as the session's engine takes them:
+// the person's choices whole, and what the CLI and the controller made.
 func (c *SessionController) engineOptions(opts RunOptions, ws engine.Workspace, policy *sandbox.Policy, mgr *state.Manager) engine.Options {
 	return engine.Options{
-		Sandbox:       policy,
-		Beads:         opts.Beads,
-		Workspace:     ws,
-		Review:        opts.Review,
-		Permission:    opts.Permission,
-		Question:      opts.Question,
-		Registry:      c.orch.registry,
-		Manager:       mgr,
-		AutoApprove:   opts.AutoApprove,
-		ForceHeadless: opts.ForceHeadless,
-		Grace:         opts.Grace,
-		Interaction:   opts.Interaction,
-		KeepGoing:     opts.KeepGoing,
-		Strict:        opts.Strict,
-		WaitLimits:    opts.WaitLimits,
-		Budget:        opts.Budget,
-		Emit:          c.emit,
-		Tracer:        c.tracer(),
+		Settings: taskrun.Settings{
+			Choices:    opts.Choices,
+			Registry:   c.orch.registry,
+			Manager:    mgr,
+			Permission: opts.Permission,
+			Question:   opts.Question,
+			Sandbox:    policy,
+			Tracer:     c.tracer(),
+		},
+		Beads:     opts.Beads,
+		Workspace: ws,
+		Review:    opts.Review,
+		Budget:    opts.Budget,
+		Emit:      c.emit,
 	}
 }
 

@@ -8,13 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/core/events"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/vibeteam/vibeteam/adapters"
+	"github.com/vibeteam/vibeteam/core/events"
+
 	"github.com/vibeteam/vibeteam/core/budget"
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/sandbox"
@@ -37,15 +37,10 @@ const defaultTailLines = 20
 
 // Options configure one executor.
 type Options struct {
-	Registry      *adapters.Registry
-	Manager       *state.Manager
-	AutoApprove   bool
-	ForceHeadless bool
-	Grace         time.Duration // SIGTERM → SIGKILL; default runner.DefaultGrace
-	TailLines     int
-	Emit          func(state.Event) // called synchronously; must not block for long
-	Interaction   string            // ask | park | fail (default park: never hang)
-	KeepGoing     bool              // a failed task does not stop the rest of its stage
+	// Settings are what each task's run reads (taskrun), the person's
+	// Choices among them; the engine hands them on whole.
+	taskrun.Settings
+	Emit func(state.Event) // called synchronously; must not block for long
 	// Grimoires on a bead: Beads follows the run with the bead's status
 	// (nil for a bead read from a file), Workspace is its worktree (nil:
 	// steps run in the base dir, and a merge step cannot run), Review asks
@@ -53,30 +48,9 @@ type Options struct {
 	Beads     BeadTracker
 	Workspace Workspace
 	Review    func(ctx context.Context, r ReviewRequest) (decision, reason string)
-	// Permission asks a person about the tool calls a headless agent was
-	// denied (nil: no terminal, the session parks).
-	Permission func(ctx context.Context, r PermissionRequest) string
-	// Question asks a person the question a headless agent's final
-	// message ends with; "" is no answer (later: the session parks).
-	Question func(ctx context.Context, r QuestionRequest) string
-	// Strict makes problems that are otherwise warnings fail the task: an
-	// MCP server whose command is not there.
-	Strict bool
-	// WaitLimits (--wait-limits) is how long in all a task may wait for
-	// its agent's usage limits to reset, then continue its agent's
-	// session; 0: the session stops as limited at once.
-	WaitLimits time.Duration
-	// Processes starts the headless processes of script steps and tasks
-	// (nil: real ones, through the runner); engine tests give fakes.
-	Processes ProcessStarter
 	// Budget is a meter the session's spend counts against besides its
 	// own budgets (a backlog's, shared by its sessions); nil: none.
 	Budget *budget.Meter
-	// Sandbox fences in every process of the run that runs the
-	// repository's or an agent's code; nil: none.
-	Sandbox *sandbox.Policy
-	// Tracer follows every task's attempts for telemetry; nil: none.
-	Tracer taskrun.Tracer
 }
 
 // ProcessStarter starts one headless process: a script step's shell, a

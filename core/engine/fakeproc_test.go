@@ -10,6 +10,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/core/runner"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -73,7 +74,7 @@ func scriptStep(name, cmd, onFail, onSuccess string) workflow.Step {
 func runFake(t *testing.T, def *workflow.Definition, procs *fakeProcesses, ctx context.Context) (*state.Session, Outcome) {
 	t.Helper()
 	sess := &state.Session{ID: "fake", Workflow: def.ID, WorkflowDefinition: def, BaseDir: t.TempDir()}
-	x := New(sess, Options{Processes: procs, Grace: time.Second})
+	x := New(sess, Options{Settings: taskrun.Settings{Processes: procs, Choices: taskrun.Choices{Grace: time.Second}}})
 	out, err := x.Run(ctx)
 	if err != nil {
 		t.Fatal(err)

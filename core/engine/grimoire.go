@@ -49,7 +49,7 @@ const (
 type grimoire struct {
 	// host is all the step runners reach of the session; cfg its settings.
 	host   stepHost
-	cfg    taskSettings
+	cfg    Options
 	bead   string // the bead's id and title ("" without a bead)
 	title  string
 	def    *workflow.Definition

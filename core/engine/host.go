@@ -15,7 +15,7 @@ import (
 // handling (headless or in a terminal, the automation, the pauses) is one
 // unit, whatever walks the steps.
 type taskHost interface {
-	settings() taskSettings
+	settings() Options
 	// updateRecord changes the task's record; checkpoint also records the
 	// change in the session's journal.
 	updateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord))
@@ -56,15 +56,12 @@ type taskHost interface {
 	keep(tr *taskrun.Attempt)
 }
 
-// taskSettings are the session's settings a task run reads.
-type taskSettings struct {
-	Options
-	SessionID string
-	BaseDir   string
-}
-
-func (x *Executor) settings() taskSettings {
-	return taskSettings{Options: x.opts, SessionID: x.sess.ID, BaseDir: x.sess.BaseDir}
+// settings are the executor's options as a task's run and a step's
+// runner read them: with the session's id and base dir.
+func (x *Executor) settings() Options {
+	o := x.opts
+	o.SessionID, o.BaseDir = x.sess.ID, x.sess.BaseDir
+	return o
 }
 
 func (x *Executor) allowForRun(tools []string) {

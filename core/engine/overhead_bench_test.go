@@ -9,6 +9,7 @@ import (
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 					b.Fatal(err)
 				}
 				sess := &state.Session{ID: "fake0001", Workflow: def.ID, WorkflowDefinition: def, BaseDir: dir, StartTime: time.Now(), History: []state.HistoryEntry{}}
-				x := New(sess, Options{Processes: procs, Grace: time.Second, Registry: reg, Manager: mgr, Emit: func(e state.Event) { _ = elog.Write(e) }})
+				x := New(sess, Options{Settings: taskrun.Settings{Processes: procs, Choices: taskrun.Choices{Grace: time.Second}, Registry: reg, Manager: mgr}, Emit: func(e state.Event) { _ = elog.Write(e) }})
 				if err := mgr.Save(sess); err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/vibeteam/vibeteam/core/events"
 	"github.com/vibeteam/vibeteam/core/flow"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/taskrun"
 	"github.com/vibeteam/vibeteam/core/workflow"
 )
 
@@ -58,7 +59,7 @@ func TestMergeRunnerRecordsIntentAroundTheMerge(t *testing.T) {
 			t.Parallel()
 			ws := &fakeWorkspace{dir: t.TempDir(), outcome: tc.outcome}
 			g := &grimoire{
-				host: &recordingHost{ws: ws, landed: tc.landed}, cfg: taskSettings{Options: Options{Workspace: ws}, SessionID: "s"},
+				host: &recordingHost{ws: ws, landed: tc.landed}, cfg: Options{Workspace: ws, Settings: taskrun.Settings{SessionID: "s"}},
 				bead: "bd-1", title: "Fix it", def: &workflow.Definition{ID: "g"},
 			}
 			step := &workflow.Step{Type: workflow.StepMerge, Name: "merge", Merge: &workflow.MergeStep{}}

@@ -50,7 +50,7 @@ func runTask(ctx context.Context, host taskHost, t workflow.Task, prompt string,
 // reaches, through the engine's own taskHost (which a stage may wrap).
 type seam struct{ h taskHost }
 
-func (s seam) Settings() taskrun.Settings { return s.h.settings().task() }
+func (s seam) Settings() taskrun.Settings { return s.h.settings().Settings }
 func (s seam) UpdateRecord(taskID string, checkpoint bool, change func(*state.TaskRecord)) {
 	s.h.updateRecord(taskID, checkpoint, change)
 }
@@ -75,17 +75,3 @@ func (s seam) AllowedForRun(tools []string) bool { return s.h.allowedForRun(tool
 func (s seam) Running(a *taskrun.Attempt)        { s.h.running(a) }
 func (s seam) Ended(taskID string)               { s.h.ended(taskID) }
 func (s seam) Keep(a *taskrun.Attempt)           { s.h.keep(a) }
-
-// task is what of the settings a task's run reads.
-func (c taskSettings) task() taskrun.Settings {
-	o := c.Options
-	return taskrun.Settings{
-		SessionID: c.SessionID, BaseDir: c.BaseDir,
-		Registry: o.Registry, Manager: o.Manager,
-		AutoApprove: o.AutoApprove, ForceHeadless: o.ForceHeadless,
-		Grace: o.Grace, TailLines: o.TailLines, Interaction: o.Interaction,
-		Strict: o.Strict, WaitLimits: o.WaitLimits,
-		Permission: o.Permission, Question: o.Question,
-		Processes: o.Processes, Sandbox: o.Sandbox, Tracer: o.Tracer,
-	}
-}

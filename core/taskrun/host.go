@@ -8,6 +8,7 @@ package taskrun
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/vibeteam/vibeteam/adapters"
@@ -67,20 +68,14 @@ type Host interface {
 
 // Settings are the session's settings a task run reads.
 type Settings struct {
-	SessionID     string
-	BaseDir       string
-	Registry      *adapters.Registry
-	Manager       *state.Manager
-	AutoApprove   bool
-	ForceHeadless bool
-	Grace         time.Duration // SIGTERM → SIGKILL
-	TailLines     int           // clean output lines kept in the session
-	Interaction   string        // ask | park | fail
-	// Strict makes an MCP server whose command is not there fail the task.
-	Strict bool
-	// WaitLimits is how long in all a task may wait for its agent's usage
-	// limits to reset; 0: the session stops as limited at once.
-	WaitLimits time.Duration
+	// Choices are the person's, from run's and resume's flags: the same
+	// value from the command line to here, embedded at each layer.
+	Choices
+	SessionID string
+	BaseDir   string
+	Registry  *adapters.Registry
+	Manager   *state.Manager
+	TailLines int // clean output lines kept in the session
 	// Permission asks a person about the tool calls an agent was denied
 	// (nil: no terminal, the session parks); Question asks them what the
 	// agent asks ("" is no answer).
@@ -93,6 +88,43 @@ type Settings struct {
 	Sandbox *sandbox.Policy
 	// Tracer follows each attempt for telemetry; nil: none.
 	Tracer Tracer
+}
+
+// Choices are how a person asked a run to go: run's and resume's flags.
+// One value goes from the command line to each task: the CLI fills it and
+// checks it (Check) once; core, the engine and a task's run are handed it
+// whole, embedded in their options, never copied field by field, so a new
+// choice is one field here.
+type Choices struct {
+	AutoApprove   bool
+	ForceHeadless bool
+	Grace         time.Duration // SIGTERM → SIGKILL; 0: runner.DefaultGrace
+	Interaction   string        // ask | park | fail; "": park
+	// KeepGoing is the engine's: a failed task does not stop the others
+	// of its stage.
+	KeepGoing bool
+	// Strict makes an MCP server whose command is not there fail the task.
+	Strict bool
+	// WaitLimits is how long in all a task may wait for its agent's usage
+	// limits to reset; 0: the session stops as limited at once.
+	WaitLimits time.Duration
+}
+
+// Check reports the first choice no run can take, in the words of the
+// flag that gave it.
+func (c Choices) Check() error {
+	switch c.Interaction {
+	case "", InteractionAsk, InteractionPark, InteractionFail:
+	default:
+		return fmt.Errorf("--on-interaction must be ask, park or fail, not %q", c.Interaction)
+	}
+	if c.Grace < 0 {
+		return fmt.Errorf("--grace must be 0 or more, not %s", c.Grace)
+	}
+	if c.WaitLimits < 0 {
+		return fmt.Errorf("--wait-limits must be 0 or more, not %s", c.WaitLimits)
+	}
+	return nil
 }
 
 // Tracer follows each attempt of a task for telemetry (core/telemetry).

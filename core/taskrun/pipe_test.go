@@ -43,7 +43,7 @@ func runPipe(t *testing.T, ctx context.Context, t0 workflow.Task, programs map[s
 func pipeHost(t *testing.T, programs map[string]fakeProgram) *fakeHost {
 	return &fakeHost{cfg: Settings{
 		SessionID: "s", BaseDir: t.TempDir(), Registry: registry(t, map[string]string{"agent": agentAdapter}),
-		Grace: time.Second, Interaction: InteractionPark, Processes: &fakeStarter{programs: programs},
+		Choices: Choices{Grace: time.Second, Interaction: InteractionPark}, Processes: &fakeStarter{programs: programs},
 	}}
 }
 

@@ -75,7 +75,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // screen where it appeared; the idle prompt with nothing queued is DONE.
 func TestTerminalAnswersEachQuestionOnceThenIsDoneOnIdle(t *testing.T) {
 	t.Parallel()
-	h := &fakeHost{cfg: Settings{AutoApprove: true, Interaction: InteractionPark}}
+	h := &fakeHost{cfg: Settings{Choices: Choices{AutoApprove: true, Interaction: InteractionPark}}}
 	r := <-runTerminal(t, h, 2)
 	if !r.ok || h.record().Reason != "idle" {
 		t.Fatalf("ok %v, why %q, reason %q", r.ok, r.why, h.record().Reason)
@@ -92,7 +92,7 @@ func TestTerminalAnswersEachQuestionOnceThenIsDoneOnIdle(t *testing.T) {
 // what they type answers it, and the task goes on.
 func TestTerminalAsksAPersonAndTypesTheirAnswer(t *testing.T) {
 	t.Parallel()
-	h := &fakeHost{cfg: Settings{Interaction: InteractionAsk}}
+	h := &fakeHost{cfg: Settings{Choices: Choices{Interaction: InteractionAsk}}}
 	done := runTerminal(t, h, 1)
 	eventually(t, "the question to a person", func() bool { return h.status() == state.TaskWaitingForUser })
 	if asked := h.eventsOf(events.Interaction); len(asked) != 1 || asked[0].(events.InteractionNeeded).State != "interaction_confirm" {
@@ -114,7 +114,7 @@ func TestTerminalAsksAPersonAndTypesTheirAnswer(t *testing.T) {
 // stopped so is waiting for a person, not failed nor pending.
 func TestTerminalParksOnAQuestion(t *testing.T) {
 	t.Parallel()
-	h := &fakeHost{cfg: Settings{Interaction: InteractionPark}}
+	h := &fakeHost{cfg: Settings{Choices: Choices{Interaction: InteractionPark}}}
 	r := <-runTerminal(t, h, 1)
 	rec := h.record()
 	if r.ok || h.status() != state.TaskWaitingForUser || rec.Reason != interactionParked || h.Parked() != state.StatusWaiting {
