@@ -63,16 +63,14 @@ func Main(args []string, streams IO) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.Msg != "" {
-			fmt.Fprintln(streams.Err, "vibeteam:", ee.Msg)
-		}
-		return ee.Code
+	// The one place an error becomes an exit status: its own code (an
+	// ExitError a command chose, or an error of core that carries one),
+	// else usage: anything urfave/cli itself rejects (unknown flag, bad
+	// value).
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(streams.Err, "vibeteam:", msg)
 	}
-	// Anything urfave/cli itself rejects (unknown flag, bad value) is usage.
-	fmt.Fprintln(streams.Err, "vibeteam:", err)
-	return ExitUsage
+	return cmdutil.ExitCode(err)
 }
 
 func newApp(streams IO) *ucli.App {
@@ -115,7 +113,7 @@ Try it:  vibeteam run demo`,
 		Before: func(c *ucli.Context) error {
 			if c.Bool("version") {
 				fmt.Fprintln(streams.Out, versionString())
-				return &exitError{Code: ExitOK}
+				return &exitError{Exit: ExitOK}
 			}
 			return nil
 		},
@@ -387,7 +385,7 @@ func warnOpenDirs(streams IO, base string) error {
 	if err := state.NewManager(base).SecureDirs(); err != nil {
 		var sl *state.SymlinkError
 		if errors.As(err, &sl) {
-			return exitf(ExitUsage, "%v", err)
+			return err // the person's to fix: it carries exit 2
 		}
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(streams.Err, "vibeteam: warning:", line)

@@ -133,7 +133,7 @@ func beadForRun(c *ucli.Context, streams IO, base string) (*runBead, error) {
 	if file != "" {
 		b, err := beads.ReadFile(file)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
+			return nil, err
 		}
 		rb.fields, rb.source = b, file
 	} else {

@@ -75,7 +75,7 @@ func notifierFor(c *ucli.Context, base string, warn func(string)) (*notifier, er
 	if !c.IsSet("notify") {
 		cfg, err := beads.LoadConfig(base)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
+			return nil, err
 		}
 		cmd = cfg.Notify
 	}

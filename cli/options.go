@@ -44,7 +44,7 @@ func choicesOf(c *ucli.Context) (taskrun.Choices, error) {
 		WaitLimits:    wait,
 	}
 	if err := choices.Check(); err != nil {
-		return taskrun.Choices{}, exitf(ExitUsage, "%v", err)
+		return taskrun.Choices{}, err
 	}
 	return choices, nil
 }

@@ -264,14 +264,14 @@ func loadChosenGrimoire(name, base string, opts workflow.LoadOptions) (*workflow
 	if err == nil {
 		def, err := workflow.LoadFile(path, opts)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
+			return nil, err
 		}
 		return def, nil
 	}
 	if data, source, ok := builtin.Workflow(name); ok {
 		def, err := workflow.Parse(data, source, opts)
 		if err != nil {
-			return nil, exitf(ExitUsage, "%v", err)
+			return nil, err
 		}
 		return def, nil
 	}
@@ -389,10 +389,6 @@ func askAt(streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prom
 
 // startError is the exit of a session that could not start or resume.
 func startError(streams IO, err error) error {
-	var locked *state.LockedError
-	if errors.As(err, &locked) {
-		return exitf(ExitUsage, "%v", err)
-	}
 	if errors.Is(err, core.ErrAlreadyCompleted) {
 		fmt.Fprintln(streams.Err, err)
 		return nil
@@ -401,8 +397,10 @@ func startError(streams IO, err error) error {
 	if errors.As(err, &nf) {
 		return cmdutil.SessionLoadError(err)
 	}
-	if errors.As(err, new(*core.DamagedJournalError)) {
-		return exitf(ExitUsage, "%v", err)
+	if errors.As(err, new(*state.LockedError)) || errors.As(err, new(*core.DamagedJournalError)) {
+		// The person's to fix (a session another process holds, a damaged
+		// journal): the error carries exit 2.
+		return err
 	}
 	return exitf(ExitFailed, "%v", err)
 }

@@ -28,7 +28,7 @@ func secretSetFlags() []ucli.Flag {
 func templateVars(c *ucli.Context) (vars map[string]string, secret []string, err error) {
 	vars, err = render.ParseSets(c.StringSlice("set"))
 	if err != nil {
-		return nil, nil, exitf(ExitUsage, "%v", err)
+		return nil, nil, err
 	}
 	var values []string
 	for _, s := range c.StringSlice("set-env") {

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/core/events"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/events"
+	"github.com/vibeteam/vibeteam/core/vocab"
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/budget"
@@ -235,6 +237,9 @@ type DamagedJournalError struct {
 	ID     string
 	Damage *state.JournalDamage
 }
+
+// Code is usage (exit 2): the person decides (--accept-damage).
+func (e *DamagedJournalError) Code() int { return vocab.ExitUsage }
 
 func (e *DamagedJournalError) Error() string {
 	b := e.Damage

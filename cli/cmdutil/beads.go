@@ -33,12 +33,12 @@ func ShowBead(streams IO, base, id string) (*beads.Client, beads.Bead, error) {
 func SelectGrimoire(base string, bead map[string]any) (name, rule string, err error) {
 	cfg, err := beads.LoadConfig(base)
 	if err != nil {
-		return "", "", Exitf(ExitUsage, "%v", err)
+		return "", "", err
 	}
 	// By name only: a label or the config naming a path is refused.
 	name, rule, err = beads.Choose(beads.Bead(bead), cfg)
 	if err != nil {
-		return "", "", Exitf(ExitUsage, "%v", err)
+		return "", "", err
 	}
 	return name, rule, nil
 }

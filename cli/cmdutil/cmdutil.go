@@ -20,16 +20,17 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/state"
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"github.com/vibeteam/vibeteam/ui"
 )
 
-// Exit codes (DESIGN.md §6).
+// Exit codes (DESIGN.md §6; vocab's, which errors of core carry too).
 const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
-	ExitParked      = 3
-	ExitInterrupted = 130 // SIGINT; SIGTERM gives 143
+	ExitOK          = vocab.ExitOK
+	ExitFailed      = vocab.ExitFailed
+	ExitUsage       = vocab.ExitUsage
+	ExitParked      = vocab.ExitParked
+	ExitInterrupted = vocab.ExitInterrupted
 )
 
 // IO is the set of streams a command uses, injected so tests can run the
@@ -55,18 +56,44 @@ func StdIO() IO {
 // UI is where the terminal UI writes.
 func (s IO) UI() ui.Streams { return ui.Streams{Out: s.Out, Err: s.Err, ErrTTY: s.ErrTTY} }
 
-// ExitError carries an exit code through urfave/cli to Main, which
-// prints Msg (if any) and exits with Code.
+// Coder is an error that carries its exit code (go-task's pattern):
+// ExitError, and the errors of core that are the person's to fix
+// (vocab.UsageError, a file's error at a line, a session another process
+// holds). Main exits with the code of the first one in an error's chain.
+type Coder interface {
+	error
+	Code() int
+}
+
+// ExitError is an exit code a command chose, with what to print: Main
+// prints Msg (if any) and exits with Exit.
 type ExitError struct {
-	Code int
+	Exit int
 	Msg  string
 }
 
 func (e *ExitError) Error() string { return e.Msg }
 
+// Code is the exit code the command chose.
+func (e *ExitError) Code() int { return e.Exit }
+
 // Exitf is an error that ends the command with code and the message.
 func Exitf(code int, format string, args ...any) error {
-	return &ExitError{Code: code, Msg: fmt.Sprintf(format, args...)}
+	return &ExitError{Exit: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ExitCode is the exit status an error ends a command with: the code of
+// the first Coder in its chain, else ExitUsage (what urfave/cli itself
+// rejects: an unknown flag, a bad value).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var coded Coder
+	if errors.As(err, &coded) {
+		return coded.Code()
+	}
+	return ExitUsage
 }
 
 // BaseDirFlag is --base-dir, global and on every command that reads a project.
@@ -193,7 +220,7 @@ func isGitDir(path string) bool {
 func LoadRegistry(base string) (*adapters.Registry, error) {
 	reg := adapters.NewRegistry()
 	if err := reg.LoadDir(filepath.Join(base, ".vibeteam", "adapters")); err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
+		return nil, err
 	}
 	return reg, nil
 }

@@ -25,17 +25,17 @@ func LoadDefinition(arg, base string, opts workflow.LoadOptions) (*workflow.Defi
 			if data, source, ok := builtin.Workflow(arg); ok {
 				def, perr := workflow.Parse(data, source, opts)
 				if perr != nil {
-					return nil, Exitf(ExitUsage, "%v", perr)
+					return nil, perr
 				}
 				return def, nil
 			}
 			return nil, Exitf(ExitUsage, "%v (built-in workflows: %s)", err, strings.Join(builtin.WorkflowNames(), ", "))
 		}
-		return nil, Exitf(ExitUsage, "%v", err)
+		return nil, err
 	}
 	def, err := workflow.LoadFile(path, opts)
 	if err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
+		return nil, err
 	}
 	return def, nil
 }

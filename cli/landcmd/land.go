@@ -115,13 +115,13 @@ func Run(opts *Options) error {
 	sigMu.Lock()
 	defer sigMu.Unlock()
 	if sig != nil {
-		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(sig)}
+		return &cmdutil.ExitError{Exit: cmdutil.InterruptCode(sig)}
 	}
 	if err != nil {
 		return err
 	}
 	if code != 0 {
-		return &cmdutil.ExitError{Code: code}
+		return &cmdutil.ExitError{Exit: code}
 	}
 	return nil
 }

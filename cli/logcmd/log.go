@@ -126,9 +126,9 @@ type logRun struct {
 func (l *logRun) interrupted(ctx context.Context) error {
 	select {
 	case s := <-l.sigs:
-		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(s)}
+		return &cmdutil.ExitError{Exit: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted}
+		return &cmdutil.ExitError{Exit: cmdutil.ExitInterrupted}
 	default:
 		return nil
 	}
@@ -138,9 +138,9 @@ func (l *logRun) interrupted(ctx context.Context) error {
 func (l *logRun) wait(ctx context.Context, tick <-chan time.Time) error {
 	select {
 	case s := <-l.sigs:
-		return &cmdutil.ExitError{Code: cmdutil.InterruptCode(s)}
+		return &cmdutil.ExitError{Exit: cmdutil.InterruptCode(s)}
 	case <-ctx.Done():
-		return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted}
+		return &cmdutil.ExitError{Exit: cmdutil.ExitInterrupted}
 	case <-tick:
 		return nil
 	}

@@ -111,7 +111,7 @@ func Run(opts *Options) error {
 	streams, base := opts.IO, opts.Base
 	vars, err := render.ParseSets(opts.Sets)
 	if err != nil {
-		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+		return err
 	}
 	bead, err := previewBead(opts)
 	if err != nil {
@@ -136,7 +136,7 @@ func Run(opts *Options) error {
 	cmdutil.WarnBrokenAdapters(streams.Err, reg)
 	found, err := workflow.Locate(arg, base)
 	if err != nil {
-		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+		return err
 	}
 	// validate's checks: an agent CLI that is not installed here is a
 	// warning, as the grimoire may run elsewhere.
@@ -187,7 +187,7 @@ func previewBead(opts *Options) (map[string]any, error) {
 	case file != "":
 		b, err := beads.ReadFile(file)
 		if err != nil {
-			return nil, cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+			return nil, err
 		}
 		return b, nil
 	case id == "":

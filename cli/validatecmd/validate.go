@@ -86,7 +86,7 @@ Exit status: 0 when no file has an error (warnings allowed), 2 otherwise.`,
 func Run(opts *Options) error {
 	vars, err := render.ParseSets(opts.Sets)
 	if err != nil {
-		return cmdutil.Exitf(cmdutil.ExitUsage, "%v", err)
+		return err
 	}
 	reg, err := cmdutil.LoadRegistry(opts.Base)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // chmod is a variable so tests can make tightening fail.
@@ -52,6 +54,9 @@ func (m *Manager) SecureDirs() error {
 
 // SymlinkError is a folder of vibeteam's that is a symbolic link.
 type SymlinkError struct{ Path, Target string }
+
+// Code is usage (exit 2): the person makes it a directory.
+func (e *SymlinkError) Code() int { return vocab.ExitUsage }
 
 func (e *SymlinkError) Error() string {
 	return fmt.Sprintf("%s is a symbolic link (to %s): vibeteam does not work through one, since it deletes and chmods what it keeps there; make it a directory", e.Path, e.Target)

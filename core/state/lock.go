@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // staleUnparsedAge is how long an unreadable lock file is presumed to belong
@@ -51,6 +53,10 @@ type LockedError struct {
 	Host  string
 	Since time.Time // when the holder took the lock; zero if unknown
 }
+
+// Code is usage (exit 2): the person waits for the other process, or
+// stops it.
+func (e *LockedError) Code() int { return vocab.ExitUsage }
 
 func (e *LockedError) Error() string {
 	if e.Pid <= 0 {

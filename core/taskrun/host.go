@@ -111,18 +111,18 @@ type Choices struct {
 }
 
 // Check reports the first choice no run can take, in the words of the
-// flag that gave it.
+// flag that gave it: a usage error (exit 2).
 func (c Choices) Check() error {
 	switch c.Interaction {
 	case "", InteractionAsk, InteractionPark, InteractionFail:
 	default:
-		return fmt.Errorf("--on-interaction must be ask, park or fail, not %q", c.Interaction)
+		return &vocab.UsageError{Err: fmt.Errorf("--on-interaction must be ask, park or fail, not %q", c.Interaction)}
 	}
 	if c.Grace < 0 {
-		return fmt.Errorf("--grace must be 0 or more, not %s", c.Grace)
+		return &vocab.UsageError{Err: fmt.Errorf("--grace must be 0 or more, not %s", c.Grace)}
 	}
 	if c.WaitLimits < 0 {
-		return fmt.Errorf("--wait-limits must be 0 or more, not %s", c.WaitLimits)
+		return &vocab.UsageError{Err: fmt.Errorf("--wait-limits must be 0 or more, not %s", c.WaitLimits)}
 	}
 	return nil
 }

@@ -3,12 +3,14 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"github.com/vibeteam/vibeteam/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
+	"github.com/vibeteam/vibeteam/internal/suggest"
 
 	"github.com/vibeteam/vibeteam/builtin"
 )
@@ -39,6 +41,9 @@ type NotFoundError struct {
 	// Builtins, when set (by Locate), are listed as what else exists.
 	Builtins []string
 }
+
+// Code is usage (exit 2): the person names another.
+func (e *NotFoundError) Code() int { return vocab.ExitUsage }
 
 func (e *NotFoundError) Error() string {
 	msg := fmt.Sprintf("workflow %q not found (tried %s)", e.Name, strings.Join(compactPaths(e.Tried), ", "))

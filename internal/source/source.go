@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"syscall"
 
+	"github.com/vibeteam/vibeteam/core/vocab"
 	"gopkg.in/yaml.v3"
 )
 
@@ -30,6 +31,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Path + ": " + e.Msg }
+
+// Code is usage (exit 2): the path is the person's to fix.
+func (e *Error) Code() int { return vocab.ExitUsage }
 
 // Reason is what a failed Read says without the file's name, for a problem
 // reported at the file: an *Error's Msg, else the error itself.

@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vibeteam/vibeteam/core/vocab"
 )
 
 // Pos is a position in a source file. Line and Col are 1-based; 0 means
@@ -82,6 +84,12 @@ func (e *Error) Error() string {
 	}
 	return strings.Join(parts, ": ")
 }
+
+// Code is usage (exit 2): the file is the person's to fix.
+func (e *Error) Code() int { return vocab.ExitUsage }
+
+// Code is usage (exit 2), as each of its errors.
+func (l ErrorList) Code() int { return vocab.ExitUsage }
 
 // String is Error: without it, the String of the embedded Pos would be
 // promoted and print the position alone.
