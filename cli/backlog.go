@@ -765,18 +765,18 @@ func (br *backlogRun) startBead(ctx context.Context, b *state.BacklogBead, resum
 	}
 	orch := core.NewOrchestrator(br.reg, br.events.of(b.ID), func(e core.Event) { br.board.Event(b, e) })
 	if resume && br.mgr.Exists(b.Session) {
-		sess, err := br.mgr.Load(b.Session)
+		sess, err := core.LoadResumable(br.mgr, b.Session, false)
 		if err != nil {
 			return nil, err
 		}
-		if sess.Status == state.StatusCompleted {
-			return nil, core.ErrAlreadyCompleted
+		if err := core.RestoreVars(sess, opts); err != nil {
+			return nil, err
 		}
 		if err := resumeBead(sess, &opts); err != nil {
 			return nil, err
 		}
 		opts.Workspace = throughQueue(opts.Workspace, br.queue)
-		return orch.Resume(b.Session, opts)
+		return orch.Resume(sess, opts)
 	}
 	fields, tracker, err := br.claim(ctx, b.ID)
 	if err != nil {

@@ -106,15 +106,8 @@ func runCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if def.Kind != workflow.KindGrimoire {
-				if bead != nil {
-					return exitf(ExitUsage, "a bead is for grimoires; %s is a stage workflow", def.Source)
-				}
-				// A grimoire's templates read step results: they are rendered
-				// as each step starts.
-				if _, err := engine.RenderPrompts(def, vars); err != nil {
-					return exitf(ExitUsage, "%s: %v", def.Source, err)
-				}
+			if def.Kind != workflow.KindGrimoire && bead != nil {
+				return exitf(ExitUsage, "a bead is for grimoires; %s is a stage workflow", def.Source)
 			}
 			if bead == nil && hasMerge(def) {
 				return exitf(ExitUsage, "%s has a merge step, which merges a bead's worktree: run it with --bead ID (or --bead-file FILE)", def.Source)
@@ -172,33 +165,20 @@ func resumeCommand(streams IO) *ucli.Command {
 			if err != nil {
 				return err
 			}
-			sess, err := mgr.Load(id)
+			// Whether it can be resumed is checked here, once (core.LoadResumable).
+			sess, err := core.LoadResumable(mgr, id, c.Bool("accept-damage"))
 			if err != nil {
-				return cmdutil.SessionLoadError(err)
-			}
-			if err := sess.Check(); err != nil {
-				return exitf(ExitUsage, "session %s is damaged (%s): %v", id, mgr.SessionPath(id), err)
-			}
-			if sess.Broken != nil && !c.Bool("accept-damage") {
-				return exitf(ExitUsage, "%v", &core.DamagedJournalError{ID: id, Damage: sess.Broken})
-			}
-			if sess.Status == state.StatusCompleted {
-				fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
-				return nil
+				return resumableError(streams, id, err)
 			}
 			if sess.Backlog != nil {
 				return resumeBacklog(c, streams, sigs, reg, sess, opts)
 			}
-			vars, secret, err := templateVars(c)
-			if err != nil {
+			if opts.Vars, _, err = templateVars(c); err != nil {
 				return err
 			}
-			core.MarkSecret(sess.WorkflowDefinition, secret)
-			if err := core.RestoreSecrets(sess, vars); err != nil {
-				return exitf(ExitUsage, "%v", err)
+			if err := core.RestoreVars(sess, opts); err != nil {
+				return err
 			}
-			opts.Vars = vars
-			opts.AcceptDamage = c.Bool("accept-damage")
 			switch {
 			case c.Bool("approve-merge") && c.Bool("reject-merge"):
 				return exitf(ExitUsage, "--approve-merge and --reject-merge: one or the other")
@@ -211,14 +191,8 @@ func resumeCommand(streams IO) *ucli.Command {
 			case c.Bool("reject-merge"):
 				opts.MergeDecision, opts.MergeReason = engine.ReviewReject, c.String("reason")
 			}
-			opts.Allow = c.StringSlice("allow")
-			if len(opts.Allow) > 0 && len(sess.WaitingFor(engine.DeniedReason)) == 0 {
-				return exitf(ExitUsage, "session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
-			}
-			opts.Answer = c.String("answer")
-			if opts.Answer != "" && len(sess.WaitingFor(engine.QuestionReason)) == 0 {
-				return exitf(ExitUsage, "session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
-			}
+			// Checked by core.Resume, which gives them to the parked agents.
+			opts.Allow, opts.Answer = c.StringSlice("allow"), c.String("answer")
 			if err := resumeBead(sess, &opts); err != nil {
 				return exitf(ExitUsage, "session %s: %v", id, err)
 			}
@@ -234,23 +208,11 @@ func resumeCommand(streams IO) *ucli.Command {
 			if errs := workflow.Validate(def, workflow.LoadOptions{Adapters: reg, ForceHeadless: c.Bool("headless")}); len(errs) > 0 {
 				return exitf(ExitUsage, "session %s: %v", id, errs)
 			}
-			merged := map[string]string{}
-			for k, v := range sess.Vars {
-				merged[k] = v
-			}
-			for k, v := range vars {
-				merged[k] = v
-			}
-			if def.Kind != workflow.KindGrimoire {
-				if _, err := engine.RenderPrompts(def, merged); err != nil {
-					return exitf(ExitUsage, "session %s: %v", id, err)
-				}
-			}
 			if opts.Sandbox, err = sandboxFor(c, warnLine(streams), base, def, sess.Bead != nil, sess.Sandbox); err != nil {
 				return err
 			}
 			return execute(c, streams, sigs, reg, opts, func(o *core.Orchestrator, opts core.RunOptions) (*core.SessionController, error) {
-				return o.Resume(id, opts)
+				return o.Resume(sess, opts)
 			})
 		},
 	}
@@ -387,6 +349,19 @@ func askAt(streams IO, disp *ui.Display, opts *core.RunOptions) (prompt *ui.Prom
 	return nil, closeTTY
 }
 
+// resumableError is the exit of a session that cannot be resumed
+// (core.LoadResumable): exit 0 for one already completed, nothing to do.
+func resumableError(streams IO, id string, err error) error {
+	if errors.Is(err, core.ErrAlreadyCompleted) {
+		fmt.Fprintf(streams.Err, "session %s already completed; nothing to resume\n", id)
+		return nil
+	}
+	if _, coded := err.(cmdutil.Coder); coded {
+		return err
+	}
+	return cmdutil.SessionLoadError(err)
+}
+
 // startError is the exit of a session that could not start or resume.
 func startError(streams IO, err error) error {
 	if errors.Is(err, core.ErrAlreadyCompleted) {
@@ -397,9 +372,10 @@ func startError(streams IO, err error) error {
 	if errors.As(err, &nf) {
 		return cmdutil.SessionLoadError(err)
 	}
-	if errors.As(err, new(*state.LockedError)) || errors.As(err, new(*core.DamagedJournalError)) {
-		// The person's to fix (a session another process holds, a damaged
-		// journal): the error carries exit 2.
+	if errors.As(err, new(*state.LockedError)) || errors.As(err, new(*vocab.UsageError)) {
+		// The person's to fix (a session another process holds, a prompt
+		// that does not render, an --answer with no question): the error
+		// carries exit 2.
 		return err
 	}
 	return exitf(ExitFailed, "%v", err)

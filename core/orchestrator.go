@@ -30,7 +30,8 @@ import (
 // Event is what the core emits; it is also one line of the JSONL log.
 type Event = state.Event
 
-// ErrAlreadyCompleted is returned by Resume for a completed session.
+// ErrAlreadyCompleted is returned by LoadResumable for a completed
+// session.
 var ErrAlreadyCompleted = errors.New("session already completed")
 
 // RunOptions are the per-invocation settings shared by run and resume.
@@ -52,11 +53,6 @@ type RunOptions struct {
 	// load of its file; Rerun names tasks to run again even if DONE.
 	Reload *workflow.Definition
 	Rerun  []string
-	// AcceptDamage, on resume, goes on from the last whole state of a
-	// journal damaged in the middle (state.Session.Broken), running again
-	// what the lines after the damage recorded; without it such a session
-	// is refused (*DamagedJournalError).
-	AcceptDamage bool
 	// Bead is the bead a grimoire works on (.bead); nil without one.
 	// BeadSource says where it came from ("bd", or the file's path); Beads
 	// follows the run with its status (nil for a file).
@@ -103,6 +99,10 @@ type RunOptions struct {
 	// state.Manager.NewID and recorded elsewhere first, as a backlog run
 	// does); "" makes a new one.
 	SessionID string
+
+	// prompts are a stage workflow's task prompts, rendered once by Start
+	// or Resume before anything is saved, and handed to the engine.
+	prompts map[string]string
 }
 
 // Orchestrator starts and resumes sessions: each gets a controller of its
@@ -123,10 +123,14 @@ func NewOrchestrator(registry *adapters.Registry, subscribers ...func(Event)) *O
 // Start creates a new session for def, takes its lock and saves it. Run it
 // with the returned controller.
 func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*SessionController, error) {
+	prompts, err := renderPrompts(def, opts.Vars)
+	if err != nil {
+		return nil, usagef("%s: %v", def.Source, err)
+	}
+	opts.prompts = prompts
 	mgr := state.NewManager(opts.BaseDir)
 	id := opts.SessionID
 	if id == "" {
-		var err error
 		if id, err = mgr.NewID(); err != nil {
 			return nil, err
 		}
@@ -164,37 +168,28 @@ func (o *Orchestrator) Start(def *workflow.Definition, opts RunOptions) (*Sessio
 	return c, nil
 }
 
-// Resume reloads a session, takes its lock and prepares to continue it at
-// its current stage. Vars given now override the stored ones.
-func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, error) {
+// Resume takes the lock of a session LoadResumable returned (and whose
+// secrets RestoreVars put back), and prepares to continue it at its
+// current stage: nothing of that is checked again here. Vars given now
+// override the stored ones; an --answer or --allow with no agent parked at
+// a question or a denial, and a prompt that does not render, are usage
+// errors.
+func (o *Orchestrator) Resume(sess *state.Session, opts RunOptions) (*SessionController, error) {
 	mgr := state.NewManager(opts.BaseDir)
-	sess, err := mgr.Load(id)
-	if err != nil {
-		return nil, err
-	}
-	if err := sess.Check(); err != nil {
-		return nil, fmt.Errorf("session %s is damaged: %w", id, err)
-	}
-	if b := sess.Broken; b != nil {
-		if !opts.AcceptDamage {
-			return nil, &DamagedJournalError{ID: id, Damage: b}
-		}
-		sess.Damage = append(sess.Damage, AcceptedDamage(b))
-	}
-	if sess.Status == state.StatusCompleted {
-		return nil, fmt.Errorf("%w: %s", ErrAlreadyCompleted, id)
-	}
+	id := sess.ID
 	lock, err := mgr.Lock(id)
 	if err != nil {
 		return nil, err
 	}
-	if sess.Vars == nil {
-		sess.Vars = map[string]string{}
-	}
-	MarkSecret(sess.WorkflowDefinition, opts.SecretVars)
-	if err := RestoreSecrets(sess, opts.Vars); err != nil {
+	fail := func(err error) (*SessionController, error) {
 		_ = lock.Release()
 		return nil, err
+	}
+	if sess.Broken != nil {
+		sess.Damage = append(sess.Damage, AcceptedDamage(sess.Broken))
+	}
+	if sess.Vars == nil {
+		sess.Vars = map[string]string{}
 	}
 	for k, v := range opts.Vars {
 		sess.Vars[k] = v
@@ -204,12 +199,10 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 		sess.MergeDecision, sess.MergeReason = opts.MergeDecision, opts.MergeReason
 	}
 	if opts.Answer != "" && !answerQuestions(sess, opts.Answer) {
-		_ = lock.Release()
-		return nil, fmt.Errorf("session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id)
+		return fail(usagef("session %s: no agent of it asked a question; --answer is for a session parked at one (vibeteam show %s)", id, id))
 	}
 	if len(opts.Allow) > 0 && !allowDenied(sess, opts.Allow) {
-		_ = lock.Release()
-		return nil, fmt.Errorf("session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id)
+		return fail(usagef("session %s: no agent of it was denied a tool; --allow is for a session parked at a denial (vibeteam show %s)", id, id))
 	}
 	switch {
 	case opts.Reload != nil:
@@ -217,16 +210,19 @@ func (o *Orchestrator) Resume(id string, opts RunOptions) (*SessionController, e
 		// file's new version.
 		secret := slices.Clone(sess.WorkflowDefinition.Secrets)
 		if _, err := reloadSession(sess, opts.Reload, opts.SourceDigest, opts.Rerun); err != nil {
-			_ = lock.Release()
-			return nil, err
+			return fail(err)
 		}
 		MarkSecret(sess.WorkflowDefinition, secret)
 	case len(opts.Rerun) > 0:
 		if err := rerunTasks(sess, opts.Rerun); err != nil {
-			_ = lock.Release()
-			return nil, err
+			return fail(err)
 		}
 	}
+	prompts, err := renderPrompts(sess.WorkflowDefinition, sess.Vars)
+	if err != nil {
+		return fail(usagef("session %s: %v", id, err))
+	}
+	opts.prompts = prompts
 	return o.newController(mgr, lock, sess, opts, events.SessionResumed)
 }
 
@@ -248,7 +244,7 @@ func (e *DamagedJournalError) Error() string {
 		e.ID, b.Path, b.Line, b.Why, b.LostText(), e.ID)
 }
 
-// AcceptedDamage is what a resume with AcceptDamage says it does.
+// AcceptedDamage is what a resume with --accept-damage says it does.
 func AcceptedDamage(b *state.JournalDamage) string {
 	again := "the line and " + b.LostText() + " are lost"
 	if len(b.Again) > 0 {
@@ -415,6 +411,7 @@ func (c *SessionController) engineOptions(opts RunOptions, ws engine.Workspace, 
 			Sandbox:    policy,
 			Tracer:     c.tracer(),
 		},
+		Prompts:   opts.prompts,
 		Beads:     opts.Beads,
 		Workspace: ws,
 		Review:    opts.Review,

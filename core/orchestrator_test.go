@@ -2,10 +2,12 @@ package core
 
 import (
 	"context"
-	"github.com/vibeteam/vibeteam/core/events"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vibeteam/vibeteam/core/events"
 
 	"github.com/vibeteam/vibeteam/adapters"
 	"github.com/vibeteam/vibeteam/core/engine"
@@ -131,7 +133,7 @@ func TestResumeOfCompletedSessionIsRefused(t *testing.T) {
 	if _, err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orch.Resume(c.ID, RunOptions{BaseDir: base}); err == nil || !strings.Contains(err.Error(), "already completed") {
+	if _, err := LoadResumable(state.NewManager(base), c.ID, false); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Errorf("resume of a completed session: %v", err)
 	}
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// Choices among them; the engine hands them on whole.
 	taskrun.Settings
 	Emit func(state.Event) // called synchronously; must not block for long
+	// Prompts are a stage workflow's task prompts, rendered once before
+	// the session was made or taken up again (core); nil renders them as
+	// the run starts (the engine's own tests).
+	Prompts map[string]string
 	// Grimoires on a bead: Beads follows the run with the bead's status
 	// (nil for a bead read from a file), Workspace is its worktree (nil:
 	// steps run in the base dir, and a merge step cannot run), Review asks
@@ -264,8 +268,8 @@ func (x *Executor) Run(ctx context.Context) (Outcome, error) {
 	x.events.hold()
 	defer x.events.release()
 	grimoire := x.sess.WorkflowDefinition.Kind == workflow.KindGrimoire
-	var prompts map[string]string
-	if !grimoire {
+	prompts := x.opts.Prompts
+	if !grimoire && prompts == nil {
 		var err error
 		if prompts, err = RenderPrompts(x.sess.WorkflowDefinition, x.sess.Vars); err != nil {
 			return Outcome{}, err
