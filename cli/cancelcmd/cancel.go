@@ -251,7 +251,7 @@ func stopRunning(streams cmdutil.IO, mgr *state.Manager, id string, locked *stat
 	}
 }
 
-// workLanded is the base's commit when the session's bead work is on its
+// workLanded is the commit that brought the session's bead work into its
 // base branch already (a merge that was done, or under way, when the
 // session stopped); "" otherwise. A session that lands on a remote
 // (run --ready --remote) asks the remote: an error when it cannot.

@@ -395,7 +395,11 @@ func (b *batchRun) candidate(ctx context.Context, group []int) (*candidate, erro
 		if done, err := isAncestor(ctx, b.r.Top, tip, old); err != nil {
 			return nil, err
 		} else if done {
-			b.results[i] = MergeResult{Merged: true, UpToDate: true, Commit: old}
+			by, err := broughtIn(ctx, b.r.Top, tip, old)
+			if err != nil {
+				return nil, err
+			}
+			b.results[i] = MergeResult{Merged: true, UpToDate: true, Commit: by}
 			continue
 		}
 		tree, conflicts, err := b.r.mergeTree(ctx, prev, tip, wt.Base, wt.Branch)

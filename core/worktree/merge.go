@@ -11,7 +11,8 @@ import (
 
 // MergeResult is how a merge went. Exactly one of these holds:
 //   - Merged: Commit is the new merge commit on the base branch (or, with
-//     UpToDate, the base's commit, which already had all of the branch);
+//     UpToDate, the commit of the base's first-parent history that brought
+//     the branch in: see broughtIn);
 //   - Conflicts: the branch and the base conflict; nothing was changed;
 //   - Refused: git refused to update the checkout where the base branch is
 //     checked out (its local changes would be overwritten, a rebase in
@@ -201,7 +202,8 @@ func (r *Repo) prepare(ctx context.Context, wt *Worktree, message string, id []s
 		if done, err := isAncestor(ctx, r.Top, tip, old); err != nil {
 			return nil, res, err
 		} else if done {
-			return nil, MergeResult{Merged: true, UpToDate: true, Commit: old}, nil
+			by, err := broughtIn(ctx, r.Top, tip, old)
+			return nil, MergeResult{Merged: true, UpToDate: true, Commit: by}, err
 		}
 	}
 	if why := r.busy(baseRef); why != "" {
@@ -494,8 +496,9 @@ func (r *Repo) BranchRef(ctx context.Context, name string) (string, error) {
 }
 
 // Landed reports whether the base branch has the worktree's branch already
-// (its tip is an ancestor of the base's), and the base's commit then: what
-// a merge that was under way when vibeteam was stopped did.
+// (its tip is an ancestor of the base's), and the commit that brought it
+// in then (see broughtIn): what a merge that was under way when vibeteam
+// was stopped did.
 func (r *Repo) Landed(ctx context.Context, wt *Worktree) (string, bool, error) {
 	if wt == nil || wt.Branch == "" || wt.Base == "" {
 		return "", false, errors.New("no worktree")
@@ -515,5 +518,46 @@ func (r *Repo) Landed(ctx context.Context, wt *Worktree) (string, bool, error) {
 	if err != nil || !landed {
 		return "", false, err
 	}
-	return base, true, nil
+	by, err := broughtIn(ctx, r.Top, tip, base)
+	return by, err == nil, err
+}
+
+// broughtIn is the commit of base's first-parent history that brought tip
+// (an ancestor of base) into it: the oldest one that has tip, the merge of
+// its branch, or tip itself when base went through it (a fast-forward).
+// It is what a session records as its merge when its branch is found in
+// the base already: the base's tip may be a later bead's merge by then.
+func broughtIn(ctx context.Context, dir, tip, base string) (string, error) {
+	if tip == base {
+		return tip, nil
+	}
+	// base's first-parent line down to the first commit tip has (newest
+	// first), and the commits that descend from tip: the oldest of the
+	// first that is one of the second brought it in. Two walks of
+	// tip..base only: --ancestry-path is not trusted to follow second
+	// parents under --first-parent in every git.
+	line, err := git(ctx, dir, "rev-list", "--first-parent", "--parents", tip+".."+base)
+	if err != nil {
+		return "", err
+	}
+	desc, err := git(ctx, dir, "rev-list", "--ancestry-path", tip+".."+base)
+	if err != nil {
+		return "", err
+	}
+	after := map[string]bool{}
+	for _, c := range strings.Fields(desc) {
+		after[c] = true
+	}
+	by := base
+	for _, l := range strings.Split(strings.TrimSpace(line), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || !after[f[0]] {
+			break
+		}
+		by = f[0]
+		if len(f) > 1 && f[1] == tip {
+			return tip, nil // base's line goes through tip itself
+		}
+	}
+	return by, nil
 }

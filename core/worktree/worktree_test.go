@@ -480,10 +480,49 @@ func TestMergeUpToDate(t *testing.T) {
 	commitIn(t, dir, "c.txt", "moved\n", "user")
 	before := snapshot(t, dir)
 	res, err := r.Merge(bg, wt, "Merge")
-	if err != nil || !res.Merged || !res.UpToDate || res.Commit != rev(t, dir, "main") {
+	// main went through the branch's tip (it has no commit of its own):
+	// that commit brought it in.
+	if err != nil || !res.Merged || !res.UpToDate || res.Commit != rev(t, dir, "main~1") {
 		t.Fatalf("Merge = %+v, %v", res, err)
 	}
 	sameSnap(t, "the user's checkout", before, snapshot(t, dir))
+}
+
+// TestUpToDateRecordsTheMergeThatBroughtIt: a bead's branch merged, then
+// the base moved on (another bead's merge, a commit of the user's); its
+// merge asked again (a resume after a kill that came before its session
+// recorded it) is up to date, and its commit is the bead's own merge, not
+// the base's tip — through MergeWith, a Batcher, and Landed.
+func TestUpToDateRecordsTheMergeThatBroughtIt(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt1 := ensure(t, r, "bd-1", "main", "s")
+	commitIn(t, wt1.Path, "one.txt", "1\n", "work 1")
+	wt2 := ensure(t, r, "bd-2", "main", "s")
+	commitIn(t, wt2.Path, "two.txt", "2\n", "work 2")
+	first, err := r.Merge(bg, wt1, "Merge bd-1")
+	if err != nil || !first.Merged {
+		t.Fatalf("Merge = %+v, %v", first, err)
+	}
+	commitIn(t, dir, "user.txt", "u\n", "the user's commit")
+	if res, err := r.Merge(bg, wt2, "Merge bd-2"); err != nil || !res.Merged {
+		t.Fatalf("Merge bd-2 = %+v, %v", res, err)
+	}
+	if tipNow := rev(t, dir, "main"); tipNow == first.Commit {
+		t.Fatal("main did not move past bd-1's merge")
+	}
+	again, err := r.Merge(bg, wt1, "Merge bd-1")
+	if err != nil || !again.UpToDate || again.Commit != first.Commit {
+		t.Errorf("MergeWith again = %+v, %v; want up to date at bd-1's merge %s", again, err, first.Commit)
+	}
+	results, errs := queueAll(t, r.NewBatcher(4), []MergeItem{{Worktree: wt1, Message: "Merge bd-1"}})
+	if errs[0] != nil || !results[0].UpToDate || results[0].Commit != first.Commit {
+		t.Errorf("Batcher = %+v, %v; want up to date at bd-1's merge %s", results[0], errs[0], first.Commit)
+	}
+	if commit, ok, err := r.Landed(bg, wt1); err != nil || !ok || commit != first.Commit {
+		t.Errorf("Landed = %s, %v, %v; want bd-1's merge %s", commit, ok, err, first.Commit)
+	}
 }
 
 // TestMergeRefusedWhileRebasing: a base being rebased is detached in git
