@@ -63,6 +63,14 @@ type Batcher struct {
 	busy    bool
 	closed  bool
 	wake    chan struct{}
+
+	// Run's own, between batches: the gate worktree it keeps (nil: each
+	// gate makes its own) and the committer identity.
+	kept  *keptGate
+	id    []string
+	hasID bool
+	memos memos // the merges computed, some ahead (see ahead)
+	seen  map[string][]gitWorktree
 }
 
 type batchReq struct {
@@ -79,7 +87,7 @@ type batchAnswer struct {
 // NewBatcher makes the repository's in-process merge queue; size bounds a
 // batch (1: one merge at a time). Its owner runs Run and waits for it.
 func (r *Repo) NewBatcher(size int) *Batcher {
-	return &Batcher{repo: r, size: max(size, 1), wake: make(chan struct{}, 1)}
+	return &Batcher{repo: r, size: max(size, 1), wake: make(chan struct{}, 1), seen: map[string][]gitWorktree{}}
 }
 
 // Remote makes the batcher land on the remote's copy of each base rather
@@ -168,7 +176,18 @@ func (b *Batcher) Close() {
 // Run lands the merges asked, batch after batch, until Close. A merge
 // whose ctx ended before its batch formed is answered with ctx's error,
 // untouched; when ctx ends, every batch is answered with its error.
+//
+// Run keeps one gate worktree from its start to its end (made before the
+// beads' own worktrees are asked for, so the first gate does not wait for
+// them), and each gate has its candidate checked out in it afresh.
 func (b *Batcher) Run(ctx context.Context) {
+	if kept, err := b.repo.keepGate(ctx); err == nil {
+		b.kept = kept
+		defer func() {
+			b.kept = nil
+			kept.release(ctx)
+		}()
+	}
 	for {
 		batch, done := b.next()
 		if done {
@@ -178,7 +197,7 @@ func (b *Batcher) Run(ctx context.Context) {
 			<-b.wake
 			continue
 		}
-		results, err := b.repo.mergeBatch(ctx, batch, b.remote)
+		results, err := b.mergeBatch(ctx, batch)
 		for i, q := range batch {
 			a := batchAnswer{res: results[i]}
 			if !results[i].settled() {
@@ -233,6 +252,7 @@ func (b *Batcher) next() ([]*batchReq, bool) {
 // batchRun is one batch being settled, holding the merge queue.
 type batchRun struct {
 	r       *Repo
+	q       *Batcher
 	lock    *os.File
 	id      []string
 	seen    []gitWorktree
@@ -254,23 +274,32 @@ type batchRun struct {
 // own merge commit; red, its halves are settled in order, down to the
 // merges that are red on their own. The base moves only to a candidate
 // whose gate was green.
-func (r *Repo) mergeBatch(ctx context.Context, batch []*batchReq, remote string) ([]MergeResult, error) {
+func (b *Batcher) mergeBatch(ctx context.Context, batch []*batchReq) ([]MergeResult, error) {
+	r := b.repo
 	results := make([]MergeResult, len(batch))
 	if err := r.checkMergeTree(ctx); err != nil {
 		return results, err
 	}
-	id, err := identity(ctx, r.Top)
-	if err != nil {
-		return results, err
+	if !b.hasID {
+		id, err := identity(ctx, r.Top)
+		if err != nil {
+			return results, err
+		}
+		b.id, b.hasID = id, true
 	}
 	base := batch[0].item.Worktree.Base
-	run := &batchRun{r: r, id: id, base: base, results: results, remote: remote}
+	run := &batchRun{r: r, q: b, id: b.id, base: base, results: results, remote: b.remote}
 	for _, q := range batch {
 		run.items = append(run.items, q.item)
 		run.formed = append(run.formed, q.item.Worktree.Branch)
 	}
-	if list, err := r.worktreesNow(ctx); err == nil {
+	// Where the base is checked out, as the last batch found it (land
+	// checks that it still is, and asks git again when it is not).
+	if seen, ok := b.seen[base]; ok {
+		run.seen = seen
+	} else if list, err := r.worktreesNow(ctx); err == nil {
 		run.seen = findBranch(list, "refs/heads/"+base)
+		b.seen[base] = run.seen
 	}
 	unlock, lock, err := r.queue(ctx, func() {
 		for _, it := range run.items {
@@ -350,27 +379,13 @@ func (c *candidate) tip() string { return c.commits[len(c.commits)-1] }
 
 // candidate computes the group's merges on the base, each on the one
 // before; a merge the base has already, that conflicts, or that git
-// refuses is answered here and left out.
+// refuses is answered here and left out. Two gits a merge (merge-tree,
+// commit-tree), the refs read in one: the queue waits for each of them.
 func (b *batchRun) candidate(ctx context.Context, group []int) (*candidate, error) {
 	baseRef := "refs/heads/" + b.base
-	var old string
-	if b.remote != "" {
-		// The remote's base as it is now: the gate sees what the push
-		// will fast-forward.
-		old, b.fetched = b.fetched, ""
-		if old == "" {
-			var err error
-			if old, err = b.r.Fetch(ctx, b.remote, b.base); err != nil {
-				return nil, err
-			}
-		}
-		b.r.followRemote(withLock(ctx, b.lock), b.base, old, b.seen)
-	} else if id, ok, err := revParse(ctx, b.r.Top, baseRef+"^{commit}"); err != nil {
+	old, oldTree, tips, err := b.refs(ctx, group)
+	if err != nil {
 		return nil, err
-	} else if !ok {
-		return nil, fmt.Errorf("base branch %s does not exist", b.base)
-	} else {
-		old = id
 	}
 	if why := b.r.busy(baseRef); why != "" && b.remote == "" {
 		for _, i := range group {
@@ -379,45 +394,96 @@ func (b *batchRun) candidate(ctx context.Context, group []int) (*candidate, erro
 		return &candidate{}, nil
 	}
 	c := &candidate{old: old}
-	prev := old
-	for _, i := range group {
-		wt := b.items[i].Worktree
-		branchRef := wt.Branch
-		if !strings.HasPrefix(branchRef, "refs/") {
-			branchRef = "refs/heads/" + branchRef
-		}
-		tip, ok, err := revParse(ctx, b.r.Top, branchRef+"^{commit}")
+	prev, prevTree := old, oldTree
+	for k, i := range group {
+		wt, tip := b.items[i].Worktree, tips[k]
+		m, conflicts, err := b.r.cleanMerge(ctx, &b.q.memos, b.id, prev, tip, b.items[i].Message, wt.Base, wt.Branch)
 		if err != nil {
 			return nil, err
-		} else if !ok {
-			return nil, fmt.Errorf("branch %s does not exist", wt.Branch)
 		}
-		if done, err := isAncestor(ctx, b.r.Top, tip, old); err != nil {
-			return nil, err
-		} else if done {
-			by, err := broughtIn(ctx, b.r.Top, tip, old)
-			if err != nil {
+		// A branch the base has already merges into the tree before it
+		// without conflict: only then is it worth asking git whether it is
+		// so.
+		if len(conflicts) == 0 && (prevTree == "" || m.tree == prevTree) {
+			if done, err := isAncestor(ctx, b.r.Top, tip, old); err != nil {
 				return nil, err
+			} else if done {
+				by, err := broughtIn(ctx, b.r.Top, tip, old)
+				if err != nil {
+					return nil, err
+				}
+				b.results[i] = MergeResult{Merged: true, UpToDate: true, Commit: by}
+				continue
 			}
-			b.results[i] = MergeResult{Merged: true, UpToDate: true, Commit: by}
-			continue
-		}
-		tree, conflicts, err := b.r.mergeTree(ctx, prev, tip, wt.Base, wt.Branch)
-		if err != nil {
-			return nil, err
 		}
 		if len(conflicts) > 0 {
 			b.results[i] = MergeResult{Conflicts: conflicts, Batch: b.several()}
 			continue
 		}
-		out, err := run(ctx, cmd{dir: b.r.Top, args: append(append([]string(nil), b.id...), "commit-tree", tree, "-p", prev, "-p", tip, "-F", "-"), stdin: b.items[i].Message})
-		if err != nil {
-			return nil, err
-		}
-		prev = strings.TrimSpace(out)
+		prev, prevTree = m.commit, m.tree
 		c.chain, c.commits, c.tips = append(c.chain, i), append(c.commits, prev), append(c.tips, tip)
 	}
 	return c, nil
+}
+
+// refs reads the base's commit and tree and the group's branches' tips,
+// in one git when they all resolve; else each alone, to say which does
+// not. oldTree is "" when it was not read. Landing on a remote, the base
+// is the remote's as just fetched.
+func (b *batchRun) refs(ctx context.Context, group []int) (old, oldTree string, tips []string, err error) {
+	baseRef := "refs/heads/" + b.base
+	var revs []string
+	if b.remote != "" {
+		// The remote's base as it is now: the gate sees what the push
+		// will fast-forward.
+		old, b.fetched = b.fetched, ""
+		if old == "" {
+			if old, err = b.r.Fetch(ctx, b.remote, b.base); err != nil {
+				return "", "", nil, err
+			}
+		}
+		b.r.followRemote(withLock(ctx, b.lock), b.base, old, b.seen)
+	} else {
+		revs = []string{baseRef + "^{commit}", baseRef + "^{tree}"}
+	}
+	own := len(revs)
+	for _, i := range group {
+		revs = append(revs, branchRef(b.items[i].Worktree.Branch)+"^{commit}")
+	}
+	if ids, ok := revParseAll(ctx, b.r.Top, revs...); ok {
+		if b.remote != "" {
+			return old, "", ids, nil
+		}
+		return ids[0], ids[1], ids[2:], nil
+	}
+	if b.remote == "" {
+		id, ok, err := revParse(ctx, b.r.Top, revs[0])
+		if err != nil {
+			return "", "", nil, err
+		} else if !ok {
+			return "", "", nil, fmt.Errorf("base branch %s does not exist", b.base)
+		}
+		old = id
+	}
+	for k, i := range group {
+		tip, ok, err := revParse(ctx, b.r.Top, revs[own+k])
+		if err != nil {
+			return "", "", nil, err
+		} else if !ok {
+			return "", "", nil, fmt.Errorf("branch %s does not exist", b.items[i].Worktree.Branch)
+		}
+		tips = append(tips, tip)
+	}
+	return old, "", tips, nil
+}
+
+// branchRef is a branch's full ref name (a Worktree's Branch may be one
+// already: a remote-tracking branch vibeteam land merges).
+func branchRef(branch string) string {
+	if strings.HasPrefix(branch, "refs/") {
+		return branch
+	}
+	return "refs/heads/" + branch
 }
 
 // gate runs the gate of the candidate's oldest merge on its tip; a merge
@@ -437,7 +503,8 @@ func (b *batchRun) gate(ctx context.Context, c *candidate) (bool, error) {
 	if len(c.chain) == 1 {
 		retries = first.Retries
 	}
-	return b.r.gateRetrying(ctx, first.Gate, retries, try)
+	defer b.q.ahead(ctx, b.base, c.tip())()
+	return b.r.gateRetrying(ctx, b.q.kept, first.Gate, retries, try)
 }
 
 // land moves the base to the green candidate's tip: every merge of it

@@ -148,3 +148,84 @@ func TestBatcherRetriesARedMergeAlone(t *testing.T) {
 		t.Fatalf("MergeWith: %+v, %v after %d gate runs", res, err, n)
 	}
 }
+
+// A Batcher's gates run in one worktree it keeps, each on exactly its
+// candidate's tree whatever the gate before left there (a tracked file
+// changed, untracked and ignored files); a sweep of stale gate worktrees
+// (another process's, holding the queue) leaves it alone; it is gone when
+// Run ends.
+func TestBatcherKeepsOneCleanGateWorktree(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	var dirs []string
+	var problems []string
+	gate := func(ctx context.Context, gdir string, try GateTry) (bool, error) {
+		dirs = append(dirs, gdir)
+		if head := rev(t, gdir, "HEAD"); head != try.Commit {
+			problems = append(problems, fmt.Sprintf("gate %d: HEAD %s, not the candidate %s", len(dirs), head, try.Commit))
+		}
+		if st := tgit(t, gdir, "status", "--porcelain", "--ignored", "--untracked-files=all"); st != "" {
+			problems = append(problems, fmt.Sprintf("gate %d: the worktree is not the candidate's tree:\n%s", len(dirs), st))
+		}
+		write(t, filepath.Join(gdir, "a.txt"), "changed by the gate\n")
+		write(t, filepath.Join(gdir, "out", "junk.txt"), "untracked\n")
+		write(t, filepath.Join(gdir, "build.log"), "ignored\n")
+		r.removeStaleGates(ctx) // as another process would, holding the queue
+		if _, err := os.Stat(gdir); err != nil {
+			problems = append(problems, fmt.Sprintf("gate %d: the sweep removed the gate's worktree: %v", len(dirs), err))
+		}
+		return true, nil
+	}
+	var items []MergeItem
+	for i := 1; i <= 3; i++ {
+		wt := ensure(t, r, fmt.Sprintf("bd-%d", i), "main", "s")
+		commitIn(t, wt.Path, fmt.Sprintf("f%d.txt", i), "x\n", "work")
+		items = append(items, MergeItem{Worktree: wt, Message: fmt.Sprintf("Merge bd-%d", i), Gate: gate, GateKey: fmt.Sprintf("g%d", i)})
+	}
+	// Three gate keys: three batches, three gates.
+	results, errs := queueAll(t, r.NewBatcher(4), items)
+	for i := range results {
+		if errs[i] != nil || !results[i].Merged {
+			t.Fatalf("merge %d: %+v, %v", i+1, results[i], errs[i])
+		}
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if len(dirs) != 3 || dirs[1] != dirs[0] || dirs[2] != dirs[0] {
+		t.Errorf("the gates ran in %v, not in one worktree kept for them", dirs)
+	}
+	if len(dirs) > 0 {
+		if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {
+			t.Errorf("the kept gate worktree %s is still there after Run: %v", dirs[0], err)
+		}
+	}
+	if list := tgit(t, dir, "worktree", "list", "--porcelain"); strings.Contains(list, gatePrefix) {
+		t.Errorf("git still lists a gate worktree:\n%s", list)
+	}
+}
+
+// A gate worktree kept by a Batcher that was killed (its lock let go by
+// the kernel) is stale: the next sweep removes it.
+func TestKeptGateOfAKilledRunIsSwept(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	k, err := r.keepGate(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.removeStaleGates(bg)
+	if _, err := os.Stat(k.dir); err != nil {
+		t.Fatalf("a kept gate worktree was swept while kept: %v", err)
+	}
+	k.unlock() // as the kernel does when its process dies
+	r.removeStaleGates(bg)
+	if _, err := os.Stat(k.dir); !os.IsNotExist(err) {
+		t.Errorf("the stale kept gate worktree %s is still there: %v", k.dir, err)
+	}
+	if list := tgit(t, dir, "worktree", "list", "--porcelain"); strings.Contains(list, gatePrefix) {
+		t.Errorf("git still lists a gate worktree:\n%s", list)
+	}
+}

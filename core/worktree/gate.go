@@ -66,9 +66,15 @@ func (r *Repo) queue(ctx context.Context, queued func()) (func(), *os.File, erro
 	return unlock, f, nil
 }
 
-// gate runs g in a new worktree at try.Commit, removed afterwards.
-func (r *Repo) gate(ctx context.Context, g Gate, try GateTry) (bool, error) {
-	dir, err := r.addGate(ctx, try.Commit)
+// gate runs g in a worktree at try.Commit: kept's, checked out afresh,
+// when kept is not nil, else a new one, removed afterwards.
+func (r *Repo) gate(ctx context.Context, kept *keptGate, g Gate, try GateTry) (bool, error) {
+	if kept != nil {
+		if dir, ok := kept.checkout(ctx, try.Commit); ok {
+			return g(ctx, dir, try)
+		}
+	}
+	dir, err := r.addGate(ctx, try.Commit, false)
 	if err != nil {
 		return false, fmt.Errorf("make the gate's worktree: %w", err)
 	}
@@ -80,17 +86,107 @@ func (r *Repo) gate(ctx context.Context, g Gate, try GateTry) (bool, error) {
 
 // gateRetrying runs the gate, and again up to retries times while it is
 // red.
-func (r *Repo) gateRetrying(ctx context.Context, g Gate, retries int, try GateTry) (bool, error) {
+func (r *Repo) gateRetrying(ctx context.Context, kept *keptGate, g Gate, retries int, try GateTry) (bool, error) {
 	for n := 0; ; n++ {
-		green, err := r.gate(ctx, g, try)
+		green, err := r.gate(ctx, kept, g, try)
 		if err != nil || green || n >= retries {
 			return green, err
 		}
 	}
 }
 
+// keptGate is a gate worktree a Batcher keeps from one gate to the next:
+// each gate has its commit checked out in it afresh (checkout --force,
+// then clean of every file git does not track, ignored ones too), which
+// takes no lock, where a worktree made and removed for each gate waits
+// for the repository's lock behind the beads' own worktrees. Its lock
+// file (COMMON/vibeteam/gates/NAME.lock), held while it is kept, tells
+// removeStaleGates, in any process, that it is in use.
+type keptGate struct {
+	r      *Repo
+	name   string
+	dir    string
+	unlock func()
+	broken bool // a checkout failed: the gates make their own worktrees
+}
+
+// keepGate makes a kept gate worktree (with nothing checked out yet).
+func (r *Repo) keepGate(ctx context.Context) (*keptGate, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	name := gatePrefix + hex.EncodeToString(b[:])
+	lockDir := filepath.Join(r.CommonDir, "vibeteam", "gates")
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, ok, err := tryLockFile(r.gateLock(name))
+	if err != nil || !ok {
+		return nil, fmt.Errorf("lock the gate worktree %s: %v", name, err)
+	}
+	k := &keptGate{r: r, name: name, unlock: unlock}
+	if k.dir, err = r.addGateNamed(ctx, name, "HEAD", true); err != nil {
+		k.release(ctx)
+		return nil, err
+	}
+	return k, nil
+}
+
+// checkout makes the kept worktree hold exactly commit's tree; false (and
+// the worktree is given up) when git could not.
+func (k *keptGate) checkout(ctx context.Context, commit string) (string, bool) {
+	if k.broken {
+		return "", false
+	}
+	for _, args := range [][]string{
+		{"checkout", "--detach", "--force", "--quiet", commit, "--"},
+		{"clean", "-ffdxq"},
+	} {
+		if _, err := run(ctx, cmd{dir: k.dir, args: args, keep: true}); err != nil {
+			k.broken = true
+			return "", false
+		}
+	}
+	return k.dir, true
+}
+
+// release removes the kept worktree, then lets its lock go.
+func (k *keptGate) release(ctx context.Context) {
+	if k.dir != "" {
+		k.r.removeGate(context.WithoutCancel(ctx), k.dir)
+	}
+	k.unlock()
+	os.Remove(k.r.gateLock(k.name))
+}
+
+// gateInUse reports whether the gate worktree named name is kept by a
+// live Batcher (its lock is held).
+func (r *Repo) gateInUse(name string) bool {
+	path := r.gateLock(name)
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	unlock, ok, err := tryLockFile(path)
+	if err != nil || !ok {
+		return true
+	}
+	unlock()
+	return false
+}
+
 // addGate makes a worktree at commit, detached, under .worktrees.
-func (r *Repo) addGate(ctx context.Context, commit string) (string, error) {
+func (r *Repo) addGate(ctx context.Context, commit string, noCheckout bool) (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return r.addGateNamed(ctx, gatePrefix+hex.EncodeToString(b[:]), commit, noCheckout)
+}
+
+// addGateNamed makes the gate worktree .worktrees/name at commit, its
+// files checked out unless noCheckout.
+func (r *Repo) addGateNamed(ctx context.Context, name, commit string, noCheckout bool) (string, error) {
 	ctx, unlock, err := r.lock(ctx)
 	if err != nil {
 		return "", err
@@ -106,12 +202,12 @@ func (r *Repo) addGate(ctx context.Context, commit string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+	dir := filepath.Join(parent, name)
+	args := []string{"worktree", "add", "--detach", "--quiet"}
+	if noCheckout {
+		args = append(args, "--no-checkout")
 	}
-	dir := filepath.Join(parent, gatePrefix+hex.EncodeToString(b[:]))
-	if _, err := run(ctx, cmd{dir: r.Top, args: []string{"worktree", "add", "--detach", "--quiet", "--", dir, commit}, keep: true}); err != nil {
+	if _, err := run(ctx, cmd{dir: r.Top, args: append(args, "--", dir, commit), keep: true}); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
@@ -137,23 +233,57 @@ func (r *Repo) removeGate(ctx context.Context, dir string) {
 
 // removeStaleGates removes the gate worktrees a killed vibeteam left; the
 // caller holds the merge queue, so none of them is in use.
+//
+// A gate worktree a live Batcher keeps is left alone (gateInUse); when
+// there is no other, on disk or in git's list, git is not asked.
 func (r *Repo) removeStaleGates(ctx context.Context) {
+	if !r.mayHaveStaleGates() {
+		return
+	}
 	list, err := r.worktreesNow(ctx)
 	if err != nil {
 		return
 	}
 	for _, w := range list {
-		if isGateDir(w.Path) {
+		if isGateDir(w.Path) && !r.gateInUse(filepath.Base(w.Path)) {
 			r.removeGate(ctx, w.Path)
+			os.Remove(r.gateLock(filepath.Base(w.Path)))
 		}
 	}
 	// A directory a kill left before git registered it.
 	dirs, _ := filepath.Glob(filepath.Join(r.Top, WorktreesDir, gatePrefix+"*"))
 	for _, d := range dirs {
-		if findPath(list, d) == nil {
+		if findPath(list, d) == nil && !r.gateInUse(filepath.Base(d)) {
 			r.removeGate(ctx, d)
+			os.Remove(r.gateLock(filepath.Base(d)))
 		}
 	}
+}
+
+// gateLock is the lock file of the kept gate worktree named name.
+func (r *Repo) gateLock(name string) string {
+	return filepath.Join(r.CommonDir, "vibeteam", "gates", name+".lock")
+}
+
+// mayHaveStaleGates reports whether a gate worktree no live Batcher keeps
+// may be there: a directory under .worktrees, or an entry of git's own
+// (its administrative directory, named after the worktree's).
+func (r *Repo) mayHaveStaleGates() bool {
+	for _, pattern := range []string{
+		filepath.Join(r.Top, WorktreesDir, gatePrefix+"*"),
+		filepath.Join(r.CommonDir, "worktrees", gatePrefix+"*"),
+	} {
+		found, err := filepath.Glob(pattern)
+		if err != nil {
+			return true
+		}
+		for _, d := range found {
+			if !r.gateInUse(filepath.Base(d)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func isGateDir(p string) bool {

@@ -207,7 +207,7 @@ func TestGateCancelledAndStale(t *testing.T) {
 	}
 
 	// Left by a kill: one registered, one not yet.
-	stale, err := r.addGate(bg, mainBefore)
+	stale, err := r.addGate(bg, mainBefore, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,3 +42,19 @@ func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), 
 		return nil, nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
 	}
 }
+
+func tryLockFile(path string) (func(), bool, error) {
+	locksMu.Lock()
+	ch, ok := locks[path]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		locks[path] = ch
+	}
+	locksMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, true, nil
+	default:
+		return nil, false, nil
+	}
+}

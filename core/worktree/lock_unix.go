@@ -61,3 +61,27 @@ func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), 
 		return nil, nil, fmt.Errorf("wait for the lock %s: %w", path, ctx.Err())
 	}
 }
+
+// tryLockFile takes the flock on path if nobody holds it, without
+// waiting; ok is false when another holds it.
+func tryLockFile(path string) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		return func() { f.Close() }, true, nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		f.Close()
+		return nil, false, nil
+	}
+	f.Close()
+	return nil, false, err
+}

@@ -139,7 +139,7 @@ func (r *Repo) MergeWith(ctx context.Context, wt *Worktree, message string, opts
 			return res, err
 		}
 		if opts.Gate != nil {
-			green, err := r.gateRetrying(ctx, opts.Gate, opts.Retries, GateTry{Attempt: attempt, Base: wt.Base, Branch: wt.Branch, BaseCommit: m.old, Tip: m.tip, Commit: m.commit})
+			green, err := r.gateRetrying(ctx, nil, opts.Gate, opts.Retries, GateTry{Attempt: attempt, Base: wt.Base, Branch: wt.Branch, BaseCommit: m.old, Tip: m.tip, Commit: m.commit})
 			if err != nil {
 				return MergeResult{}, err
 			}
