@@ -11,18 +11,29 @@ import (
 // gate is green): the merge-tree and commit-tree of each merge that waits,
 // each on the one before. A merge is a pure function of its parents and
 // message, so these are remembered by their inputs; the next candidate
-// finds them computed when the base is where they assumed, and computes
-// them as before when it is not. Nothing is decided ahead: the candidate
-// still reads the base, and its own gate still checks its tip before it
-// lands. The gate of a batch of merges takes seconds, its candidate a
-// tenth of a second a git command on a loaded machine: ahead, the queue
-// does not wait for the latter.
+// finds them computed (or waits for the one under way) when the base is
+// where they assumed, and computes them as before when it is not. Nothing
+// is decided ahead: the candidate still reads the base, and its own gate
+// still checks its tip before it lands. A candidate is two gits a merge,
+// a tenth of a second or more each on a loaded machine: ahead, the queue
+// does not wait for them between two gates.
 
-// mergeKey is what a merge commit is computed from.
-type mergeKey struct{ prev, tip, message string }
+// mergeKey is what a merge is computed from (the names label a
+// conflict's hunks).
+type mergeKey struct{ prev, tip, message, baseName, branchName string }
 
 // mergeMemo is a clean merge computed: its tree and merge commit.
 type mergeMemo struct{ tree, commit string }
+
+// memoEntry is a merge computed, or being computed (done is closed when
+// it is); one that failed (its computation was stopped) is forgotten, and
+// whoever waited for it computes it.
+type memoEntry struct {
+	done      chan struct{}
+	m         mergeMemo
+	conflicts []Conflict
+	err       error
+}
 
 // maxMemos bounds the merges remembered (a batch's worth, several times).
 const maxMemos = 256
@@ -30,50 +41,81 @@ const maxMemos = 256
 // memos remembers merges for a Batcher's run.
 type memos struct {
 	mu sync.Mutex
-	m  map[mergeKey]mergeMemo
+	m  map[mergeKey]*memoEntry
 }
 
-func (ms *memos) get(k mergeKey) (mergeMemo, bool) {
+// claim is k's entry, and whether the caller is to compute it (a new one).
+func (ms *memos) claim(k mergeKey) (*memoEntry, bool) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	m, ok := ms.m[k]
-	return m, ok
-}
-
-func (ms *memos) put(k mergeKey, m mergeMemo) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
+	if e, ok := ms.m[k]; ok {
+		return e, false
+	}
 	if ms.m == nil || len(ms.m) >= maxMemos {
-		ms.m = map[mergeKey]mergeMemo{}
+		ms.m = map[mergeKey]*memoEntry{}
 	}
-	ms.m[k] = m
+	e := &memoEntry{done: make(chan struct{})}
+	ms.m[k] = e
+	return e, true
 }
 
-// cleanMerge is the merge commit of tip on prev with message, computed
-// or remembered; conflicts (nothing remembered) when it does not merge
-// cleanly.
-func (r *Repo) cleanMerge(ctx context.Context, ms *memos, id []string, prev, tip, message, baseName, branchName string) (mergeMemo, []Conflict, error) {
-	k := mergeKey{prev, tip, message}
-	if m, ok := ms.get(k); ok {
-		return m, nil, nil
+// forget drops k's entry e (a failed computation).
+func (ms *memos) forget(k mergeKey, e *memoEntry) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.m[k] == e {
+		delete(ms.m, k)
 	}
-	tree, conflicts, err := r.mergeTree(ctx, prev, tip, baseName, branchName)
+}
+
+// cleanMerge is the merge commit of tip on prev with message, computed,
+// remembered, or waited for while the queue computes it ahead; conflicts
+// (and no commit) when it does not merge cleanly.
+func (r *Repo) cleanMerge(ctx context.Context, ms *memos, id []string, prev, tip, message, baseName, branchName string) (mergeMemo, []Conflict, error) {
+	k := mergeKey{prev, tip, message, baseName, branchName}
+	for {
+		e, mine := ms.claim(k)
+		if !mine {
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return mergeMemo{}, nil, ctx.Err()
+			}
+			if e.err == nil {
+				return e.m, e.conflicts, nil
+			}
+			ms.forget(k, e)
+			continue
+		}
+		e.m, e.conflicts, e.err = r.computeMerge(ctx, id, k)
+		if e.err != nil {
+			ms.forget(k, e)
+		}
+		close(e.done)
+		return e.m, e.conflicts, e.err
+	}
+}
+
+// computeMerge computes k's merge: merge-tree, then commit-tree when it
+// is clean.
+func (r *Repo) computeMerge(ctx context.Context, id []string, k mergeKey) (mergeMemo, []Conflict, error) {
+	tree, conflicts, err := r.mergeTree(ctx, k.prev, k.tip, k.baseName, k.branchName)
 	if err != nil || len(conflicts) > 0 {
 		return mergeMemo{}, conflicts, err
 	}
-	out, err := run(ctx, cmd{dir: r.Top, args: append(append([]string(nil), id...), "commit-tree", tree, "-p", prev, "-p", tip, "-F", "-"), stdin: message})
+	out, err := run(ctx, cmd{dir: r.Top, args: append(append([]string(nil), id...), "commit-tree", tree, "-p", k.prev, "-p", k.tip, "-F", "-"), stdin: k.message})
 	if err != nil {
 		return mergeMemo{}, nil, err
 	}
-	m := mergeMemo{tree: tree, commit: strings.TrimSpace(out)}
-	ms.put(k, m)
-	return m, nil, nil
+	return mergeMemo{tree: tree, commit: strings.TrimSpace(out)}, nil, nil
 }
 
-// ahead computes, in the background, the merges of the first merges that
-// wait for base, on tip; the function it returns stops it and waits for
-// its end.
-func (b *Batcher) ahead(ctx context.Context, base, tip string) func() {
+// startAhead computes, in the background, the merges of the first merges
+// that wait for base, each on the one before, from tip. The computation
+// started before is stopped first (its candidate was formed); Run stops
+// the last one at its end.
+func (b *Batcher) startAhead(ctx context.Context, base, tip string) {
+	b.stopAhead()
 	b.mu.Lock()
 	var items []MergeItem
 	for _, q := range b.waiting {
@@ -86,7 +128,7 @@ func (b *Batcher) ahead(ctx context.Context, base, tip string) func() {
 	}
 	b.mu.Unlock()
 	if len(items) == 0 {
-		return func() {}
+		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -111,8 +153,16 @@ func (b *Batcher) ahead(ctx context.Context, base, tip string) func() {
 			}
 		}
 	}()
-	return func() {
+	b.aheadStop = func() {
 		cancel()
 		<-done
+	}
+}
+
+// stopAhead stops the computation ahead, if one runs, and waits for it.
+func (b *Batcher) stopAhead() {
+	if b.aheadStop != nil {
+		b.aheadStop()
+		b.aheadStop = nil
 	}
 }

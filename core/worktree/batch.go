@@ -69,8 +69,10 @@ type Batcher struct {
 	kept  *keptGate
 	id    []string
 	hasID bool
-	memos memos // the merges computed, some ahead (see ahead)
-	seen  map[string][]gitWorktree
+	memos memos // the merges computed, some ahead (see startAhead)
+	// aheadStop stops the computation ahead under way (nil: none).
+	aheadStop func()
+	seen      map[string][]gitWorktree
 }
 
 type batchReq struct {
@@ -181,6 +183,7 @@ func (b *Batcher) Close() {
 // beads' own worktrees are asked for, so the first gate does not wait for
 // them), and each gate has its candidate checked out in it afresh.
 func (b *Batcher) Run(ctx context.Context) {
+	defer b.stopAhead()
 	if kept, err := b.repo.keepGate(ctx); err == nil {
 		b.kept = kept
 		defer func() {
@@ -503,7 +506,7 @@ func (b *batchRun) gate(ctx context.Context, c *candidate) (bool, error) {
 	if len(c.chain) == 1 {
 		retries = first.Retries
 	}
-	defer b.q.ahead(ctx, b.base, c.tip())()
+	b.q.startAhead(ctx, b.base, c.tip())
 	return b.r.gateRetrying(ctx, b.q.kept, first.Gate, retries, try)
 }
 
