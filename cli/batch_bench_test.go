@@ -18,9 +18,10 @@ import (
 // gates/landed is the batched run's gate runs per bead landed, and
 // gates-x-batch1 its gate runs over the one-at-a-time run's. What is
 // not gate time (40 worktrees, sessions, bd claims and closes, the merge
-// commits and the gates' worktrees) is about the same in both runs and
-// bounds x-batch1 from below: on a busy 2-core machine it was 0.62 for a
-// gate-time ratio of 0.42.
+// commits) is about the same in both runs and bounds x-batch1 from below:
+// on a busy 2-core machine (load1 10-23) it was 0.59-0.62 for a gate-time
+// ratio of 0.42, and 0.47-0.48 once the queue kept its gate worktree and
+// computed the next batch's merges while a gate ran.
 func BenchmarkBatchedGate(b *testing.B) {
 	var batched, single time.Duration
 	var runs, runs1, landed float64
