@@ -184,6 +184,9 @@ func (b *Batcher) Close() {
 // them), and each gate has its candidate checked out in it afresh.
 func (b *Batcher) Run(ctx context.Context) {
 	defer b.stopAhead()
+	// A killed run's kept gate worktree goes first, even if no merge
+	// comes to sweep it.
+	b.repo.sweepGatesIfIdle(ctx)
 	if kept, err := b.repo.keepGate(ctx); err == nil {
 		b.kept = kept
 		defer func() {

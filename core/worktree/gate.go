@@ -265,6 +265,20 @@ func (r *Repo) gateLock(name string) string {
 	return filepath.Join(r.CommonDir, "vibeteam", "gates", name+".lock")
 }
 
+// sweepGatesIfIdle removes the stale gate worktrees when the merge queue
+// is free (none of its gates runs): taken for a moment, never waited for.
+func (r *Repo) sweepGatesIfIdle(ctx context.Context) {
+	if !r.mayHaveStaleGates() {
+		return
+	}
+	unlock, ok, err := tryLockFile(filepath.Join(r.CommonDir, "vibeteam-merge.lock"))
+	if err != nil || !ok {
+		return
+	}
+	defer unlock()
+	r.removeStaleGates(ctx)
+}
+
 // mayHaveStaleGates reports whether a gate worktree no live Batcher keeps
 // may be there: a directory under .worktrees, or an entry of git's own
 // (its administrative directory, named after the worktree's).
