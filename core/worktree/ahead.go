@@ -110,46 +110,42 @@ func (r *Repo) computeMerge(ctx context.Context, id []string, k mergeKey) (merge
 	return mergeMemo{tree: tree, commit: strings.TrimSpace(out)}, nil, nil
 }
 
-// startAhead computes, in the background, the merges of the first merges
-// that wait for base, each on the one before, from tip. The computation
-// started before is stopped first (its candidate was formed); Run stops
-// the last one at its end.
+// startAhead computes, in the background, the merges of the merges that
+// wait for base and would form the next batch, each on the one before,
+// from tip; a merge asked while it runs is computed too, on the last. The
+// computation started before is stopped first (its candidate was formed);
+// Run stops the last one at its end.
 func (b *Batcher) startAhead(ctx context.Context, base, tip string) {
 	b.stopAhead()
-	b.mu.Lock()
-	var items []MergeItem
-	for _, q := range b.waiting {
-		if len(items) == b.size {
-			break
-		}
-		if q.item.Worktree.Base == base && q.ctx.Err() == nil {
-			items = append(items, q.item)
-		}
-	}
-	b.mu.Unlock()
-	if len(items) == 0 {
-		return
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		revs := make([]string, len(items))
-		for i, it := range items {
-			revs[i] = branchRef(it.Worktree.Branch) + "^{commit}"
-		}
-		tips, ok := revParseAll(ctx, b.repo.Top, revs...)
-		if !ok {
-			return
-		}
+		computed := map[*batchReq]bool{}
 		prev := tip
-		for i, it := range items {
-			m, conflicts, err := b.repo.cleanMerge(ctx, &b.memos, b.id, prev, tips[i], it.Message, base, it.Worktree.Branch)
-			if err != nil {
-				return
+		for {
+			for _, q := range b.nextBatchOf(base) {
+				if computed[q] {
+					continue
+				}
+				computed[q] = true
+				it := q.item
+				tipNow, ok, err := revParse(ctx, b.repo.Top, branchRef(it.Worktree.Branch)+"^{commit}")
+				if err != nil || !ok {
+					return
+				}
+				m, conflicts, err := b.repo.cleanMerge(ctx, &b.memos, b.id, prev, tipNow, it.Message, base, it.Worktree.Branch)
+				if err != nil {
+					return
+				}
+				if len(conflicts) == 0 {
+					prev = m.commit
+				}
 			}
-			if len(conflicts) == 0 {
-				prev = m.commit
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.arrived:
 			}
 		}
 	}()
@@ -157,6 +153,24 @@ func (b *Batcher) startAhead(ctx context.Context, base, tip string) {
 		cancel()
 		<-done
 	}
+}
+
+// nextBatchOf is the merges that wait and would form the next batch, as
+// next takes them, when they are for base.
+func (b *Batcher) nextBatchOf(base string) []*batchReq {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var batch []*batchReq
+	for _, q := range b.waiting {
+		if q.ctx.Err() != nil {
+			continue
+		}
+		if len(batch) == b.size || q.item.Worktree.Base != base || len(batch) > 0 && q.item.GateKey != batch[0].item.GateKey {
+			break
+		}
+		batch = append(batch, q)
+	}
+	return batch
 }
 
 // stopAhead stops the computation ahead, if one runs, and waits for it.

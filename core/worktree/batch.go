@@ -70,8 +70,10 @@ type Batcher struct {
 	id    []string
 	hasID bool
 	memos memos // the merges computed, some ahead (see startAhead)
-	// aheadStop stops the computation ahead under way (nil: none).
+	// aheadStop stops the computation ahead under way (nil: none);
+	// arrived tells it a merge was asked.
 	aheadStop func()
+	arrived   chan struct{}
 	seen      map[string][]gitWorktree
 }
 
@@ -89,7 +91,7 @@ type batchAnswer struct {
 // NewBatcher makes the repository's in-process merge queue; size bounds a
 // batch (1: one merge at a time). Its owner runs Run and waits for it.
 func (r *Repo) NewBatcher(size int) *Batcher {
-	return &Batcher{repo: r, size: max(size, 1), wake: make(chan struct{}, 1), seen: map[string][]gitWorktree{}}
+	return &Batcher{repo: r, size: max(size, 1), wake: make(chan struct{}, 1), arrived: make(chan struct{}, 1), seen: map[string][]gitWorktree{}}
 }
 
 // Remote makes the batcher land on the remote's copy of each base rather
@@ -127,10 +129,7 @@ func (b *Batcher) Merge(ctx context.Context, item MergeItem) (MergeResult, error
 	if busy && item.Queued != nil {
 		item.Queued()
 	}
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	b.poke()
 	a := <-q.answer
 	return a.res, a.err
 }
@@ -150,10 +149,7 @@ func (b *Batcher) MergeAll(ctx context.Context, items []MergeItem) ([]MergeResul
 		b.waiting = append(b.waiting, qs[i])
 	}
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	b.poke()
 	for i, q := range qs {
 		if q != nil {
 			a := <-q.answer
@@ -161,6 +157,16 @@ func (b *Batcher) MergeAll(ctx context.Context, items []MergeItem) ([]MergeResul
 		}
 	}
 	return results, errs
+}
+
+// poke tells Run, and the computation ahead, that a merge was asked.
+func (b *Batcher) poke() {
+	for _, c := range []chan struct{}{b.wake, b.arrived} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Close ends Run once the merges asked are answered; no merge may be
