@@ -20,7 +20,7 @@ import (
 // not gate time (40 worktrees, sessions, bd claims and closes, the merge
 // commits) is about the same in both runs and bounds x-batch1 from below:
 // on a busy 2-core machine (load1 10-23) it was 0.59-0.62 for a gate-time
-// ratio of 0.42, and 0.47-0.48 once the queue kept its gate worktree and
+// ratio of 0.42, and 0.47-0.53 (three runs) once the queue kept its gate worktree and
 // computed the next batch's merges while a gate ran.
 func BenchmarkBatchedGate(b *testing.B) {
 	var batched, single time.Duration
