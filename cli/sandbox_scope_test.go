@@ -358,12 +358,12 @@ steps:
 	}
 }
 
-// A script's next step starts in a sandbox made while the step before it
-// ran (runner.Warmer), once steps of that sandbox came twice: the third
-// step's process began during the second step's second of sleep, not
-// when the third step started. It is the
-// same sandbox all the same: the hostile program, run there, escapes
-// nowhere.
+// A script's step starts in a sandbox made ahead (runner.Warmer), once
+// steps of that sandbox came twice, made when the last of them ended: the
+// fourth step's process began before the third step's second of sleep (a
+// sandbox of another shape, network: none), not when the fourth started.
+// It is the same sandbox all the same: the hostile program, run there,
+// escapes nowhere.
 func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
@@ -371,8 +371,9 @@ func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
 	h.write(".vibeteam/grimoires/warm.yaml", fmt.Sprintf(`name: warm
 steps:
   - { name: first, type: script, command: "true" }
-  - { name: second, type: script, command: "sleep 1" }
-  - name: third
+  - { name: second, type: script, command: "true" }
+  - { name: third, type: script, sandbox: {network: none}, command: "sleep 1" }
+  - name: fourth
     type: script
     command: |
       set -- $(cat /proc/$$/stat); began=${22}
@@ -385,7 +386,7 @@ steps:
 	ageText := h.read(".worktrees/bd-1/age.txt")
 	age, err := strconv.Atoi(strings.TrimSpace(ageText))
 	if err != nil || age < 50 {
-		t.Errorf("the third step's process was %s ticks old when it ran (%v): want ≥ 50, made during the second step", ageText, err)
+		t.Errorf("the fourth step's process was %s ticks old when it ran (%v): want ≥ 50, made before the third step", ageText, err)
 	}
 	wantHeld(t, "a step in a sandbox made ahead", h.read(".worktrees/bd-1/warm-escapes.txt"), hostileTries)
 	for _, p := range []string{filepath.Join(h.home, "hostile-was-here"), h.path("hostile-was-here"), h.path(".git/hooks/post-commit"), h.path(".vibeteam/sessions/hostile.json")} {

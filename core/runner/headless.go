@@ -35,7 +35,7 @@ type headless struct {
 // goroutine(s) that read the output, one chunk at a time, and must not
 // retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
-	s := spec.Warm.start(spec) // a sandbox made ahead for this start, if one fits
+	s, warmNext := spec.Warm.start(spec) // a sandbox made ahead for this start, if one fits
 	if s == nil {
 		var err error
 		if s, err = startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
@@ -47,6 +47,7 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 	h := &headless{cmd: s.cmd, pid: s.pid, stdin: s.stdin, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(s.since, h.pid, reaperTag(spec), spec.Tag, h.exited)
 	h.reaper.wrapped = spec.Sandbox != nil
+	warmNext(h.exited)
 	if s.pidfd >= 0 {
 		w := h.newWatch(s.pidfd, s.ours, s.streams, onOutput)
 		if spec.WatchHere {

@@ -31,6 +31,7 @@ type Warmer struct {
 	// commit), whose boxes would only be made and thrown away.
 	started map[string]int
 	closed  bool
+	closing chan struct{}  // closed by Close
 	owned   sync.WaitGroup // the goroutines making boxes
 }
 
@@ -93,31 +94,33 @@ func (b *warmBox) unchanged() bool {
 var boxStarts sync.RWMutex
 
 // NewWarmer makes a warmer; Close ends the sandboxes it keeps.
-func NewWarmer() *Warmer { return &Warmer{making: map[string]int{}, started: map[string]int{}} }
+func NewWarmer() *Warmer {
+	return &Warmer{making: map[string]int{}, started: map[string]int{}, closing: make(chan struct{})}
+}
 
-// start starts spec in a box made ahead for its shape, if one waits, and
-// has one made for the next start of it. nil: none fits (the caller
-// starts spec cold).
-func (w *Warmer) start(spec Spec) *piped {
+// start starts spec in a box made ahead for its shape, if one waits (nil:
+// none does, and the caller starts spec cold), and returns what has the
+// next box of this shape made once this start's process has exited.
+func (w *Warmer) start(spec Spec) (*piped, func(exited <-chan struct{})) {
 	if w == nil || spec.Sandbox == nil {
-		return nil
+		return nil, func(<-chan struct{}) {}
 	}
 	cmd, _ := command(spec, nil)
 	sh, ok := shapeOf(cmd, spec)
 	if !ok {
-		return nil
+		return nil, func(<-chan struct{}) {}
 	}
+	next := func(exited <-chan struct{}) { w.refill(sh, spec, exited) }
 	b := w.take(sh.key)
-	w.refill(sh, spec)
 	if b == nil {
-		return nil
+		return nil, next
 	}
 	if _, err := b.script.WriteString(sh.script); err != nil {
 		b.discard() // it ended while it waited
-		return nil
+		return nil, next
 	}
 	b.script.Close()
-	return b.p
+	return b.p, next
 }
 
 // take is the box waiting for key, if one does and is alive.
@@ -141,7 +144,7 @@ func (w *Warmer) take(key string) *warmBox {
 // refill counts a start of sh and, from its second, has boxes of sh made,
 // each on a goroutine the warmer waits for, until ahead of them wait or
 // are being made.
-func (w *Warmer) refill(sh shape, spec Spec) {
+func (w *Warmer) refill(sh shape, spec Spec, after <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started[sh.key]++; w.closed || w.started[sh.key] < 2 {
@@ -155,14 +158,22 @@ func (w *Warmer) refill(sh shape, spec Spec) {
 	}
 	for ; waiting+w.making[sh.key] < ahead; w.making[sh.key]++ {
 		w.owned.Add(1)
-		go w.make(sh, spec)
+		go w.make(sh, spec, after)
 	}
 }
 
 // make makes one box of sh and keeps it, the oldest box going if too many
 // wait.
-func (w *Warmer) make(sh shape, spec Spec) {
+func (w *Warmer) make(sh shape, spec Spec, after <-chan struct{}) {
 	defer w.owned.Done()
+	// Made after the start before it exited: bwrap making a box, its
+	// forks and mounts (page tables copied and flushed on every processor
+	// of a virtual machine), slowed that process down more than the box
+	// saved.
+	select {
+	case <-after:
+	case <-w.closing:
+	}
 	b, err := makeBox(sh, spec)
 	w.mu.Lock()
 	if w.making[sh.key]--; w.making[sh.key] == 0 {
@@ -193,7 +204,10 @@ func (w *Warmer) Close() {
 		return
 	}
 	w.mu.Lock()
-	w.closed = true
+	if !w.closed {
+		w.closed = true
+		close(w.closing)
+	}
 	w.mu.Unlock()
 	w.owned.Wait()
 	w.mu.Lock()
