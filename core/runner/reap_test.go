@@ -335,8 +335,12 @@ func TestStopOrphanFindsTaggedProcessesAfterTheLeader(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if len(survivors(t, m)) == 0 {
-		t.Fatal("the escaped process is gone already: nothing to test")
+	// Its command line may read empty for a moment, while it execs sleep
+	// (the file it wrote first is what the script waited for).
+	for deadline := time.Now().Add(10 * time.Second); len(survivors(t, m)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the escaped process is gone already: nothing to test")
+		}
 	}
 	if StopOrphan(cmd.Process.Pid, start, time.Second) {
 		t.Error("without a tag, a gone leader leaves nothing to stop")
