@@ -326,69 +326,7 @@ func (p *parser) definition(root *yaml.Node) *definition {
 		p.Errorf(root, "", `the top level must be a mapping with "command" and "modes"`)
 		return d
 	}
-	seen, _ := p.Fields(root, "", "", rootKeys, func(kv yamlnode.Pair) {
-		v := kv.Val
-		switch key := kv.Key.Value; key {
-		case "name":
-			if s, ok := p.nonEmpty(v, key); ok {
-				if !namePattern.MatchString(s) {
-					p.Fail(v, key, `invalid adapter name %q: use letters, digits, ".", "_" and "-", starting with a letter or a digit`, s)
-					return
-				}
-				d.name = s
-			}
-		case "command":
-			if s, ok := p.nonEmpty(v, key); ok {
-				d.command = s
-			}
-		case "description":
-			d.description, _ = p.Text(v, key)
-		case "modes":
-			p.modes(v, d)
-		case "cols":
-			if i, ok := p.size(v, key); ok {
-				d.cols = i
-			}
-		case "rows":
-			if i, ok := p.size(v, key); ok {
-				d.rows = i
-			}
-		case "quietPeriod":
-			if t, ok := p.duration(v, key); ok {
-				d.quietPeriod = t
-			}
-		case "inactivityTimeout":
-			d.inactivityTimeout, _ = p.duration(v, key)
-		case "answerSettle":
-			d.answerSettle, _ = p.duration(v, key)
-		case "stuckAfter":
-			if t, ok := p.duration(v, key); ok {
-				if t == 0 {
-					p.Fail(v, key, "must be a positive duration (an answer needs time to show)")
-					return
-				}
-				d.stuckAfter = t
-			}
-		case "env":
-			d.env = p.Env(v, key, p.Text)
-		case "states":
-			d.states = p.states(v)
-		case "autoPolicy":
-			d.policy = p.policy(v)
-		case "version":
-			d.version = p.version(v)
-		case "mcp":
-			if v, ok := p.Text(kv.Val, "mcp"); ok {
-				if !slices.Contains(MCPFormats, v) {
-					p.Fail(kv.Val, "mcp", "unknown MCP format %q%s (known: %s)", v, yamlnode.DidYouMean(v, MCPFormats), strings.Join(MCPFormats, ", "))
-				} else {
-					d.mcp = v
-				}
-			}
-		case "auth":
-			d.auth = p.auth(v)
-		}
-	})
+	seen, _ := p.Fields(root, "", "", rootKeys, func(kv yamlnode.Pair) { p.rootField(d, kv) })
 	// Only a mapping is told what it lacks. (A file holding a null alone,
 	// "~" or "---", has never been refused: it loads as an adapter without
 	// a command or modes, which fails when a task uses it.)
@@ -400,6 +338,71 @@ func (p *parser) definition(root *yaml.Node) *definition {
 		}
 	}
 	return d
+}
+
+// rootField reads one key of the file's top level into d.
+func (p *parser) rootField(d *definition, kv yamlnode.Pair) {
+	v := kv.Val
+	switch key := kv.Key.Value; key {
+	case "name":
+		if s, ok := p.nonEmpty(v, key); ok {
+			if !namePattern.MatchString(s) {
+				p.Fail(v, key, `invalid adapter name %q: use letters, digits, ".", "_" and "-", starting with a letter or a digit`, s)
+				return
+			}
+			d.name = s
+		}
+	case "command":
+		if s, ok := p.nonEmpty(v, key); ok {
+			d.command = s
+		}
+	case "description":
+		d.description, _ = p.Text(v, key)
+	case "modes":
+		p.modes(v, d)
+	case "cols":
+		if i, ok := p.size(v, key); ok {
+			d.cols = i
+		}
+	case "rows":
+		if i, ok := p.size(v, key); ok {
+			d.rows = i
+		}
+	case "quietPeriod":
+		if t, ok := p.duration(v, key); ok {
+			d.quietPeriod = t
+		}
+	case "inactivityTimeout":
+		d.inactivityTimeout, _ = p.duration(v, key)
+	case "answerSettle":
+		d.answerSettle, _ = p.duration(v, key)
+	case "stuckAfter":
+		if t, ok := p.duration(v, key); ok {
+			if t == 0 {
+				p.Fail(v, key, "must be a positive duration (an answer needs time to show)")
+				return
+			}
+			d.stuckAfter = t
+		}
+	case "env":
+		d.env = p.Env(v, key, p.Text)
+	case "states":
+		d.states = p.states(v)
+	case "autoPolicy":
+		d.policy = p.policy(v)
+	case "version":
+		d.version = p.version(v)
+	case "mcp":
+		if v, ok := p.Text(kv.Val, "mcp"); ok {
+			if !slices.Contains(MCPFormats, v) {
+				p.Fail(kv.Val, "mcp", "unknown MCP format %q%s (known: %s)", v, yamlnode.DidYouMean(v, MCPFormats), strings.Join(MCPFormats, ", "))
+			} else {
+				d.mcp = v
+			}
+		}
+	case "auth":
+		d.auth = p.auth(v)
+	}
 }
 
 func (p *parser) modes(n *yaml.Node, d *definition) {
@@ -510,7 +513,7 @@ func (p *parser) acpMode(n *yaml.Node) *acpSpec {
 
 func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	var spec promptSpec
-	var posNode, flagNode, formNode, sepNode, dashNode, reqNode, longNode *yaml.Node
+	var nodes promptNodes
 	p.Fields(n, path, "", promptKeys, func(kv yamlnode.Pair) {
 		v, f := kv.Val, join(path, kv.Key.Value)
 		switch kv.Key.Value {
@@ -521,13 +524,13 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			}
 			switch s {
 			case PromptArg, PromptFlag, PromptNone, PromptStdin:
-				spec.position, posNode = s, v
+				spec.position, nodes.position = s, v
 			default:
 				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptArg, PromptFlag, PromptNone, PromptStdin))
 			}
 		case "flag":
 			if s, ok := p.nonEmpty(v, f); ok {
-				spec.flag, flagNode = s, v
+				spec.flag, nodes.flag = s, v
 			}
 		case "form":
 			s, ok := p.Text(v, f)
@@ -536,7 +539,7 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			}
 			switch s {
 			case PromptFormSeparate, PromptFormEquals:
-				spec.form, formNode = s, v
+				spec.form, nodes.form = s, v
 			default:
 				p.Fail(v, f, "%s", yamlnode.OneOf(s, PromptFormSeparate, PromptFormEquals))
 			}
@@ -551,21 +554,34 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 				p.Fail(v, f, "must be an end-of-options marker such as \"--\", got %q", s)
 				return
 			}
-			spec.separator, sepNode = s, v
+			spec.separator, nodes.separator = s, v
 		case "allowLeadingDash":
 			if b, ok := p.boolean(v, f); ok {
-				spec.allowLeadingDash, dashNode = b, v
+				spec.allowLeadingDash, nodes.allowLeadingDash = b, v
 			}
 		case "required":
 			if b, ok := p.boolean(v, f); ok {
-				spec.required, reqNode = b, v
+				spec.required, nodes.required = b, v
 			}
 		case "longOnStdin":
 			if b, ok := p.boolean(v, f); ok {
-				spec.longOnStdin, longNode = b, v
+				spec.longOnStdin, nodes.longOnStdin = b, v
 			}
 		}
 	})
+	p.checkPrompt(&spec, path, nodes)
+	return spec
+}
+
+// promptNodes are where a prompt's keys were written, for the errors of
+// the keys that have no effect together.
+type promptNodes struct {
+	position, flag, form, separator, allowLeadingDash, required, longOnStdin *yaml.Node
+}
+
+// checkPrompt gives spec its defaults, and refuses the keys that would
+// have no effect with its position.
+func (p *parser) checkPrompt(spec *promptSpec, path string, nodes promptNodes) {
 	switch {
 	case spec.position == "" && spec.flag != "":
 		// A flag alone says where the prompt goes; demanding
@@ -574,7 +590,7 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 	case spec.position == "":
 		spec.position = PromptArg
 	case spec.position == PromptFlag && spec.flag == "":
-		p.Errorf(posNode, path, "%s (position is flag)", yamlnode.MissingKey("flag"))
+		p.Errorf(nodes.position, path, "%s (position is flag)", yamlnode.MissingKey("flag"))
 	}
 	if spec.position == PromptFlag && spec.form == "" {
 		spec.form = PromptFormSeparate
@@ -586,21 +602,20 @@ func (p *parser) prompt(n *yaml.Node, path string) promptSpec {
 			p.Errorf(key, join(path, name), "only used with position: %s (position is %s)", want, spec.position)
 		}
 	}
-	onlyWith(flagNode, "flag", PromptFlag)
-	onlyWith(formNode, "form", PromptFlag)
-	onlyWith(sepNode, "separator", PromptArg)
-	if dashNode != nil && spec.position != PromptNone && spec.optionSafe() {
-		p.Errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
-	} else if dashNode != nil && spec.position == PromptNone {
-		p.Errorf(dashNode, join(path, "allowLeadingDash"), "has no effect: position is none")
+	onlyWith(nodes.flag, "flag", PromptFlag)
+	onlyWith(nodes.form, "form", PromptFlag)
+	onlyWith(nodes.separator, "separator", PromptArg)
+	if nodes.allowLeadingDash != nil && spec.position != PromptNone && spec.optionSafe() {
+		p.Errorf(nodes.allowLeadingDash, join(path, "allowLeadingDash"), "has no effect: with a separator or form: equals no prompt can be read as an option")
+	} else if nodes.allowLeadingDash != nil && spec.position == PromptNone {
+		p.Errorf(nodes.allowLeadingDash, join(path, "allowLeadingDash"), "has no effect: position is none")
 	}
-	if reqNode != nil && spec.required && spec.position == PromptNone {
-		p.Errorf(reqNode, join(path, "required"), "contradicts position: none, which takes no prompt")
+	if nodes.required != nil && spec.required && spec.position == PromptNone {
+		p.Errorf(nodes.required, join(path, "required"), "contradicts position: none, which takes no prompt")
 	}
-	if longNode != nil && spec.longOnStdin && (spec.position == PromptNone || spec.position == PromptStdin) {
-		p.Errorf(longNode, join(path, "longOnStdin"), "has no effect: position is %s", spec.position)
+	if nodes.longOnStdin != nil && spec.longOnStdin && (spec.position == PromptNone || spec.position == PromptStdin) {
+		p.Errorf(nodes.longOnStdin, join(path, "longOnStdin"), "has no effect: position is %s", spec.position)
 	}
-	return spec
 }
 
 func (p *parser) states(n *yaml.Node) []State {
