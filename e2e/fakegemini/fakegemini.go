@@ -366,28 +366,7 @@ func (s *Server) generate(w http.ResponseWriter, rec Request) {
 		schema = req.GenerationConfig.ResponseSchema
 	}
 	if !stream || len(schema) > 0 || req.GenerationConfig.ResponseMimeType == "application/json" {
-		// A side call (router, next-speaker check, summaries, ...): JSON of
-		// the schema it asks for, or a short text.
-		text := "E2e side reply"
-		if len(schema) > 0 || req.GenerationConfig.ResponseMimeType == "application/json" {
-			b, _ := json.Marshal(schemafill.Fill(schema, s.prefer, ""))
-			text = string(b)
-		}
-		s.mu.Lock()
-		s.requests[idx].Status = http.StatusOK
-		s.requests[idx].JSON = text
-		s.notifyLocked()
-		s.mu.Unlock()
-		resp := map[string]any{
-			"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP", "index": 0}},
-			"usageMetadata": usage,
-			"modelVersion":  rec.Model,
-		}
-		if stream {
-			writeSSE(w, resp)
-		} else {
-			writeJSON(w, resp)
-		}
+		s.sideReply(w, idx, rec, &req, schema, usage, stream)
 		return
 	}
 
@@ -421,6 +400,31 @@ func (s *Server) generate(w http.ResponseWriter, rec Request) {
 		"usageMetadata": usage,
 		"modelVersion":  rec.Model,
 	})
+}
+
+// sideReply answers a side call (router, next-speaker check, summaries,
+// ...): JSON of the schema it asks for, or a short text.
+func (s *Server) sideReply(w http.ResponseWriter, idx int, rec Request, req *GenerateRequest, schema json.RawMessage, usage map[string]any, stream bool) {
+	text := "E2e side reply"
+	if len(schema) > 0 || req.GenerationConfig.ResponseMimeType == "application/json" {
+		b, _ := json.Marshal(schemafill.Fill(schema, s.prefer, ""))
+		text = string(b)
+	}
+	s.mu.Lock()
+	s.requests[idx].Status = http.StatusOK
+	s.requests[idx].JSON = text
+	s.notifyLocked()
+	s.mu.Unlock()
+	resp := map[string]any{
+		"candidates":    []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": usage,
+		"modelVersion":  rec.Model,
+	}
+	if stream {
+		writeSSE(w, resp)
+	} else {
+		writeJSON(w, resp)
+	}
 }
 
 // writeSSE answers with one server-sent event.
