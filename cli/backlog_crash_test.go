@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,12 +20,7 @@ import (
 // the backlog and every bead session completed.
 func TestBacklogCrashTrials(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 19))
+	rng := crashRand(t, 19)
 	span := backlogTrial(t, -1, false, false, nil, 0)
 	t.Logf("an uninterrupted backlog takes %v", span)
 	kills := 0
@@ -44,12 +38,7 @@ func TestBacklogCrashTrials(t *testing.T) {
 // loses one.
 func TestBacklogCrashTrialsBatched(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 23))
+	rng := crashRand(t, 23)
 	span := backlogTrial(t, -1, false, true, nil, 0)
 	t.Logf("an uninterrupted backlog takes %v", span)
 	kills := 0

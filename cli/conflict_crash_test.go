@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,12 +22,7 @@ import (
 // resolution neither loses nor doubles the merge.
 func TestCrashMatrixConflictResolution(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 31))
+	rng := crashRand(t, 31)
 	span := time.Duration(conflictCrashTrial(t, -1, false, nil, 0))
 	t.Logf("an uninterrupted resolution takes %v", span)
 	kills := 0

@@ -39,6 +39,22 @@ steps:
     command: pwd >> "$TRACE"
 `
 
+// crashRand is a kill -9 trial's source of random moments: seeded from
+// the clock, or from VIBETEAM_CRASH_SEED to replay a failure (the seed is
+// logged); stream tells one test's sequence from another's.
+func crashRand(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("VIBETEAM_CRASH_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
 // TestCrashMatrixBeadMerge kills vibeteam (its process, or its whole
 // process group) at seeded random moments of a bead run that ends in a
 // merge, resumes until the session ends, and checks what a user would:
@@ -46,12 +62,7 @@ steps:
 // and no step run outside the bead's worktree.
 func TestCrashMatrixBeadMerge(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 15))
+	rng := crashRand(t, 15)
 
 	type variant struct {
 		name   string

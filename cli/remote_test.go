@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -233,12 +232,7 @@ func TestTwoMachinesOneBacklogOneRemote(t *testing.T) {
 // is lost, none is left claimed, and no push was forced.
 func TestTwoMachinesKilledAndResumed(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("VIBETEAM_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (VIBETEAM_CRASH_SEED=%d reproduces it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 31))
+	rng := crashRand(t, 31)
 	kills := 0
 	for trial := range 3 {
 		kills += m2Trial(t, trial, rng)
