@@ -59,16 +59,7 @@ func batchedOnce(b *testing.B, size int) (time.Duration, int, int) {
 	write(".vibeteam/config.yaml", fmt.Sprintf("grimoires:\n  default: ship\nmerge:\n  gate: %s\n  batch: %d\n", yamlQuote(gate), size))
 	write(".vibeteam/grimoires/ship.yaml", "name: ship\nsteps:\n  - name: work\n    type: script\n    command: echo {{.bead.id}} > {{.bead.id}}.txt\n  - name: merge\n    type: merge\n    require_review: false\n    gate: true\n")
 	write("README", "hello\n")
-	db := map[string]any{}
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("bd-%d", i)
-		db[id] = map[string]any{"id": id, "title": "bead " + id, "status": "open", "issue_type": "task", "priority": 2}
-	}
-	data, _ := json.Marshal(db)
-	dbPath := filepath.Join(aside, "beads.json")
-	if err := os.WriteFile(dbPath, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
+	dbPath := benchBeads(b, aside, n)
 	git := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
@@ -96,4 +87,21 @@ func batchedOnce(b *testing.B, size int) (time.Duration, int, int) {
 	}
 	logged, _ := os.ReadFile(gateLog)
 	return wall, strings.Count(string(logged), "\n"), landed
+}
+
+// benchBeads writes a fake bd's database of n open beads, bd-1 to bd-n,
+// into dir, and returns its path.
+func benchBeads(b *testing.B, dir string, n int) string {
+	b.Helper()
+	db := map[string]any{}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("bd-%d", i)
+		db[id] = map[string]any{"id": id, "title": "bead " + id, "status": "open", "issue_type": "task", "priority": 2}
+	}
+	data, _ := json.Marshal(db)
+	path := filepath.Join(dir, "beads.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,16 +58,7 @@ func machinesOnce(b *testing.B, k int) time.Duration {
 	git(seed, "commit", "-q", "-m", "root")
 	bare := filepath.Join(aside, "remote.git")
 	git(aside, "clone", "-q", "--bare", seed, bare)
-	db := map[string]any{}
-	for i := 1; i <= n; i++ {
-		id := fmt.Sprintf("bd-%d", i)
-		db[id] = map[string]any{"id": id, "title": "bead " + id, "status": "open", "issue_type": "task", "priority": 2}
-	}
-	data, _ := json.Marshal(db)
-	dbPath := filepath.Join(aside, "beads.json")
-	if err := os.WriteFile(dbPath, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
+	dbPath := benchBeads(b, aside, n)
 	var cmds []*exec.Cmd
 	var outs []*strings.Builder
 	for m := range k {

@@ -15,18 +15,24 @@ var (
 	locks   = map[string]chan struct{}{}
 )
 
-func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
-	return lockFileWaiting(ctx, path, nil)
-}
-
-func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), *os.File, error) {
+// lockChan is path's lock: a channel that holds one token while taken.
+func lockChan(path string) chan struct{} {
 	locksMu.Lock()
+	defer locksMu.Unlock()
 	ch, ok := locks[path]
 	if !ok {
 		ch = make(chan struct{}, 1)
 		locks[path] = ch
 	}
-	locksMu.Unlock()
+	return ch
+}
+
+func lockFile(ctx context.Context, path string) (func(), *os.File, error) {
+	return lockFileWaiting(ctx, path, nil)
+}
+
+func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), *os.File, error) {
+	ch := lockChan(path)
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil, nil
@@ -44,13 +50,7 @@ func lockFileWaiting(ctx context.Context, path string, waiting func()) (func(), 
 }
 
 func tryLockFile(path string) (func(), bool, error) {
-	locksMu.Lock()
-	ch, ok := locks[path]
-	if !ok {
-		ch = make(chan struct{}, 1)
-		locks[path] = ch
-	}
-	locksMu.Unlock()
+	ch := lockChan(path)
 	select {
 	case ch <- struct{}{}:
 		return func() { <-ch }, true, nil
