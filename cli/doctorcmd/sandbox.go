@@ -39,7 +39,7 @@ func printSandboxDoctor(w io.Writer, timeout time.Duration) {
 	version, _ := exec.CommandContext(ctx, bwrap, "--version").Output()
 	userns, usernsOK := usernsState()
 	start := time.Now()
-	trial := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "sh", "-c", "touch /tmp/t && ! touch /etc/vibeteam-doctor 2>/dev/null")
+	trial := exec.CommandContext(ctx, bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "sh", "-c", "touch /tmp/t && ! touch /etc/vibeteam-doctor 2>/dev/null")
 	out, trialErr := trial.CombinedOutput()
 	took := time.Since(start)
 	mark := markOK

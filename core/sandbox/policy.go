@@ -223,9 +223,33 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 	if ownNetns {
 		plan.Args = append(plan.Args, "--unshare-net")
 	}
+	plan.Args = append(plan.Args, capabilities(os.Geteuid() == 0)...)
 	plan.Args = append(plan.Args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", tmpRoot)
 	plan.Mounts = append(mounts, "--chdir", dir)
 	return plan, nil
+}
+
+// rootKeeps are the capabilities a process run by root keeps inside: what
+// a build or a test suite run as root uses (files of another owner, a
+// dropped privilege, a low port). Not the ones that undo the sandbox:
+// CAP_SYS_ADMIN unmounts a read-only bind (.git/hooks) and remounts the
+// checkout writable, CAP_MKNOD makes the disk's device node,
+// CAP_DAC_READ_SEARCH opens a file by handle past every mount,
+// CAP_SYS_PTRACE, CAP_NET_ADMIN, CAP_SETFCAP (a file capability the host
+// honours later) and the rest.
+var rootKeeps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_NET_BIND_SERVICE"}
+
+// capabilities are bwrap's options for what a process keeps: bwrap run by
+// root keeps every capability unless told (it drops them all for anyone
+// else), so a root's sandbox drops them and adds back rootKeeps.
+func capabilities(root bool) []string {
+	args := []string{"--cap-drop", "ALL"}
+	if root {
+		for _, c := range rootKeeps {
+			args = append(args, "--cap-add", c)
+		}
+	}
+	return args
 }
 
 // enter is how a process whose settings are cfg joins the session's

@@ -64,6 +64,28 @@ func main() {
 	try("write .vibeteam/sessions", func() (string, error) {
 		return write(filepath.Join(*base, ".vibeteam", "sessions", "hostile.json"))
 	})
+	// Root inside a sandbox that kept its capabilities undoes it: the
+	// read-only binds come off, and the disk is a device node away.
+	try("unmount .git/hooks and write it", func() (string, error) {
+		hooks := filepath.Join(*base, ".git", "hooks")
+		if err := syscall.Unmount(hooks, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL {
+			return "", err // EINVAL: no mount there (no sandbox) to take off
+		}
+		return write(filepath.Join(hooks, "post-checkout"))
+	})
+	try("remount .vibeteam writable", func() (string, error) {
+		dir := filepath.Join(*base, ".vibeteam")
+		if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_BIND, ""); err != nil && err != syscall.EINVAL {
+			return "", err
+		}
+		return write(filepath.Join(dir, "sessions", "hostile-remounted.json"))
+	})
+	try("make a device node", func() (string, error) {
+		node := filepath.Join(os.TempDir(), "hostile-disk")
+		defer os.Remove(node)
+		return node, syscall.Mknod(node, syscall.S_IFBLK|0o600, 8<<8)
+	})
+	try("hold a capability that undoes the sandbox", heldCapabilities)
 	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN"} {
 		try("read $"+name, func() (string, error) {
 			if v := os.Getenv(name); v != "" {
@@ -150,4 +172,32 @@ func viaProxy(proxyURL, addr string) (string, error) {
 		return "", fmt.Errorf("the proxy answered %s", strings.TrimSpace(line))
 	}
 	return "tunnel open", nil
+}
+
+// heldCapabilities names the capabilities of this process's effective set
+// that would undo a sandbox (CapEff in /proc/self/status).
+func heldCapabilities() (string, error) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "", err
+	}
+	var eff uint64
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%x", &eff); err != nil {
+				return "", err
+			}
+		}
+	}
+	var held []string
+	for bit, name := range map[uint]string{2: "CAP_DAC_READ_SEARCH", 12: "CAP_NET_ADMIN", 16: "CAP_SYS_MODULE", 17: "CAP_SYS_RAWIO", 19: "CAP_SYS_PTRACE", 21: "CAP_SYS_ADMIN", 27: "CAP_MKNOD", 31: "CAP_SETFCAP"} {
+		if eff&(1<<bit) != 0 {
+			held = append(held, name)
+		}
+	}
+	if len(held) == 0 {
+		return "", fmt.Errorf("CapEff %x holds none", eff)
+	}
+	sort.Strings(held)
+	return strings.Join(held, " "), nil
 }
