@@ -36,9 +36,9 @@ var hostileBin = sync.OnceValues(func() (string, error) {
 // environment, and a loopback port that counts who connects.
 type hostileSetup struct {
 	*beadProject
-	home, addr string
-	connects   *atomic.Int32
-	env        []string
+	home, addr, sock string
+	connects         *atomic.Int32 // to addr and to sock
+	env              []string
 }
 
 func newHostileSetup(t *testing.T) *hostileSetup {
@@ -68,15 +68,16 @@ func newHostileSetup(t *testing.T) *hostileSetup {
 		}
 	}()
 	addr := ln.Addr().String()
+	sock := hostSocket(t, connects)
 	p.write(".vibeteam/adapters/hostile.yaml", fmt.Sprintf(`name: hostile
 command: %s
 modes:
   headless:
-    args: [-base, %s, -addr, %s]
+    args: [-base, %s, -addr, %s, -sock, %s]
     prompt: { position: arg }
-`, bin, p.dir, addr))
+`, bin, p.dir, addr, sock))
 	// Scripts find it on PATH, as they would a tool of the project's.
-	hostile := fmt.Sprintf("hostile -base %s -addr %s", p.dir, addr)
+	hostile := fmt.Sprintf("hostile -base %s -addr %s -sock %s", p.dir, addr, sock)
 	p.write(".vibeteam/grimoires/hostile.yaml", `name: hostile
 steps:
   - name: agent
@@ -97,7 +98,39 @@ steps:
 `)
 	p.write("bead.json", `{"id":"bd-1","title":"hostile","status":"open"}`)
 	env := []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + home, "AWS_SECRET_ACCESS_KEY=aws-secret", "ANTHROPIC_API_KEY=sk-ant-secret", "GITHUB_TOKEN=gh-secret"}
-	return &hostileSetup{beadProject: p, home: home, addr: addr, connects: connects, env: env}
+	return &hostileSetup{beadProject: p, home: home, addr: addr, sock: sock, connects: connects, env: env}
+}
+
+var hostSockets atomic.Int32
+
+// hostSocket listens on a unix socket where a host's daemons keep theirs
+// (the user's runtime directory, /run), counting who connects.
+func hostSocket(t *testing.T, connects *atomic.Int32) string {
+	t.Helper()
+	name := fmt.Sprintf("vt-hostile-%d-%d.sock", os.Getpid(), hostSockets.Add(1))
+	for _, dir := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/run"} {
+		if dir == "" {
+			continue
+		}
+		ln, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				connects.Add(1)
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	t.Skip("no runtime directory of the host's to put a socket in (XDG_RUNTIME_DIR, /run)")
+	return ""
 }
 
 // run runs vibeteam with the setup's environment, and without the
@@ -134,16 +167,16 @@ func wantHeld(t *testing.T, what, report string, tries int) {
 }
 
 // hostileTries is how many escapes the hostile program tries.
-const hostileTries = 15
+const hostileTries = 17
 
 // unsandboxedEscapes is how many of them succeed without a sandbox: all
-// for root; for anyone else, not the two that take root's capabilities (a
-// device node, a capability held).
+// for root; for anyone else, not the three that take root's (a device
+// node, a capability held, the kernel's settings).
 func unsandboxedEscapes() int {
 	if os.Geteuid() == 0 {
 		return hostileTries
 	}
-	return hostileTries - 2
+	return hostileTries - 3
 }
 
 func needBwrap(t *testing.T) {
@@ -186,7 +219,7 @@ func TestSandboxHoldsEveryEscapeOfAHostileBeadRun(t *testing.T) {
 		t.Errorf(".git/config changed:\n%s", after)
 	}
 	if n := h.connects.Load(); n != 0 {
-		t.Errorf("%d connections reached %s from inside the sandbox", n, h.addr)
+		t.Errorf("%d connections reached %s or %s from inside the sandbox", n, h.addr, h.sock)
 	}
 	// The way out is the proxy: asked, it refused, and the run says so.
 	if !strings.Contains(h.read("escapes.txt"), "connect "+h.addr+" through the proxy: held: the proxy answered HTTP/1.1 403") {

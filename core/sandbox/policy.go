@@ -25,6 +25,42 @@ var startupFiles = []string{".bashrc", ".bash_profile", ".bash_login", ".bash_lo
 // tmpRoot is the directory a sandbox gets a private, empty copy of.
 const tmpRoot = "/tmp"
 
+// privateRoots are the directories a sandbox gets private, empty copies
+// of: /tmp, and where the host's daemons keep their sockets (/run, and
+// /var/run where it is not a link to it). A socket is reached through a
+// read-only mount as well as a writable one, and behind those are the
+// container daemon (root on the host), systemd and D-Bus, the user's
+// ssh-agent and gpg-agent.
+var privateRoots = sync.OnceValue(func() []string {
+	roots := []string{tmpRoot, "/run"}
+	if fi, err := os.Lstat("/var/run"); err == nil && fi.IsDir() {
+		roots = append(roots, "/var/run")
+	}
+	return roots
+})
+
+// underPrivate reports whether path is inside one of privateRoots.
+func underPrivate(path string) bool {
+	return slices.ContainsFunc(privateRoots(), func(root string) bool {
+		return under(path, root) && filepath.Clean(path) != root
+	})
+}
+
+// privateMounts are the private roots' empty copies, then, read-only, the
+// directory of the resolver's configuration where /etc/resolv.conf links
+// into one of them (systemd-resolved's stub), so that names still resolve.
+func privateMounts() []string {
+	var args []string
+	for _, root := range privateRoots() {
+		args = append(args, "--tmpfs", root)
+	}
+	if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && underPrivate(target) {
+		dir := filepath.Dir(target)
+		args = append(args, "--ro-bind", dir, dir)
+	}
+	return args
+}
+
 // ErrNoBwrap is what Find returns where bubblewrap is not installed.
 var ErrNoBwrap = errors.New("bubblewrap (bwrap) is not installed")
 
@@ -224,7 +260,9 @@ func (p *Policy) PlanFor(adapter, dir string, keep []string, step Config) (*Plan
 		plan.Args = append(plan.Args, "--unshare-net")
 	}
 	plan.Args = append(plan.Args, capabilities(os.Geteuid() == 0)...)
-	plan.Args = append(plan.Args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", tmpRoot)
+	plan.Args = append(plan.Args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	plan.Args = append(plan.Args, procReadOnly()...)
+	plan.Args = append(plan.Args, privateMounts()...)
 	plan.Mounts = append(mounts, "--chdir", dir)
 	return plan, nil
 }
@@ -248,6 +286,23 @@ func capabilities(root bool) []string {
 		for _, c := range rootKeeps {
 			args = append(args, "--cap-add", c)
 		}
+	}
+	return args
+}
+
+// procKernel are the files of a sandbox's /proc that reach the host's
+// kernel, not the sandbox's processes: the sysctls (root writes them with
+// no capability at all: kernel.core_pattern set to a program of the
+// worktree's runs it on the host, as root, at the next crash), the SysRq
+// trigger, and the file system and device tables.
+var procKernel = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/fs", "/proc/irq", "/proc/bus", "/proc/acpi", "/proc/scsi"}
+
+// procReadOnly are bwrap's options that cover procKernel with a read-only
+// view of the host's (bwrap run by root leaves /proc/sys writable).
+func procReadOnly() []string {
+	var args []string
+	for _, p := range procKernel {
+		args = append(args, "--ro-bind-try", p, p)
 	}
 	return args
 }
@@ -315,10 +370,10 @@ func (p *Policy) prepare() {
 		p.WorkDir = p.BaseDir
 	}
 	var ms []mount
-	if p.Home != "" && under(p.Home, tmpRoot) {
+	if p.Home != "" && underPrivate(p.Home) {
 		ms = append(ms, mount{"--ro-bind", p.Home, p.Home})
 	}
-	if under(p.BaseDir, tmpRoot) && p.BaseDir != p.WorkDir {
+	if underPrivate(p.BaseDir) && p.BaseDir != p.WorkDir {
 		// The user's checkout, read-only, as it is anywhere else.
 		ms = append(ms, mount{"--ro-bind", p.BaseDir, p.BaseDir})
 	}

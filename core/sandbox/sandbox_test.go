@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,5 +112,39 @@ func TestSandboxFencesAWorktree(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.policy.StateDir, "home", ".claude", "settings.json")); !strings.Contains(string(b), "hook") {
 		t.Errorf("the session's copy of the settings lacks the agent's write: %q", b)
+	}
+}
+
+// A path under /tmp named on the command line is shown inside (a program,
+// a launch file), but not a socket there, nor one in a directory shown:
+// an argument can be bead text naming /tmp/.X11-unix or an ssh-agent's.
+func TestASocketNamedOnTheCommandLineIsNotShown(t *testing.T) {
+	f := newFixture(t)
+	dir, err := os.MkdirTemp("", "vt-sockets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, name := range []string{"X0", "agent.1"} {
+		ln, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+	}
+	os.WriteFile(filepath.Join(dir, "launch.json"), []byte("{}"), 0o644)
+	script := `test -f "$1/launch.json" || exit 10; test -S "$1/X0" && exit 11; test -S "$2" && exit 12; test -S "$3" && exit 13; exit 0`
+	plan, err := f.policy.Plan(f.work, nil, sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	p, err := runner.StartHeadless(runner.Spec{Command: "sh", Args: []string{"-c", script, "sh", dir, filepath.Join(dir, "agent.1"), filepath.Join(dir, "X0")}, Dir: f.work, NoInput: true, MergeOutput: true, Sandbox: plan}, func(c runner.Chunk) { got.Write(c.Raw) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if c := p.Result().ExitCode; c != 0 {
+		t.Errorf("exit %d (10: the directory named was not shown; 11–13: a socket was): %s", c, got.String())
 	}
 }

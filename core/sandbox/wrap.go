@@ -34,8 +34,8 @@ func (p *Plan) Wrap(path string, args, env []string, explicit func(name string) 
 	argv = append(argv, p.Args...)
 	// Before the plan's own mounts, so that those (a writable directory,
 	// a hidden one) win over these.
-	for _, e := range exposed(path, append(slices.Clone(p.Before), args...), kept) {
-		argv = append(argv, "--ro-bind", e, e)
+	for _, m := range exposed(path, append(slices.Clone(p.Before), args...), kept) {
+		argv = append(argv, m.args()...)
 	}
 	argv = append(argv, p.Mounts...)
 	argv = append(argv, "--")
@@ -57,20 +57,23 @@ func (p *Plan) keeps(name string) bool {
 	return false
 }
 
-// exposed are the paths under /tmp that the command line and environment
-// name and that exist: each shown read-only inside (a directory named in
-// PATH too).
-func exposed(path string, args, env []string) []string {
+// exposed are the paths under the temporary directory that the command
+// line and the environment name and that exist: each shown read-only
+// inside (a directory named in PATH too). Not a socket, nor one directly
+// in a directory shown (/tmp/.X11-unix/X0, an ssh-agent's): an argument
+// can be a prompt, and a prompt bead text. Nothing under /run is shown
+// unless the temporary directory is there.
+func exposed(path string, args, env []string) []mount {
 	var out []string
 	add := func(s string) {
-		if !filepath.IsAbs(s) || !under(s, tmpRoot) || filepath.Clean(s) == tmpRoot {
+		if !filepath.IsAbs(s) || !inTemp(s) {
 			return
 		}
 		s = filepath.Clean(s)
 		if slices.ContainsFunc(out, func(o string) bool { return under(s, o) }) {
 			return
 		}
-		if _, err := os.Stat(s); err == nil {
+		if fi, err := os.Stat(s); err == nil && fi.Mode()&os.ModeSocket == 0 {
 			out = append(out, s)
 		}
 	}
@@ -91,7 +94,28 @@ func exposed(path string, args, env []string) []string {
 		}
 		add(v)
 	}
-	return out
+	var ms []mount
+	for _, e := range out {
+		ms = append(ms, mount{"--ro-bind", e, e})
+		entries, _ := os.ReadDir(e)
+		for _, en := range entries {
+			if en.Type()&os.ModeSocket != 0 {
+				ms = append(ms, mount{"--ro-bind", os.DevNull, filepath.Join(e, en.Name())})
+			}
+		}
+	}
+	return ms
+}
+
+// inTemp reports whether path is inside /tmp or the temporary directory,
+// which the sandbox replaces with empty ones.
+func inTemp(path string) bool {
+	for _, dir := range []string{tmpRoot, os.TempDir()} {
+		if under(path, dir) && filepath.Clean(path) != filepath.Clean(dir) && underPrivate(path) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys(m map[string]string) []string {

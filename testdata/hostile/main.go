@@ -5,6 +5,7 @@
 //
 //	-base DIR    the user's checkout (its .git, .vibeteam)
 //	-addr H:P    a loopback port no sandbox allows
+//	-sock PATH   a unix socket of the host's, outside the checkout
 //	-report F    where the report goes (default escapes.txt)
 //
 // Every other argument (a prompt) is ignored.
@@ -28,7 +29,7 @@ func main() {
 	// it likes.
 	opts := map[string]string{"-report": "escapes.txt"}
 	for i := 1; i+1 < len(os.Args); i++ {
-		if _, ok := map[string]bool{"-base": true, "-addr": true, "-report": true}[os.Args[i]]; ok {
+		if _, ok := map[string]bool{"-base": true, "-addr": true, "-sock": true, "-report": true}[os.Args[i]]; ok {
 			opts[os.Args[i]] = os.Args[i+1]
 			i++
 		}
@@ -86,6 +87,25 @@ func main() {
 		return node, syscall.Mknod(node, syscall.S_IFBLK|0o600, 8<<8)
 	})
 	try("hold a capability that undoes the sandbox", heldCapabilities)
+	// Opened for writing and closed unwritten: the host's setting stays.
+	try("open the host's kernel.core_pattern for writing", func() (string, error) {
+		f, err := os.OpenFile("/proc/sys/kernel/core_pattern", os.O_WRONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		f.Close()
+		return "opened", nil
+	})
+	if sock := opts["-sock"]; sock != "" {
+		try("connect "+sock, func() (string, error) {
+			c, err := net.DialTimeout("unix", sock, 2*time.Second)
+			if err != nil {
+				return "", err
+			}
+			c.Close()
+			return "connected", nil
+		})
+	}
 	for _, name := range []string{"AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN"} {
 		try("read $"+name, func() (string, error) {
 			if v := os.Getenv(name); v != "" {
