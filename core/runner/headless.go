@@ -20,6 +20,10 @@ type headless struct {
 	inMu     sync.Mutex
 	inClosed bool
 
+	// host, when set, is the kept sandbox the process runs in: the leader
+	// is its server's child, whose status the server tells.
+	host *boxHost
+
 	reaper *reaper
 	exited chan struct{} // leader reaped
 	done   chan struct{} // leader reaped, its processes gone, output drained
@@ -35,7 +39,7 @@ type headless struct {
 // goroutine(s) that read the output, one chunk at a time, and must not
 // retain Raw.
 func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
-	s, warmNext := spec.Warm.start(spec) // a sandbox made ahead for this start, if one fits
+	s, host, warmNext := spec.Warm.start(spec) // a sandbox kept for starts of this shape, if one waits
 	if s == nil {
 		var err error
 		if s, err = startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
@@ -44,9 +48,10 @@ func StartHeadless(spec Spec, onOutput func(Chunk)) (Process, error) {
 			return nil, err
 		}
 	}
-	h := &headless{cmd: s.cmd, pid: s.pid, stdin: s.stdin, exited: make(chan struct{}), done: make(chan struct{})}
+	h := &headless{cmd: s.cmd, pid: s.pid, stdin: s.stdin, host: host, exited: make(chan struct{}), done: make(chan struct{})}
 	h.reaper = newReaper(s.since, h.pid, reaperTag(spec), spec.Tag, h.exited)
-	h.reaper.wrapped = spec.Sandbox != nil
+	// In a kept sandbox the leader is the command itself, not bwrap.
+	h.reaper.wrapped = spec.Sandbox != nil && host == nil
 	warmNext(h.exited)
 	if s.pidfd >= 0 {
 		w := h.newWatch(s.pidfd, s.ours, s.streams, onOutput)

@@ -140,7 +140,11 @@ func (w *watch) loop(wake int, deadline time.Time) (done bool) {
 			w.open--
 		}
 		if !w.exited && w.polled[leader].Revents != 0 {
-			w.h.result = reapLeader(w.h.pid)
+			if w.h.host != nil {
+				w.h.result = w.h.host.exited()
+			} else {
+				w.h.result = reapLeader(w.h.pid)
+			}
 			unix.Close(int(w.polled[leader].Fd))
 			w.polled[leader].Fd = -1
 			w.exited = true

@@ -4,57 +4,118 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
+	"time"
 )
 
-// A sandboxed start is mostly bwrap's own work before the command runs:
-// its exec, namespaces, mounts, the pid namespace's init, where the
-// machine makes every fork and page fault dear (about 15 ms on a quiet
-// 2-core virtual machine, five times a short step). A Warmer makes that
-// sandbox ahead, while the previous start of the same shape runs: bwrap
-// with everything set up, and inside a shell waiting on its fd 3 for what
-// to run. The start then only writes the command and its environment
-// there, and the shell execs it: the process is the one a cold start
-// makes (the same bwrap, mounts, pid namespace, process group and
-// streams), begun earlier.
+// A sandboxed start is mostly bwrap's own work before the command runs
+// and after it ends: its exec, namespaces, mounts, the pid namespace's
+// init, and their teardown, where the machine makes every fork and page
+// fault dear (about 12 ms on a quiet 2-core virtual machine, four times a
+// short step). A Warmer keeps, for a run's starts of one shape (script
+// steps, one after another in one worktree), a sandbox made once: a host,
+// bwrap with everything set up and inside it this binary as the host's
+// server (boxserver_linux.go). A start then only sends the server its
+// command, environment and streams; the server starts it in a session of
+// its own, and once it has exited ends everything else inside, as the end
+// of a sandbox's pid namespace would, before it tells the exit status. The
+// process has the sandbox a cold start gives (the same bwrap options,
+// mounts, namespaces, capabilities, environment and streams); what the
+// starts of one host share is what they share anyway (the work
+// directory) and the private /tmp and /run, which the server leaves as a
+// start left them.
 type Warmer struct {
 	mu     sync.Mutex
-	idle   []*warmBox     // oldest first
-	making map[string]int // boxes being made, by shape
-	// started counts the starts of each shape: boxes are made for a shape
+	idle   []*boxHost     // oldest first
+	making map[string]int // hosts being made, by shape
+	hosts  map[string]int // hosts alive, by shape (idle, busy, being made)
+	// started counts the starts of each shape: hosts are made for a shape
 	// started twice already, not for a run's one script step (a bead's
-	// commit), whose boxes would only be made and thrown away.
+	// commit), whose host would only be made and thrown away.
 	started map[string]int
 	closed  bool
 	closing chan struct{}  // closed by Close
-	owned   sync.WaitGroup // the goroutines making boxes
+	owned   sync.WaitGroup // the goroutines making hosts
 }
 
-// ahead is how many boxes of a shape are kept made or being made: steps
-// that follow each other at once start faster than one box is made, and
-// two are made side by side on two processors.
-const ahead = 2
+// hostsPerShape bounds the hosts of one shape: a second serves a start
+// while the first is busy (tasks of a stage side by side).
+const hostsPerShape = 2
 
-// maxIdle bounds the sandboxes kept waiting: a run's script steps use
-// one or two shapes (a worktree, a step's own sandbox: block).
-const maxIdle = 2 * ahead
+// maxIdle bounds the hosts kept waiting: a run's script steps use one or
+// two shapes (a worktree, a step's own sandbox: block).
+const maxIdle = 4
 
-// warmBox is a sandbox made ahead, not yet given its command.
-type warmBox struct {
+// BoxServerEnv, set to 1 in its environment, makes any binary that links
+// this package a host's server (boxserver_linux.go).
+const BoxServerEnv = "VIBETEAM_BOX_SERVER"
+
+// boxMaxRequest bounds a request (a start's command line and environment):
+// a bigger one is started cold. Under the socket's default buffer.
+const boxMaxRequest = 192 << 10
+
+// boxAnswerWait bounds the wait for the server's answer to a start (it
+// answers at once: a fork and an exec) and for its first word.
+const boxAnswerWait = 5 * time.Second
+
+type boxRequest struct {
+	Path string
+	Argv []string
+	Env  []string
+	Dir  string
+}
+
+// encode is the request as the server reads it: its fields separated by
+// NUL, which no argument or variable holds (exec takes C strings), with
+// every other byte as it is (JSON would replace what is not UTF-8).
+func (r boxRequest) encode() []byte {
+	fields := append([]string{r.Path, r.Dir, strconv.Itoa(len(r.Argv))}, r.Argv...)
+	return []byte(strings.Join(append(fields, r.Env...), "\x00"))
+}
+
+// decodeRequest reads what encode wrote.
+func decodeRequest(b []byte) (boxRequest, error) {
+	fields := strings.Split(string(b), "\x00")
+	if len(fields) < 3 {
+		return boxRequest{}, syscall.EBADMSG
+	}
+	n, err := strconv.Atoi(fields[2])
+	if err != nil || n < 1 || 3+n > len(fields) {
+		return boxRequest{}, syscall.EBADMSG
+	}
+	r := boxRequest{Path: fields[0], Dir: fields[1], Argv: fields[3 : 3+n], Env: fields[3+n:]}
+	if len(r.Env) == 1 && r.Env[0] == "" {
+		r.Env = nil
+	}
+	return r, nil
+}
+
+// boxAck is the host's second message of a start: it lets the server
+// wait for the process, once the host has read its pid from the pidfd
+// (which reads -1 once the process is reaped).
+var boxAck = []byte{'a'}
+
+type boxReply struct {
+	Ready  bool    `json:"ready,omitempty"`
+	Pid    int     `json:"pid,omitempty"` // started (its pid inside; a pidfd comes along)
+	Err    string  `json:"err,omitempty"` // not started
+	Status *uint32 `json:"status,omitempty"`
+}
+
+// boxHost is a kept sandbox and its server.
+type boxHost struct {
+	w      *Warmer
 	key    string
 	p      *piped
-	script *os.File      // the write end of the shell's fd 3
-	idle   chan struct{} // open while it waits: its place in leaders
-	// pinned are the files its bind mounts show, as they were when it was
-	// made: a bind shows the file it found, and one replaced since (git
-	// writes its config anew and renames it; a directory made again)
-	// would be the old one inside. Such a box is not taken.
+	conn   int           // our end of the server's socket
+	idle   chan struct{} // open while it lives: its place in leaders
 	pinned []fileID
+	broken bool // a start went wrong: discarded, never reused
 }
 
 // fileID is a file's identity: what a bind mount holds on to.
@@ -77,9 +138,11 @@ func identify(paths []string) []fileID {
 	return ids
 }
 
-// unchanged reports whether every file the box's mounts show is the one
-// it was made with.
-func (b *warmBox) unchanged() bool {
+// unchanged reports whether every file the host's mounts show is the one
+// it was made with: a bind shows the file it found, and one replaced since
+// (git writes its config anew and renames it; a directory made again)
+// would be the old one inside. Such a host is not used.
+func (b *boxHost) unchanged() bool {
 	for _, id := range b.pinned {
 		if now := identify([]string{id.path}); now[0] != id {
 			return false
@@ -88,45 +151,49 @@ func (b *warmBox) unchanged() bool {
 	return true
 }
 
-// boxStarts keeps StopStrays from taking a box for a stray in the instant
-// between its start and its registration as a leader (a box is a child in
-// a session of its own, and is made while the run goes on).
+// boxStarts keeps StopStrays from taking a host for a stray in the
+// instant between its start and its registration as a leader (a host is a
+// child in a session of its own, and is made while the run goes on).
 var boxStarts sync.RWMutex
 
 // NewWarmer makes a warmer; Close ends the sandboxes it keeps.
 func NewWarmer() *Warmer {
-	return &Warmer{making: map[string]int{}, started: map[string]int{}, closing: make(chan struct{})}
+	return &Warmer{making: map[string]int{}, hosts: map[string]int{}, started: map[string]int{}, closing: make(chan struct{})}
 }
 
-// start starts spec in a box made ahead for its shape, if one waits (nil:
-// none does, and the caller starts spec cold), and returns what has the
-// next box of this shape made once this start's process has exited.
-func (w *Warmer) start(spec Spec) (*piped, func(exited <-chan struct{})) {
-	if w == nil || spec.Sandbox == nil {
-		return nil, func(<-chan struct{}) {}
+// start starts spec in a host of its shape, if one waits (nil: none does,
+// or it could not, and the caller starts spec cold), and returns what has
+// a host of this shape made once this start's process has exited.
+func (w *Warmer) start(spec Spec) (*piped, *boxHost, func(exited <-chan struct{})) {
+	if w == nil || spec.Sandbox == nil || !pidfdWatch() {
+		return nil, nil, func(<-chan struct{}) {}
 	}
 	cmd, _ := command(spec, nil)
 	sh, ok := shapeOf(cmd, spec)
 	if !ok {
-		return nil, func(<-chan struct{}) {}
+		return nil, nil, func(<-chan struct{}) {}
 	}
 	next := func(exited <-chan struct{}) { w.refill(sh, spec, exited) }
 	b := w.take(sh.key)
 	if b == nil {
-		return nil, next
+		return nil, nil, next
 	}
-	if _, err := b.script.WriteString(sh.script); err != nil {
-		b.discard() // it ended while it waited
-		return nil, next
+	s, err := startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
+		pid, pidfd, err := b.run(sh.req, in, out, errOut)
+		return nil, pid, pidfd, err
+	})
+	if err != nil {
+		// Not started: cold then, which fails (or not) as it always did.
+		w.release(b)
+		return nil, nil, next
 	}
-	b.script.Close()
-	return b.p, next
+	return s, b, next
 }
 
-// take is the box waiting for key, if one does and is alive.
-func (w *Warmer) take(key string) *warmBox {
+// take is an idle host for key, if one is and is alive.
+func (w *Warmer) take(key string) *boxHost {
 	w.mu.Lock()
-	i := slices.IndexFunc(w.idle, func(b *warmBox) bool { return b.key == key })
+	i := slices.IndexFunc(w.idle, func(b *boxHost) bool { return b.key == key })
 	if i < 0 {
 		w.mu.Unlock()
 		return nil
@@ -135,70 +202,90 @@ func (w *Warmer) take(key string) *warmBox {
 	w.idle = slices.Delete(w.idle, i, i+1)
 	w.mu.Unlock()
 	if b.ended() || !b.unchanged() {
-		b.discard()
+		w.drop(b)
 		return nil
 	}
 	return b
 }
 
-// refill counts a start of sh and, from its second, has boxes of sh made,
-// each on a goroutine the warmer waits for, until ahead of them wait or
-// are being made.
+// release gives a host back after a start, or ends it (broken, closed,
+// too many idle).
+func (w *Warmer) release(b *boxHost) {
+	w.mu.Lock()
+	if b.broken || w.closed {
+		w.mu.Unlock()
+		w.drop(b)
+		return
+	}
+	w.idle = append(w.idle, b)
+	var evicted *boxHost
+	if len(w.idle) > maxIdle {
+		evicted, w.idle = w.idle[0], w.idle[1:]
+	}
+	w.mu.Unlock()
+	if evicted != nil {
+		w.drop(evicted)
+	}
+}
+
+// drop ends a host and forgets it.
+func (w *Warmer) drop(b *boxHost) {
+	b.discard()
+	w.mu.Lock()
+	if w.hosts[b.key]--; w.hosts[b.key] <= 0 {
+		delete(w.hosts, b.key)
+	}
+	w.mu.Unlock()
+}
+
+// refill counts a start of sh and, from its second, has a host of sh made
+// on a goroutine the warmer waits for, unless one waits or is being made,
+// or hostsPerShape are there.
 func (w *Warmer) refill(sh shape, spec Spec, after <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started[sh.key]++; w.closed || w.started[sh.key] < 2 {
 		return
 	}
-	waiting := 0
-	for _, b := range w.idle {
-		if b.key == sh.key {
-			waiting++
-		}
+	waiting := slices.ContainsFunc(w.idle, func(b *boxHost) bool { return b.key == sh.key })
+	if waiting || w.making[sh.key] > 0 || w.hosts[sh.key] >= hostsPerShape {
+		return
 	}
-	for ; waiting+w.making[sh.key] < ahead; w.making[sh.key]++ {
-		w.owned.Add(1)
-		go w.make(sh, spec, after)
-	}
+	w.making[sh.key]++
+	w.hosts[sh.key]++
+	w.owned.Add(1)
+	go w.make(sh, spec, after)
 }
 
-// make makes one box of sh and keeps it, the oldest box going if too many
-// wait.
+// make makes one host of sh and keeps it.
 func (w *Warmer) make(sh shape, spec Spec, after <-chan struct{}) {
 	defer w.owned.Done()
-	// Made after the start before it exited: bwrap making a box, its
+	// Made after the start before it exited: bwrap making a sandbox, its
 	// forks and mounts (page tables copied and flushed on every processor
-	// of a virtual machine), slowed that process down more than the box
-	// saved.
+	// of a virtual machine), slowed that process down.
 	select {
 	case <-after:
 	case <-w.closing:
 	}
-	b, err := makeBox(sh, spec)
+	b, err := makeHost(sh, spec)
 	w.mu.Lock()
 	if w.making[sh.key]--; w.making[sh.key] == 0 {
 		delete(w.making, sh.key)
 	}
-	if err != nil || w.closed {
-		w.mu.Unlock()
-		if b != nil {
-			b.discard()
+	if err != nil {
+		if w.hosts[sh.key]--; w.hosts[sh.key] <= 0 {
+			delete(w.hosts, sh.key)
 		}
+		w.mu.Unlock()
 		return
 	}
-	w.idle = append(w.idle, b)
-	var evicted *warmBox
-	if len(w.idle) > maxIdle {
-		evicted, w.idle = w.idle[0], w.idle[1:]
-	}
+	b.w = w
 	w.mu.Unlock()
-	if evicted != nil {
-		evicted.discard()
-	}
+	w.release(b)
 }
 
-// Close ends every box kept, once those being made are made. A start
-// after it is cold.
+// Close ends every host kept, once those being made are made, and every
+// busy one as its start ends. A start after it is cold.
 func (w *Warmer) Close() {
 	if w == nil {
 		return
@@ -215,46 +302,48 @@ func (w *Warmer) Close() {
 	w.idle = nil
 	w.mu.Unlock()
 	for _, b := range idle {
-		b.discard()
+		w.drop(b)
 	}
 }
 
-// shape is what a sandboxed start's box is made of and what it is sent:
-// key, everything the box fixes (bwrap, its options and mounts, the
-// directory, the streams, the network namespace); box, its command line;
-// script, the environment and command line the shell inside execs.
+// shape is what a sandboxed start's host is made of and what it is sent:
+// key, everything the host fixes (bwrap, its options and mounts, the
+// directory, the network namespace); box, the host's command line; req,
+// the start's command, environment and directory inside.
 type shape struct {
-	key    string
-	box    []string
-	dir    string
-	script string
-	binds  []string // the sources of its bind mounts
+	key   string
+	box   []string
+	dir   string
+	req   boxRequest
+	binds []string // the sources of its bind mounts
 }
 
 // bindOptions are bwrap's options that bind a source path (the argument
 // after them).
 var bindOptions = []string{"--bind", "--ro-bind", "--bind-try", "--ro-bind-try", "--dev-bind", "--dev-bind-try"}
 
+// hostProgram is this binary, which a host runs as its server.
+var hostProgram = sync.OnceValues(os.Executable)
+
 func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 	dash := slices.Index(cmd.Args, "--")
-	if cmd.Err != nil || dash < 0 || !slices.Contains(cmd.Args[:dash], "--proc") {
-		return shape{}, false // not wrapped, or no /dev/fd inside to read from
+	exe, err := hostProgram()
+	if cmd.Err != nil || err != nil || dash < 0 || dash+1 >= len(cmd.Args) || !slices.Contains(cmd.Args[:dash], "--proc") {
+		return shape{}, false // not wrapped, or no /proc inside for the server
 	}
-	var script strings.Builder
-	for _, kv := range cmd.Env {
-		name, value, _ := strings.Cut(kv, "=")
-		if !shellName(name) {
-			return shape{}, false // the shell could not pass it on
-		}
-		script.WriteString("export " + name + "=" + shellQuote(value) + "\n")
+	path := cmd.Args[dash+1]
+	if !filepath.IsAbs(path) {
+		return shape{}, false // bwrap would look for it on PATH
 	}
-	script.WriteString("exec")
-	for _, a := range cmd.Args[dash+1:] {
-		script.WriteString(" " + shellQuote(a))
+	dir := cmd.Dir
+	if i := slices.Index(cmd.Args[:dash], "--chdir"); i >= 0 && i+1 < dash {
+		dir = cmd.Args[i+1]
 	}
-	script.WriteString(" 3<&-\n")
-	box := append(slices.Clone(cmd.Args[:dash]), "--", "/bin/sh", "-c", ". /dev/fd/3")
-	key := strings.Join(append([]string{cmd.Path, cmd.Dir, fmt.Sprint(spec.NoInput, spec.MergeOutput, spec.Sandbox.Netns)}, box...), "\x00")
+	box := slices.Clone(cmd.Args[:dash])
+	// The server where the sandbox shows it: read-only, as a program
+	// under the private /tmp named on a command line is.
+	box = append(box, "--ro-bind", exe, exe, "--", exe)
+	key := strings.Join(append([]string{cmd.Path, cmd.Dir, fmt.Sprint(spec.Sandbox.Netns)}, cmd.Args[:dash]...), "\x00")
 	var binds []string
 	for i := 1; i+1 < dash; i++ {
 		if slices.Contains(bindOptions, cmd.Args[i]) {
@@ -262,92 +351,6 @@ func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 			i += 2 // the source and the destination
 		}
 	}
-	return shape{key: key, box: box, dir: cmd.Dir, script: script.String(), binds: binds}, true
-}
-
-// shellQuote quotes s for sh in single quotes, which keep every byte as it
-// is, newlines and control characters included (mvdan.cc/sh's Quote
-// refuses those in POSIX mode, and a script step's command is often
-// several lines).
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// shellName reports whether name can be exported by sh.
-func shellName(name string) bool {
-	if name == "" || name[0] >= '0' && name[0] <= '9' {
-		return false
-	}
-	for _, c := range name {
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// makeBox starts the box of sh: bwrap as spec's start would run it, with
-// spec's streams, the shell inside waiting on its fd 3. Its environment is
-// empty: what the command gets, the script exports.
-func makeBox(sh shape, spec Spec) (*warmBox, error) {
-	p, err := cloexecPipe()
-	if err != nil {
-		return nil, err
-	}
-	r, script := os.NewFile(uintptr(p[0]), "|box"), os.NewFile(uintptr(p[1]), "|script")
-	defer r.Close()
-	idle := make(chan struct{})
-	pinned := identify(sh.binds) // before bwrap binds them: a file replaced in between is seen changed
-	started, err := startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
-		cmd := &exec.Cmd{Path: sh.box[0], Args: sh.box, Dir: sh.dir, Env: []string{}, Stdin: in, ExtraFiles: []*os.File{r},
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
-		var pid, pidfd int
-		boxStarts.RLock()
-		defer boxStarts.RUnlock()
-		err := spec.Sandbox.Start(func() (err error) {
-			pid, pidfd, err = spawn(cmd, out, errOut)
-			return err
-		})
-		if err == nil {
-			leaders.Store(pid, (<-chan struct{})(idle))
-		}
-		return cmd, pid, pidfd, err
-	})
-	if err != nil {
-		script.Close()
-		return nil, err
-	}
-	return &warmBox{key: sh.key, p: started, script: script, idle: idle, pinned: pinned}, nil
-}
-
-// ended reports whether the box's bwrap exited while it waited.
-func (b *warmBox) ended() bool {
-	if b.p.pidfd < 0 {
-		return false // the script's write finds out
-	}
-	fds := []unix.PollFd{{Fd: int32(b.p.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0
-}
-
-// discard ends a box never given a command: its group killed, its bwrap
-// reaped (a child never reaped till now, so its pid is still its own), the
-// pid namespace's init that comes back to us after it too.
-func (b *warmBox) discard() {
-	b.script.Close()
-	_ = syscall.Kill(-b.p.pid, syscall.SIGKILL)
-	if b.p.pidfd >= 0 {
-		reap(b.p.pid, true)
-		syscall.Close(b.p.pidfd)
-	} else {
-		_ = b.p.cmd.Wait()
-	}
-	close(b.idle)
-	(&reaper{pgid: b.p.pid}).settleSandbox()
-	for _, fd := range b.p.ours {
-		syscall.Close(fd)
-	}
-	if b.p.stdin != nil {
-		b.p.stdin.Close()
-	}
+	req := boxRequest{Path: path, Argv: cmd.Args[dash+1:], Env: cmd.Env, Dir: dir}
+	return shape{key: key, box: box, dir: cmd.Dir, req: req, binds: binds}, true
 }
