@@ -104,6 +104,9 @@ func serveOne(fd int, msg []byte, fds []int) bool {
 		}
 	}
 	clearBox()
+	for _, dir := range boxPrivate {
+		emptyOwn(dir)
+	}
 	if sent != nil {
 		return false
 	}
@@ -123,6 +126,41 @@ func clearBox() {
 			return
 		}
 		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// boxPrivate are the sandbox's own empty directories (its tmpfs), which a
+// cold start gets empty: each start of a host does too.
+var boxPrivate = []string{"/tmp", "/run", "/var/run", "/dev/shm"}
+
+// emptyOwn removes what is in dir on dir's own file system, and nothing on
+// another: a mount under it (the work directory, a program shown
+// read-only) is the host's, and stays.
+func emptyOwn(dir string) {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return
+	}
+	removeOnDev(dir, st.Dev)
+}
+
+func removeOnDev(dir string, dev uint64) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := dir + "/" + e.Name()
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) != nil || st.Dev != dev {
+			continue // a mount point: not ours
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			removeOnDev(path, dev)
+			_ = unix.Rmdir(path) // fails where a mount is under it: kept
+			continue
+		}
+		_ = unix.Unlink(path)
 	}
 }
 

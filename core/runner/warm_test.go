@@ -2,6 +2,7 @@ package runner
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -241,5 +242,102 @@ func TestWarmBoxOfAReplacedDirectoryIsNotTaken(t *testing.T) {
 	out, _, pid := runOnce(t, spec, "")
 	if out != "two\n" || pid == box {
 		t.Fatalf("after the directory was made anew: output %q, pid %d (the box made before: %d)", out, pid, box)
+	}
+}
+
+// hostedSpec is spec run twice, so that w keeps a host for its shape, and
+// the host's bwrap pid.
+func hostedSpec(t *testing.T, w *Warmer, spec Spec) int {
+	t.Helper()
+	for range 2 {
+		runOnce(t, spec, "")
+	}
+	return idleBox(t, w)
+}
+
+// A start in a kept sandbox leaves nothing for the next: what it left
+// running is gone when it is done (as a sandbox's pid namespace ends with
+// it), and what it left in /tmp and /run is gone, while the work directory
+// keeps its work.
+func TestHostedStartLeavesNothingBehind(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	defer w.Close()
+	spec := Spec{Command: "/bin/sh", Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
+	spec.Args = []string{"-c", "true"}
+	host := hostedSpec(t, w, spec)
+	spec.Args = []string{"-c", "sleep 300 & setsid sleep 301 & mkdir -p /tmp/d /run/d && echo x > /tmp/d/left && echo x > /run/left && echo kept > work.txt"}
+	if _, res, in := runOnce(t, spec, ""); in != host || !res.Success() {
+		t.Fatalf("the start that leaves things: ran in %d (the host is %d): %+v", in, host, res)
+	}
+	// What a cold start sees, and one more process: the server.
+	// The server's program shows where it is (a test binary under /tmp).
+	exe, _ := os.Executable()
+	top := strings.Split(strings.TrimPrefix(exe, "/tmp/"), "/")[0]
+	probe := `n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo "$n processes"; ls -A /run; ls -A /tmp | grep -vxF '` + top + `'; test -e /tmp/d && echo /tmp/d left; test -e /run/left && echo /run/left left; cat work.txt`
+	cold := spec
+	cold.Warm, cold.Args = nil, []string{"-c", strings.Replace(probe, "n=0;", "n=1;", 1)}
+	want, _, _ := runOnce(t, cold, "")
+	spec.Args = []string{"-c", probe}
+	out, res, in := runOnce(t, spec, "")
+	if in != host || !res.Success() {
+		t.Fatalf("the next start ran in %d (the host is %d): %+v\n%s", in, host, res, out)
+	}
+	if out != want || !strings.Contains(out, "kept") {
+		t.Errorf("the next start sees:\n%s\na cold start:\n%s", out, want)
+	}
+}
+
+// A start in a kept sandbox stops as any: SIGTERM to its group, its
+// result the signal, and the host serves the next start.
+func TestHostedStartStops(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	defer w.Close()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
+	host := hostedSpec(t, w, spec)
+	long := spec
+	long.Args = []string{"-c", "sleep 300"}
+	proc, err := StartHeadless(long, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ranIn(proc) != host {
+		t.Fatalf("ran in %d, not the host %d", ranIn(proc), host)
+	}
+	stopped := make(chan struct{})
+	go func() { proc.Stop(time.Second); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Stop did not return within a minute")
+	}
+	if r := proc.Result(); r.Signal == "" {
+		t.Errorf("a stopped start's result: %+v, want a signal", r)
+	}
+	if _, res, in := runOnce(t, spec, ""); in != host || !res.Success() {
+		t.Errorf("the start after a stop ran in %d (the host %d): %+v", in, host, res)
+	}
+}
+
+// What a start runs cannot read or trace the server that started it (it
+// speaks for the starts after it): not its environment, its files, its
+// memory. (It may list the numbers of its open files: the directory is
+// root's, as the process is.)
+func TestHostedStartCannotReachItsServer(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	defer w.Close()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
+	host := hostedSpec(t, w, spec)
+	for _, probe := range []string{"cat /proc/$PPID/environ", "readlink /proc/$PPID/fd/0", "cat /proc/$PPID/mem", "cat /proc/$PPID/maps"} {
+		spec.Args = []string{"-c", probe}
+		out, res, in := runOnce(t, spec, "")
+		if in != host {
+			t.Fatalf("%s ran in %d, not the host %d", probe, in, host)
+		}
+		if res.Success() {
+			t.Errorf("%s succeeded inside: %q", probe, out)
+		}
 	}
 }
