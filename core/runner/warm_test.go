@@ -2,8 +2,8 @@ package runner
 
 import (
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
