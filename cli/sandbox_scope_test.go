@@ -358,12 +358,12 @@ steps:
 	}
 }
 
-// A script's step starts in a sandbox made ahead (runner.Warmer), once
-// steps of that sandbox came twice, made when the last of them ended: the
-// fourth step's process began before the third step's second of sleep (a
-// sandbox of another shape, network: none), not when the fourth started.
-// It is the same sandbox all the same: the hostile program, run there,
-// escapes nowhere.
+// A script's step starts in a sandbox kept for its shape (runner.Warmer),
+// once steps of that sandbox came twice, made when the last of them
+// ended: the fourth step's parent is the kept sandbox's server, which
+// began before the third step's second of sleep (a sandbox of another
+// shape, network: none), not when the fourth started. It is the same
+// sandbox all the same: the hostile program, run there, escapes nowhere.
 func TestScriptStepStartsInASandboxMadeAhead(t *testing.T) {
 	needBwrap(t)
 	t.Parallel()
@@ -376,17 +376,23 @@ steps:
   - name: fourth
     type: script
     command: |
-      set -- $(cat /proc/$$/stat); began=${22}
+      set -- $(cat /proc/$PPID/stat); began=${22}
       read up _ < /proc/uptime; up=${up%%.*}${up#*.}
       echo $((up - began)) > age.txt
+      tr '\0' ' ' < /proc/$PPID/cmdline > parent.txt
       hostile -base %s -addr %s -report warm-escapes.txt
 `, h.dir, h.addr))
 	wantCode(t, h.run("run", "warm", "--bead-file", "bead.json", "--sandbox"), 0)
-	// Ticks of 1/100 s: made during the sleep, at least half a second old.
+	// The step's parent is the kept sandbox's server (this binary), not
+	// bwrap; in ticks of 1/100 s, made during the sleep, at least half a
+	// second old.
+	if parent := h.read(".worktrees/bd-1/parent.txt"); !strings.HasPrefix(parent, vibeteam+" ") {
+		t.Errorf("the fourth step's parent is %q, not the server %s", parent, vibeteam)
+	}
 	ageText := h.read(".worktrees/bd-1/age.txt")
 	age, err := strconv.Atoi(strings.TrimSpace(ageText))
 	if err != nil || age < 50 {
-		t.Errorf("the fourth step's process was %s ticks old when it ran (%v): want ≥ 50, made before the third step", ageText, err)
+		t.Errorf("the fourth step's sandbox was %s ticks old when it ran (%v): want ≥ 50, made before the third step", ageText, err)
 	}
 	wantHeld(t, "a step in a sandbox made ahead", h.read(".worktrees/bd-1/warm-escapes.txt"), hostileTries)
 	for _, p := range []string{filepath.Join(h.home, "hostile-was-here"), h.path("hostile-was-here"), h.path(".git/hooks/post-commit"), h.path(".vibeteam/sessions/hostile.json")} {
