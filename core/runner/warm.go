@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -267,7 +268,11 @@ func (w *Warmer) make(sh shape, spec Spec, after <-chan struct{}) {
 	case <-after:
 	case <-w.closing:
 	}
-	b, err := makeHost(sh, spec)
+	var b *boxHost
+	err := errors.New("closed")
+	if !isClosed(w.closing) { // not made at a run's end only to be ended
+		b, err = makeHost(sh, spec)
+	}
 	w.mu.Lock()
 	if w.making[sh.key]--; w.making[sh.key] == 0 {
 		delete(w.making, sh.key)
@@ -340,9 +345,10 @@ func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 		dir = cmd.Args[i+1]
 	}
 	box := slices.Clone(cmd.Args[:dash])
-	// The server where the sandbox shows it: read-only, as a program
-	// under the private /tmp named on a command line is.
-	box = append(box, "--ro-bind", exe, exe, "--", exe)
+	// The server is this very program (the file this process runs, even
+	// where a new build has replaced it since), where it is: read-only, as
+	// a program under the private /tmp named on a command line is.
+	box = append(box, "--ro-bind", "/proc/"+strconv.Itoa(os.Getpid())+"/exe", exe, "--", exe)
 	key := strings.Join(append([]string{cmd.Path, cmd.Dir, fmt.Sprint(spec.Sandbox.Netns)}, cmd.Args[:dash]...), "\x00")
 	var binds []string
 	for i := 1; i+1 < dash; i++ {

@@ -45,7 +45,7 @@ func makeHost(sh shape, spec Spec) (*boxHost, error) {
 		return nil, err
 	}
 	b := &boxHost{key: sh.key, p: started, conn: pair[0], idle: idle, pinned: pinned}
-	if reply, _, err := b.answer(); err != nil || !reply.Ready {
+	if reply, _, err := b.answer(boxAnswerWait); err != nil || !reply.Ready {
 		b.discard()
 		return nil, fmt.Errorf("the sandbox's server did not start: %v", err)
 	}
@@ -66,7 +66,7 @@ func (b *boxHost) run(req boxRequest, in *os.File, out, errOut int) (pid, pidfd 
 		b.broken = true
 		return 0, -1, err
 	}
-	reply, fds, err := b.answer()
+	reply, fds, err := b.answer(boxAnswerWait)
 	switch {
 	case err != nil:
 		b.broken = true
@@ -93,7 +93,7 @@ func (b *boxHost) run(req boxRequest, in *os.File, out, errOut int) (pid, pidfd 
 // the server tells it once everything else inside is gone. The host goes
 // back to the warmer.
 func (b *boxHost) exited() Result {
-	reply, _, err := b.answer()
+	reply, _, err := b.answer(boxWaitGone + boxAnswerWait)
 	if err == nil && reply.Status == nil {
 		err = errBroken
 	}
@@ -117,9 +117,9 @@ func (b *boxHost) send(msg, oob []byte) error {
 }
 
 // answer is the server's next message and the descriptors it carried.
-func (b *boxHost) answer() (boxReply, []int, error) {
+func (b *boxHost) answer(wait time.Duration) (boxReply, []int, error) {
 	var r boxReply
-	deadline := time.Now().Add(boxAnswerWait)
+	deadline := time.Now().Add(wait)
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
