@@ -341,3 +341,26 @@ func TestHostedStartCannotReachItsServer(t *testing.T) {
 		}
 	}
 }
+
+// A start that kills its server ends its own sandbox only: it fails, and
+// the next start runs (cold, or in a host made anew).
+func TestHostedStartThatKillsItsServerFails(t *testing.T) {
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	defer w.Close()
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
+	host := hostedSpec(t, w, spec)
+	killer := spec
+	killer.Args = []string{"-c", "kill -9 $PPID; sleep 5; echo survived"}
+	out, res, in := runOnce(t, killer, "")
+	if in != host {
+		t.Fatalf("ran in %d, not the host %d", in, host)
+	}
+	if res.Success() || strings.Contains(out, "survived") {
+		t.Errorf("a start that killed its server: %+v, output %q; want a failure", res, out)
+	}
+	spec.Args = []string{"-c", "echo next"}
+	if out, res, _ := runOnce(t, spec, ""); out != "next\n" || !res.Success() {
+		t.Errorf("the start after it: %+v, output %q", res, out)
+	}
+}
