@@ -57,16 +57,7 @@ func newHostileSetup(t *testing.T) *hostileSetup {
 	}
 	t.Cleanup(func() { ln.Close() })
 	connects := &atomic.Int32{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			connects.Add(1)
-			c.Close()
-		}
-	}()
+	go countConnects(ln, connects)
 	addr := ln.Addr().String()
 	sock := hostSocket(t, connects)
 	p.write(".vibeteam/adapters/hostile.yaml", fmt.Sprintf(`name: hostile
@@ -101,6 +92,18 @@ steps:
 	return &hostileSetup{beadProject: p, home: home, addr: addr, sock: sock, connects: connects, env: env}
 }
 
+// countConnects counts who connects to ln, till it is closed.
+func countConnects(ln net.Listener, connects *atomic.Int32) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		connects.Add(1)
+		c.Close()
+	}
+}
+
 var hostSockets atomic.Int32
 
 // hostSocket listens on a unix socket where a host's daemons keep theirs
@@ -117,16 +120,7 @@ func hostSocket(t *testing.T, connects *atomic.Int32) string {
 			continue
 		}
 		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				connects.Add(1)
-				c.Close()
-			}
-		}()
+		go countConnects(ln, connects)
 		return ln.Addr().String()
 	}
 	t.Skip("no runtime directory of the host's to put a socket in (XDG_RUNTIME_DIR, /run)")

@@ -245,14 +245,18 @@ func TestWarmBoxOfAReplacedDirectoryIsNotTaken(t *testing.T) {
 	}
 }
 
-// hostedSpec is spec run twice, so that w keeps a host for its shape, and
-// the host's bwrap pid.
-func hostedSpec(t *testing.T, w *Warmer, spec Spec) int {
+// hosted is a warmer that keeps a host for spec's shape (sh -c true in a
+// sandbox, started twice), the spec, and the host's bwrap pid.
+func hosted(t *testing.T) (*Warmer, Spec, int) {
 	t.Helper()
+	plan, dir := warmPlan(t)
+	w := NewWarmer()
+	t.Cleanup(w.Close)
+	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
 	for range 2 {
 		runOnce(t, spec, "")
 	}
-	return idleBox(t, w)
+	return w, spec, idleBox(t, w)
 }
 
 // A start in a kept sandbox leaves nothing for the next: what it left
@@ -260,12 +264,7 @@ func hostedSpec(t *testing.T, w *Warmer, spec Spec) int {
 // it), and what it left in /tmp and /run is gone, while the work directory
 // keeps its work.
 func TestHostedStartLeavesNothingBehind(t *testing.T) {
-	plan, dir := warmPlan(t)
-	w := NewWarmer()
-	defer w.Close()
-	spec := Spec{Command: "/bin/sh", Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
-	spec.Args = []string{"-c", "true"}
-	host := hostedSpec(t, w, spec)
+	_, spec, host := hosted(t)
 	spec.Args = []string{"-c", "sleep 300 & setsid sleep 301 & mkdir -p /tmp/d /run/d && echo x > /tmp/d/left && echo x > /run/left && echo kept > work.txt"}
 	if _, res, in := runOnce(t, spec, ""); in != host || !res.Success() {
 		t.Fatalf("the start that leaves things: ran in %d (the host is %d): %+v", in, host, res)
@@ -291,11 +290,7 @@ func TestHostedStartLeavesNothingBehind(t *testing.T) {
 // A start in a kept sandbox stops as any: SIGTERM to its group, its
 // result the signal, and the host serves the next start.
 func TestHostedStartStops(t *testing.T) {
-	plan, dir := warmPlan(t)
-	w := NewWarmer()
-	defer w.Close()
-	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
-	host := hostedSpec(t, w, spec)
+	_, spec, host := hosted(t)
 	long := spec
 	long.Args = []string{"-c", "sleep 300"}
 	proc, err := StartHeadless(long, nil)
@@ -325,11 +320,7 @@ func TestHostedStartStops(t *testing.T) {
 // memory. (It may list the numbers of its open files: the directory is
 // root's, as the process is.)
 func TestHostedStartCannotReachItsServer(t *testing.T) {
-	plan, dir := warmPlan(t)
-	w := NewWarmer()
-	defer w.Close()
-	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
-	host := hostedSpec(t, w, spec)
+	_, spec, host := hosted(t)
 	for _, probe := range []string{"cat /proc/$PPID/environ", "readlink /proc/$PPID/fd/0", "cat /proc/$PPID/mem", "cat /proc/$PPID/maps"} {
 		spec.Args = []string{"-c", probe}
 		out, res, in := runOnce(t, spec, "")
@@ -345,11 +336,7 @@ func TestHostedStartCannotReachItsServer(t *testing.T) {
 // A start that kills its server ends its own sandbox only: it fails, and
 // the next start runs (cold, or in a host made anew).
 func TestHostedStartThatKillsItsServerFails(t *testing.T) {
-	plan, dir := warmPlan(t)
-	w := NewWarmer()
-	defer w.Close()
-	spec := Spec{Command: "/bin/sh", Args: []string{"-c", "true"}, Dir: dir, MergeOutput: true, Sandbox: plan, Warm: w}
-	host := hostedSpec(t, w, spec)
+	_, spec, host := hosted(t)
 	killer := spec
 	killer.Args = []string{"-c", "kill -9 $PPID; sleep 5; echo survived"}
 	out, res, in := runOnce(t, killer, "")
