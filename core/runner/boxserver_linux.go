@@ -45,10 +45,12 @@ func serveBox(fd int) int {
 	// starts after it): not dumpable, it is ptraced only with
 	// CAP_SYS_PTRACE, which no sandbox keeps.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// Handled, not ignored: an ignored signal stays ignored across exec,
-	// and the starts must get the default.
+	// Every signal handled, and dropped: as the sandbox's pid 1, it gets
+	// from inside only the signals it handles, so no start can end it, not
+	// even with SIGKILL. Handled, not ignored: an ignored signal stays
+	// ignored across exec, and the starts must get the default.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	signal.Notify(sigs)
 	go func() {
 		for range sigs {
 		}
@@ -116,12 +118,14 @@ func serveOne(fd int, msg []byte, fds []int) bool {
 
 // clearBox ends every process of the sandbox but its init and the server,
 // as the end of a sandbox's pid namespace would: what a start left behind
-// (`cmd &`, a daemon) does not outlive it, nor see the next.
+// (`cmd &`, a daemon) does not outlive it, nor see the next. The server is
+// the namespace's init: the orphans are its to reap.
 func clearBox() {
 	self := os.Getpid()
 	deadline := time.Now().Add(boxWaitGone)
 	for {
 		_ = syscall.Kill(-1, syscall.SIGKILL) // all but init and the caller
+		reapOrphans()
 		if !othersLeft(self) || time.Now().After(deadline) {
 			return
 		}
@@ -161,6 +165,21 @@ func removeOnDev(dir string, dev uint64) {
 			continue
 		}
 		_ = unix.Unlink(path)
+	}
+}
+
+// reapOrphans reaps what ended and came to the server, the sandbox's init
+// (a start's orphans), and what is left of a bwrap init where there is one.
+func reapOrphans() {
+	var ws syscall.WaitStatus
+	for {
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -240,25 +239,21 @@ func (w *Warmer) drop(b *boxHost) {
 }
 
 // refill counts a start of sh and, from its second, has a host of sh made
-// on a goroutine the warmer waits for, unless one waits or is being made,
-// or hostsPerShape are there.
+// once this start's process has exited, on a goroutine the warmer waits
+// for.
 func (w *Warmer) refill(sh shape, spec Spec, after <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started[sh.key]++; w.closed || w.started[sh.key] < 2 {
 		return
 	}
-	waiting := slices.ContainsFunc(w.idle, func(b *boxHost) bool { return b.key == sh.key })
-	if waiting || w.making[sh.key] > 0 || w.hosts[sh.key] >= hostsPerShape {
-		return
-	}
-	w.making[sh.key]++
-	w.hosts[sh.key]++
 	w.owned.Add(1)
 	go w.make(sh, spec, after)
 }
 
-// make makes one host of sh and keeps it.
+// make makes a host of sh once after is closed, unless one waits then or
+// is being made, or hostsPerShape are there: a start's own host is back
+// by then, and a second is made only for starts side by side.
 func (w *Warmer) make(sh shape, spec Spec, after <-chan struct{}) {
 	defer w.owned.Done()
 	// Made after the start before it exited: bwrap making a sandbox, its
@@ -267,12 +262,18 @@ func (w *Warmer) make(sh shape, spec Spec, after <-chan struct{}) {
 	select {
 	case <-after:
 	case <-w.closing:
+		return // not made at a run's end only to be ended
 	}
-	var b *boxHost
-	err := errors.New("closed")
-	if !isClosed(w.closing) { // not made at a run's end only to be ended
-		b, err = makeHost(sh, spec)
+	w.mu.Lock()
+	waiting := slices.ContainsFunc(w.idle, func(b *boxHost) bool { return b.key == sh.key })
+	if w.closed || waiting || w.making[sh.key] > 0 || w.hosts[sh.key] >= hostsPerShape {
+		w.mu.Unlock()
+		return
 	}
+	w.making[sh.key]++
+	w.hosts[sh.key]++
+	w.mu.Unlock()
+	b, err := makeHost(sh, spec)
 	w.mu.Lock()
 	if w.making[sh.key]--; w.making[sh.key] == 0 {
 		delete(w.making, sh.key)
@@ -344,7 +345,10 @@ func shapeOf(cmd *exec.Cmd, spec Spec) (shape, bool) {
 	if i := slices.Index(cmd.Args[:dash], "--chdir"); i >= 0 && i+1 < dash {
 		dir = cmd.Args[i+1]
 	}
-	box := slices.Clone(cmd.Args[:dash])
+	// The server is the sandbox's pid 1 (no bwrap init): the kernel
+	// delivers no signal from inside to it but those it handles, and it
+	// handles them all (it reaps what a start leaves, as an init does).
+	box := append([]string{cmd.Args[0], "--as-pid-1"}, cmd.Args[1:dash]...)
 	// The server is this very program (the file this process runs, even
 	// where a new build has replaced it since), where it is: read-only, as
 	// a program under the private /tmp named on a command line is.

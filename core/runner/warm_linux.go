@@ -196,6 +196,12 @@ func (b *boxHost) ended() bool {
 // that comes back to us after it too.
 func (b *boxHost) discard() {
 	unix.Close(b.conn)
+	var inits []procKey // the server, the sandbox's pid 1, as it is now
+	for _, pid := range childrenOf(b.p.pid) {
+		if st, ok := readStat(pid); ok {
+			inits = append(inits, procKey{pid, st.start})
+		}
+	}
 	_ = syscall.Kill(-b.p.pid, syscall.SIGKILL)
 	if b.p.pidfd >= 0 {
 		reap(b.p.pid, true)
@@ -204,11 +210,54 @@ func (b *boxHost) discard() {
 		_ = b.p.cmd.Wait()
 	}
 	close(b.idle)
+	// The server comes back to this child subreaper once bwrap is gone,
+	// maybe only after the sweep below looked: it is waited for by pid.
+	for _, k := range inits {
+		reapReparented(k, sandboxSettle)
+	}
 	(&reaper{pgid: b.p.pid}).settleSandbox()
 	for _, fd := range b.p.ours {
 		syscall.Close(fd)
 	}
 	if b.p.stdin != nil {
 		b.p.stdin.Close()
+	}
+}
+
+// childrenOf are pid's children (its main thread's: bwrap forks from it).
+func childrenOf(pid int) []int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// reapReparented reaps k, a process on its way out whose parent ended,
+// once it is this process's child (a child subreaper's), within limit. It
+// is left alone where this process is no subreaper (the system's init
+// reaps it), and once its pid is another process's (it was reaped
+// elsewhere: a child of ours started since must not lose its status).
+func reapReparented(k procKey, limit time.Duration) {
+	if !subreaper.Load() {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		st, ok := readStat(k.pid)
+		switch {
+		case !ok || st.start != k.start:
+			return // gone
+		case st.ppid == selfPID:
+			reap(k.pid, true)
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
