@@ -178,6 +178,8 @@ func (w *Warmer) start(spec Spec) (*piped, *boxHost, func(exited <-chan struct{}
 	if b == nil {
 		return nil, nil, next
 	}
+	// A start in a host needs no other: the host is back when it ends.
+	counted := func(<-chan struct{}) { w.count(sh.key) }
 	s, err := startPiped(spec, func(in *os.File, out, errOut int) (*exec.Cmd, int, int, error) {
 		pid, pidfd, err := b.run(sh.req, in, out, errOut)
 		return nil, pid, pidfd, err
@@ -187,7 +189,14 @@ func (w *Warmer) start(spec Spec) (*piped, *boxHost, func(exited <-chan struct{}
 		w.release(b)
 		return nil, nil, next
 	}
-	return s, b, next
+	return s, b, counted
+}
+
+// count counts a start of key.
+func (w *Warmer) count(key string) {
+	w.mu.Lock()
+	w.started[key]++
+	w.mu.Unlock()
 }
 
 // take is an idle host for key, if one is and is alive.
@@ -238,9 +247,10 @@ func (w *Warmer) drop(b *boxHost) {
 	w.mu.Unlock()
 }
 
-// refill counts a start of sh and, from its second, has a host of sh made
-// once this start's process has exited, on a goroutine the warmer waits
-// for.
+// refill counts a cold start of sh and, from sh's second start, has a
+// host of sh made once this start's process has exited, on a goroutine the
+// warmer waits for: the first host, or a second where starts come side by
+// side (this one found none idle).
 func (w *Warmer) refill(sh shape, spec Spec, after <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
