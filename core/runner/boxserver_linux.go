@@ -225,8 +225,14 @@ func sendReply(fd int, r boxReply, passFD int) error {
 	if passFD >= 0 {
 		oob = unix.UnixRights(passFD)
 	}
+	return sendmsg(fd, b, oob)
+}
+
+// sendmsg sends one message of the host's socket, again where a signal
+// cut it short.
+func sendmsg(fd int, msg, oob []byte) error {
 	for {
-		err = unix.Sendmsg(fd, b, oob, nil, 0)
+		err := unix.Sendmsg(fd, msg, oob, nil, 0)
 		if err != unix.EINTR {
 			return err
 		}

@@ -198,6 +198,11 @@ func children() []int {
 	if err != nil {
 		return nil
 	}
+	return parsePids(b)
+}
+
+// parsePids are the pids of a /proc children file.
+func parsePids(b []byte) []int {
 	var pids []int
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil {

@@ -107,14 +107,7 @@ func (b *boxHost) exited() Result {
 	return r
 }
 
-func (b *boxHost) send(msg, oob []byte) error {
-	for {
-		err := unix.Sendmsg(b.conn, msg, oob, nil, 0)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
+func (b *boxHost) send(msg, oob []byte) error { return sendmsg(b.conn, msg, oob) }
 
 // answer is the server's next message and the descriptors it carried.
 func (b *boxHost) answer(wait time.Duration) (boxReply, []int, error) {
@@ -230,13 +223,7 @@ func childrenOf(pid int) []int {
 	if err != nil {
 		return nil
 	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
+	return parsePids(b)
 }
 
 // reapReparented reaps k, a process on its way out whose parent ended,
